@@ -1,0 +1,160 @@
+"""The store contract every backend (sqlite, kube) implements.
+
+The hub keeps its working index in memory and writes through a Store. A
+Store owns three facts the wire depends on:
+
+- durability: `commit` returns only when the batch survives a crash (the
+  hub sends verdicts after `commit` returns);
+- a global revision, bumped once per committed batch, and a change log of
+  imports keyed by it, so a watcher can resume;
+- an epoch naming the history revisions belong to. A backend whose change log
+  survives restarts (sqlite) keeps its epoch; one that rebuilds its index from
+  scratch (kube) starts a new epoch, and resuming watchers get a snapshot.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+
+class StoreError(Exception):
+    """Base of the store's typed errors."""
+
+
+class EpochMismatch(StoreError):
+    """The watcher's epoch is not this store's: its revisions mean nothing here."""
+
+    def __init__(self, asked: str, current: str) -> None:
+        super().__init__(f"epoch {asked!r} is not the store's epoch {current!r}")
+        self.asked = asked
+        self.current = current
+
+
+class RevisionCompacted(StoreError):
+    """The changes after `asked` were compacted away; the oldest kept is `oldest`."""
+
+    def __init__(self, asked: int, oldest: int) -> None:
+        super().__init__(
+            f"revision {asked} is too old: changes before revision {oldest} were compacted; "
+            "take a fresh snapshot"
+        )
+        self.asked = asked
+        self.oldest = oldest
+
+
+class RevisionInFuture(StoreError):
+    """The watcher claims a revision this store never reached."""
+
+    def __init__(self, asked: int, current: int) -> None:
+        super().__init__(f"revision {asked} is newer than the store's revision {current}")
+        self.asked = asked
+        self.current = current
+
+
+@dataclass(frozen=True)
+class MemberRecord:
+    """What the hub knows of a member (Antrea's MemberClusterAnnounce)."""
+
+    cluster_id: str
+    cluster_set_id: str
+    leader_cluster_id: str
+    # UTC, timezone-aware.
+    joined: datetime
+    last_heartbeat: datetime
+
+
+@dataclass(frozen=True)
+class ImportChange:
+    """One entry of the import change log: an upsert (resource set) or a delete."""
+
+    revision: int
+    import_name: str
+    resource: pb.ResourceImport | None
+
+
+@dataclass
+class WriteBatch:
+    """Everything one hub decision changes; committed atomically as one revision."""
+
+    put_exports: list[pb.ResourceExport] = field(default_factory=list)
+    delete_exports: list[str] = field(default_factory=list)
+    put_imports: list[pb.ResourceImport] = field(default_factory=list)
+    delete_imports: list[str] = field(default_factory=list)
+    put_members: list[MemberRecord] = field(default_factory=list)
+    delete_members: list[str] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (
+            self.put_exports
+            or self.delete_exports
+            or self.put_imports
+            or self.delete_imports
+            or self.put_members
+            or self.delete_members
+        )
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The whole durable state at one revision."""
+
+    epoch: str
+    revision: int
+    exports: dict[str, pb.ResourceExport]
+    imports: dict[str, pb.ResourceImport]
+    members: dict[str, MemberRecord]
+
+
+class Store(abc.ABC):
+    """A durable home for exports, imports and members. See the module doc."""
+
+    @property
+    @abc.abstractmethod
+    def epoch(self) -> str:
+        """The history this store's revisions belong to (valid after open)."""
+
+    @property
+    @abc.abstractmethod
+    def revision(self) -> int:
+        """The revision of the last committed batch (0 for an empty store)."""
+
+    @abc.abstractmethod
+    async def open(self) -> Snapshot:
+        """Open (creating when absent) and return the current state."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release the store; idempotent."""
+
+    @abc.abstractmethod
+    async def commit(self, batch: WriteBatch) -> int:
+        """Apply the batch atomically and durably; return its new revision.
+
+        Deleting a name that does not exist is not an error. An import put or
+        deleted is appended to the change log at the new revision. An empty
+        batch writes nothing and returns the current revision.
+        """
+
+    @abc.abstractmethod
+    async def snapshot(self) -> Snapshot:
+        """The current state, read consistently."""
+
+    @abc.abstractmethod
+    async def import_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
+        """Import changes with revision > `revision`, oldest first.
+
+        Raises EpochMismatch, RevisionCompacted or RevisionInFuture when the
+        changes cannot be given exactly.
+        """
+
+    @abc.abstractmethod
+    async def compact(self, keep_after: int) -> None:
+        """Forget change-log entries with revision <= keep_after.
+
+        Afterwards, import_changes_since(r) for r < keep_after raises
+        RevisionCompacted; r == keep_after still works.
+        """
