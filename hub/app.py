@@ -1,0 +1,197 @@
+"""Wiring: one hub process = store + engine + gRPC server + REST facade."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import grpc
+from aiohttp import web
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from hub.auth.identity import Authenticator
+from hub.auth.tokens import TokenStore, ensure_admin_token
+from hub.clusterset import member_health
+from hub.config import HubConfig
+from hub.engine import Engine, ImportBatch, utc_now
+from hub.grpc.service import SERVICE_NAME, CommonAreaService, handlers
+from hub.metrics import HubMetrics
+from hub.rest.app import build_rest_app
+from hub.store.base import Store
+from hub.store.sqlite import SqliteStore
+from hub.tls import ensure_tls
+
+log = logging.getLogger(__name__)
+
+
+class HubApp:
+    """A running hub. `await start()`, then `await stop()`."""
+
+    def __init__(
+        self,
+        config: HubConfig,
+        *,
+        store: Store | None = None,
+        authenticator: Authenticator | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        is_leader: Callable[[], bool] | None = None,
+    ) -> None:
+        self.config = config.validate()
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.tokens = TokenStore(self.config.tokens_db)
+        self.admin_token = ensure_admin_token(self.tokens, self.config.admin_token_file)
+        self.store = store or SqliteStore(self.config.data_dir)
+        self.authenticator: Authenticator = authenticator or self.tokens
+        self.metrics = HubMetrics()
+        self.engine = Engine(self.store, self.config, clock)
+        self._clock = clock
+        self._is_leader = is_leader or (lambda: True)
+        self._grpc: grpc.aio.Server | None = None
+        self._health = health.aio.HealthServicer()
+        self._rest: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.grpc_port = 0
+        self.rest_port = 0
+        self.ca_cert: Path | None = None
+        self.started = False
+
+    # ---- addresses -----------------------------------------------------------
+
+    @property
+    def grpc_target(self) -> str:
+        host = self.config.grpc_address.rpartition(":")[0].strip("[]")
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        return f"{host}:{self.grpc_port}"
+
+    @property
+    def rest_url(self) -> str:
+        host = self.config.rest_address.rpartition(":")[0].strip("[]")
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        return f"http://{host}:{self.rest_port}"
+
+    def is_ready(self) -> bool:
+        return self.started and self._is_leader()
+
+    # ---- lifecycle -----------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.engine.start()
+        await self._start_grpc()
+        await self._start_rest()
+        self._tasks = [
+            asyncio.create_task(self._status_loop(), name="hub-status"),
+            asyncio.create_task(self._bookmark_loop(), name="hub-bookmarks"),
+        ]
+        self.started = True
+        await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await self._health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        log.info(
+            "hub serving",
+            extra={
+                "grpc": self.grpc_target,
+                "tls": not self.config.insecure,
+                "rest": self.rest_url,
+                "adminTokenFile": str(self.config.admin_token_file),
+                "caCert": str(self.ca_cert) if self.ca_cert else "",
+            },
+        )
+
+    async def _start_grpc(self) -> None:
+        limit = self.config.max_message_bytes
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", limit),
+                ("grpc.max_send_message_length", limit),
+                ("grpc.keepalive_time_ms", 20_000),
+                ("grpc.keepalive_timeout_ms", 10_000),
+                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+                ("grpc.keepalive_permit_without_calls", 1),
+            ]
+        )
+        service = CommonAreaService(self.engine, self.authenticator, self.metrics, self._is_leader)
+        server.add_generic_rpc_handlers((handlers(service),))
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        if self.config.insecure:
+            self.grpc_port = server.add_insecure_port(self.config.grpc_address)
+        else:
+            if self.config.tls_cert and self.config.tls_key:
+                cert, key = self.config.tls_cert.read_bytes(), self.config.tls_key.read_bytes()
+            else:
+                files = ensure_tls(self.config.tls_dir, self.config.tls_sans)
+                self.ca_cert = files.ca_cert
+                _, cert, key = files.read()
+            creds = grpc.ssl_server_credentials([(key, cert)])
+            self.grpc_port = server.add_secure_port(self.config.grpc_address, creds)
+        await server.start()
+        self._grpc = server
+
+    async def _start_rest(self) -> None:
+        app = build_rest_app(self)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        host, _, port = self.config.rest_address.rpartition(":")
+        site = web.TCPSite(runner, host.strip("[]"), int(port))
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        self.rest_port = sockets[0].getsockname()[1] if sockets else int(port)
+        self._rest = runner
+
+    async def stop(self) -> None:
+        """Drain: end streams with UNAVAILABLE (members resume), then close."""
+        self.started = False
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        await self._health.enter_graceful_shutdown()
+        self.engine.imports_bus.close()
+        self.engine.verdicts_bus.close()
+        if self._grpc is not None:
+            await self._grpc.stop(self.config.shutdown_grace)
+            self._grpc = None
+        if self._rest is not None:
+            await self._rest.cleanup()
+            self._rest = None
+        await self.store.close()
+        self.tokens.close()
+
+    # ---- background ----------------------------------------------------------
+
+    async def _status_loop(self) -> None:
+        while True:
+            self.refresh_metrics()
+            await asyncio.sleep(self.config.status_interval)
+
+    def refresh_metrics(self) -> None:
+        now = self._clock()
+        index = self.engine.index
+        health_list = [member_health(m, now, self.config.disconnect_after) for m in index.members.values()]
+        self.metrics.members_total.set(len(health_list))
+        self.metrics.members_connected.set(sum(1 for h in health_list if h.connected))
+        self.metrics.store_revision.set(self.engine.revision)
+        counts: dict[str, int] = {}
+        for export in index.exports.values():
+            kind = export.WhichOneof("payload") or ""
+            counts[kind] = counts.get(kind, 0) + 1
+        for kind, n in counts.items():
+            self.metrics.exports.labels(kind=kind).set(n)
+        counts = {}
+        for imp in index.imports.values():
+            kind = imp.WhichOneof("payload") or ""
+            counts[kind] = counts.get(kind, 0) + 1
+        for kind, n in counts.items():
+            self.metrics.imports.labels(kind=kind).set(n)
+
+    async def _bookmark_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.bookmark_interval)
+            self.engine.imports_bus.publish_all(ImportBatch(self.engine.revision, []))

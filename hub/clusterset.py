@@ -1,0 +1,76 @@
+"""ClusterSet status as the leader reports it, computed from members (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from hub.store.base import MemberRecord
+
+
+@dataclass(frozen=True)
+class MemberHealth:
+    cluster_id: str
+    connected: bool
+    heartbeat_age: float
+    last_heartbeat: datetime
+
+
+def member_health(member: MemberRecord, now: datetime, disconnect_after: float) -> MemberHealth:
+    age = (now - member.last_heartbeat).total_seconds()
+    return MemberHealth(member.cluster_id, age <= disconnect_after, max(age, 0.0), member.last_heartbeat)
+
+
+def _condition(kind: str, status: str, reason: str, message: str, since: datetime) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def clusterset_status(
+    members: list[MemberRecord], now: datetime, disconnect_after: float
+) -> dict[str, Any]:
+    """The leader's ClusterSet.status: totals, Ready, per-cluster ClusterConnected.
+
+    Ready is True only when every member is connected; with no member at all
+    it is Unknown/NoReadyCluster, as Antrea reports it.
+    """
+    health = [member_health(m, now, disconnect_after) for m in sorted(members, key=lambda m: m.cluster_id)]
+    ready = sum(1 for h in health if h.connected)
+    statuses = []
+    for h in health:
+        since = h.last_heartbeat if h.connected else h.last_heartbeat + timedelta(seconds=disconnect_after)
+        statuses.append(
+            {
+                "clusterID": h.cluster_id,
+                "conditions": [
+                    _condition(
+                        "ClusterConnected",
+                        "True" if h.connected else "False",
+                        "Connected" if h.connected else "Disconnected",
+                        "" if h.connected else f"no announce for {int(h.heartbeat_age)}s",
+                        since,
+                    )
+                ],
+            }
+        )
+    if not health:
+        overall = _condition("Ready", "Unknown", "NoReadyCluster", "no member has joined", now)
+    elif ready == len(health):
+        overall = _condition("Ready", "True", "AllClustersReady", "", now)
+    elif ready == 0:
+        overall = _condition("Ready", "False", "NoReadyCluster", "no member is connected", now)
+    else:
+        down = ", ".join(h.cluster_id for h in health if not h.connected)
+        overall = _condition("Ready", "False", "NotAllClustersReady", f"disconnected: {down}", now)
+    return {
+        "totalClusters": len(health),
+        "readyClusters": ready,
+        "conditions": [overall],
+        "clusterStatuses": statuses,
+    }

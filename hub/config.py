@@ -1,0 +1,99 @@
+"""The hub's configuration: one validated tree, loaded once, passed explicitly."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcapi import names
+
+
+class HubConfigError(ValueError):
+    """The hub was configured in a way it cannot run with."""
+
+
+def _split_host_port(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise HubConfigError(f"address {address!r} must be HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(address: str) -> bool:
+    host, _ = _split_host_port(address)
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class HubConfig:
+    """Everything `mchub hub` can be told.
+
+    Durations are in seconds.
+    """
+
+    data_dir: Path = Path("mchub-data")
+    # gRPC listen address, HOST:PORT (port 0 picks a free one).
+    grpc_address: str = "127.0.0.1:50051"
+    # REST/dashboard listen address, HOST:PORT.
+    rest_address: str = "127.0.0.1:8080"
+    # Serve gRPC without TLS: only allowed on a loopback address.
+    insecure: bool = False
+    # Operator-provided serving certificate and key (PEM); generated when unset.
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    # Extra DNS names/IPs for the generated serving certificate.
+    tls_sans: tuple[str, ...] = ()
+    cluster_set_id: str = "test-clusterset"
+    leader_cluster_id: str = "leader"
+    # Antrea's older merge rule: exporters' ports must be identical.
+    strict_ports: bool = False
+    # How often members announce (told to them in AnnounceResponse).
+    heartbeat_interval: float = 10.0
+    # A member without an announce for this long is Disconnected.
+    disconnect_after: float = 30.0
+    # How often idle watchers get a bookmark with the current revision.
+    bookmark_interval: float = 15.0
+    # How often the liveness/ClusterSet status sweep runs.
+    status_interval: float = 2.0
+    # Largest gRPC message accepted, bytes.
+    max_message_bytes: int = 4 * 1024 * 1024
+    # Events a slow watcher may fall behind before it is told to resume.
+    watch_queue_limit: int = 10_000
+    # Grace given to open streams on shutdown.
+    shutdown_grace: float = 5.0
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def validate(self) -> HubConfig:
+        for address in (self.grpc_address, self.rest_address):
+            _split_host_port(address)
+        if self.insecure and not is_loopback(self.grpc_address):
+            raise HubConfigError(
+                f"--insecure serves gRPC without TLS and is only allowed on loopback, "
+                f"not on {self.grpc_address!r}"
+            )
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise HubConfigError("--tls-cert and --tls-key go together")
+        for value, what in ((self.cluster_set_id, "ClusterSet ID"), (self.leader_cluster_id, "leader ID")):
+            if not names.is_valid_cluster_id(value):
+                raise HubConfigError(f"{what} {value!r} must be a DNS-1123 label")
+        if self.heartbeat_interval <= 0 or self.disconnect_after <= self.heartbeat_interval:
+            raise HubConfigError("disconnect_after must exceed heartbeat_interval, both positive")
+        return self
+
+    @property
+    def tls_dir(self) -> Path:
+        return self.data_dir / "tls"
+
+    @property
+    def admin_token_file(self) -> Path:
+        return self.data_dir / "admin.token"
+
+    @property
+    def tokens_db(self) -> Path:
+        return self.data_dir / "tokens.db"

@@ -1,0 +1,335 @@
+"""The hub's decisions: authorize, merge, commit durably, then tell everyone.
+
+One writer at a time: every mutation takes the engine's lock, re-merges only
+the groups it touched, commits one batch (the store fsyncs before `commit`
+returns), updates the index and publishes, in that order. A verdict is
+therefore never sent for a write that a crash could lose, and watchers see
+revisions in commit order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from hub.auth.identity import Identity
+from hub.bus import Bus
+from hub.config import HubConfig
+from hub.errors import Forbidden, InvalidRequest, NotJoined
+from hub.index import Index
+from hub.merge import (
+    GroupKey,
+    MergeConfig,
+    MergeContext,
+    expected_export_name,
+    group_key,
+    import_names_for_group,
+    merge_group,
+    validate_export,
+)
+from hub.store.base import ImportChange, MemberRecord, Store, WriteBatch
+from mcapi import names
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class ImportBatch:
+    """What one commit changed in imports, as published to watchers."""
+
+    revision: int
+    changes: list[ImportChange]
+
+
+@dataclass(frozen=True)
+class ImportStatusEntry:
+    succeeded: bool
+    reason: str
+    message: str
+    reported: datetime
+
+
+def _same_payload(a: pb.ResourceExport, b: pb.ResourceExport) -> bool:
+    """Equal as the member sent them (the hub's create_time/status aside)."""
+    x, y = pb.ResourceExport(), pb.ResourceExport()
+    x.CopyFrom(a)
+    y.CopyFrom(b)
+    for m in (x, y):
+        m.ClearField("create_time")
+        m.ClearField("status")
+    return x == y
+
+
+class Engine:
+    def __init__(self, store: Store, config: HubConfig, clock: Clock = utc_now) -> None:
+        self._store = store
+        self._config = config
+        self._clock = clock
+        self._merge = MergeContext(config=MergeConfig(strict_ports=config.strict_ports), used_label_ids=set())
+        self._lock = asyncio.Lock()
+        self.index = Index()
+        self.revision = 0
+        self.epoch = ""
+        self.imports_bus: Bus[ImportBatch] = Bus(config.watch_queue_limit)
+        # Topic: cluster ID ("" for the admin); items: unsolicited verdicts.
+        self.verdicts_bus: Bus[pb.ExportResponse] = Bus(config.watch_queue_limit)
+        self.import_status: dict[str, dict[str, ImportStatusEntry]] = {}
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    async def start(self) -> None:
+        snap = await self._store.open()
+        self.index = Index.from_snapshot(snap)
+        self.revision = snap.revision
+        self.epoch = snap.epoch
+        log.info(
+            "hub index loaded",
+            extra={"epoch": self.epoch, "revision": self.revision, "exports": len(self.index.exports)},
+        )
+
+    # ---- members -------------------------------------------------------------
+
+    async def announce(self, who: Identity, req: pb.AnnounceRequest) -> pb.AnnounceResponse:
+        if who.admin:
+            raise Forbidden("the admin token cannot announce a member cluster")
+        if req.cluster_id != who.cluster_id:
+            raise Forbidden(
+                f"token belongs to cluster {who.cluster_id!r}, not {req.cluster_id!r}"
+            )
+        if req.cluster_set_id != self._config.cluster_set_id:
+            raise InvalidRequest(
+                f"ClusterSet {req.cluster_set_id!r} is not this hub's ClusterSet "
+                f"{self._config.cluster_set_id!r}"
+            )
+        if req.leader_cluster_id and req.leader_cluster_id != self._config.leader_cluster_id:
+            raise InvalidRequest(
+                f"leader cluster {req.leader_cluster_id!r} is not this hub's leader "
+                f"{self._config.leader_cluster_id!r}"
+            )
+        async with self._lock:
+            now = self._clock()
+            known = self.index.members.get(who.cluster_id)
+            if known is None:
+                for other in self.index.members:
+                    if names.is_dash_prefix(other, who.cluster_id):
+                        raise Forbidden(
+                            f"cluster ID {who.cluster_id!r} and member {other!r} are dash-prefixes of "
+                            "each other, which makes export names ambiguous; choose another cluster ID"
+                        )
+            record = MemberRecord(
+                cluster_id=who.cluster_id,
+                cluster_set_id=req.cluster_set_id,
+                leader_cluster_id=self._config.leader_cluster_id,
+                joined=known.joined if known else now,
+                last_heartbeat=now,
+            )
+            await self._commit(WriteBatch(put_members=[record]))
+            if known is None:
+                log.info("member joined", extra={"clusterID": who.cluster_id})
+        return pb.AnnounceResponse(
+            leader_cluster_id=self._config.leader_cluster_id,
+            cluster_set_id=self._config.cluster_set_id,
+            heartbeat_interval_seconds=int(self._config.heartbeat_interval),
+            epoch=self.epoch,
+        )
+
+    async def forget_member(self, cluster_id: str) -> None:
+        """Remove a member and everything it exported (its token was revoked)."""
+        async with self._lock:
+            owned = self.index.owned_by(cluster_id, admin=False)
+            batch = self._regroup(deleted=owned, put=[])
+            batch.delete_members.append(cluster_id)
+            await self._commit_and_publish(batch, answer_for=None)
+
+    # ---- exports -------------------------------------------------------------
+
+    def _authorize(self, who: Identity, export: pb.ResourceExport) -> None:
+        kind = export.WhichOneof("payload")
+        if who.admin:
+            if kind != "cluster_network_policy":
+                raise Forbidden("the admin exports only AntreaClusterNetworkPolicy; members export the rest")
+            return
+        if kind == "cluster_network_policy":
+            raise Forbidden("only the ClusterSet admin may export an AntreaClusterNetworkPolicy")
+        if export.cluster_id != who.cluster_id:
+            raise Forbidden(
+                f"token belongs to cluster {who.cluster_id!r}; it cannot export for {export.cluster_id!r}"
+            )
+        expected = expected_export_name(export)
+        if expected is not None and export.export_name != expected:
+            raise Forbidden(
+                f"export name {export.export_name!r} is not derived from cluster {who.cluster_id!r}; "
+                f"expected {expected!r}"
+            )
+        if who.cluster_id not in self.index.members:
+            raise NotJoined(f"cluster {who.cluster_id!r} must announce before it exports")
+
+    async def upsert(self, who: Identity, export: pb.ResourceExport, sequence: int = 0) -> pb.ExportResponse:
+        problems = validate_export(export)
+        if problems:
+            raise InvalidRequest("; ".join(problems))
+        self._authorize(who, export)
+        async with self._lock:
+            existing = self.index.exports.get(export.export_name)
+            if existing is not None:
+                self._check_immutable(existing, export)
+                if _same_payload(existing, export):
+                    # Re-sent unchanged (a resync): answer without a write.
+                    return pb.ExportResponse(
+                        sequence=sequence, export_name=export.export_name, status=existing.status
+                    )
+            new = pb.ResourceExport()
+            new.CopyFrom(export)
+            new.ClearField("status")
+            if existing is not None:
+                new.create_time.CopyFrom(existing.create_time)
+            else:
+                new.create_time.FromDatetime(self._clock())
+            batch = self._regroup(deleted=set(), put=[new])
+            return await self._commit_and_publish(batch, answer_for=(who, new.export_name, sequence))
+
+    @staticmethod
+    def _check_immutable(existing: pb.ResourceExport, export: pb.ResourceExport) -> None:
+        for field_name in ("cluster_id", "namespace", "name"):
+            if getattr(existing, field_name) != getattr(export, field_name):
+                raise InvalidRequest(f"{field_name} of export {export.export_name!r} is immutable")
+        if existing.WhichOneof("payload") != export.WhichOneof("payload"):
+            raise InvalidRequest(f"kind of export {export.export_name!r} is immutable")
+
+    async def delete(self, who: Identity, export_name: str, sequence: int = 0) -> pb.ExportResponse:
+        if not export_name:
+            raise InvalidRequest("delete needs an export name")
+        async with self._lock:
+            existing = self.index.exports.get(export_name)
+            if existing is None:
+                return pb.ExportResponse(
+                    sequence=sequence,
+                    export_name=export_name,
+                    status=pb.ExportStatus(verdict=pb.VERDICT_DELETED, message="no such export"),
+                )
+            if export_name not in self.index.owned_by(who.cluster_id, admin=who.admin):
+                raise Forbidden(f"export {export_name!r} does not belong to {who.describe()}")
+            batch = self._regroup(deleted={export_name}, put=[])
+            return await self._commit_and_publish(batch, answer_for=(who, export_name, sequence))
+
+    async def sweep(self, who: Identity, keep: set[str], sequence: int = 0) -> pb.ExportResponse:
+        """End of a sync bracket: delete what the caller owns but did not mention."""
+        async with self._lock:
+            stale = self.index.owned_by(who.cluster_id, admin=who.admin) - keep
+            response = pb.ExportResponse(sequence=sequence, sync_end=pb.SyncEndAck(deleted=sorted(stale)))
+            if stale:
+                batch = self._regroup(deleted=stale, put=[])
+                response.revision = await self._commit_and_publish_batch(batch)
+                log.info("sync swept stale exports", extra={"owner": who.describe(), "count": len(stale)})
+            return response
+
+    # ---- import status -------------------------------------------------------
+
+    def report_import_status(self, who: Identity, req: pb.ReportImportStatusRequest) -> None:
+        if who.admin or req.cluster_id != who.cluster_id:
+            raise Forbidden(f"token belongs to {who.describe()}, not cluster {req.cluster_id!r}")
+        if not req.import_name:
+            raise InvalidRequest("import_name is required")
+        per_cluster = self.import_status.setdefault(req.import_name, {})
+        per_cluster[req.cluster_id] = ImportStatusEntry(req.succeeded, req.reason, req.message, self._clock())
+        if not req.succeeded:
+            log.warning(
+                "member could not apply import",
+                extra={"clusterID": req.cluster_id, "import": req.import_name, "reason": req.reason},
+            )
+
+    # ---- internals -----------------------------------------------------------
+
+    def _regroup(self, *, deleted: set[str], put: list[pb.ResourceExport]) -> WriteBatch:
+        """Re-merge every group the change touches; return the whole write."""
+        exports = dict(self.index.exports)
+        keys: set[GroupKey] = set()
+        for name in deleted:
+            gone = exports.pop(name, None)
+            if gone is not None:
+                keys.add(group_key(gone))
+        for export in put:
+            exports[export.export_name] = export
+            keys.add(group_key(export))
+        batch = WriteBatch(delete_exports=sorted(deleted & set(self.index.exports)))
+        put_names = {e.export_name for e in put}
+        for key in sorted(keys):
+            members = sorted(
+                (self.index.groups.get(key, set()) | {e.export_name for e in put if group_key(e) == key})
+                - deleted
+            )
+            group = [exports[n] for n in members]
+            import_names = import_names_for_group(key)
+            previous = {n: self.index.imports[n] for n in import_names if n in self.index.imports}
+            ctx = MergeContext(config=self._merge.config, used_label_ids=self.index.label_ids(set(import_names)))
+            result = merge_group(group, previous, ctx)
+            for name in import_names:
+                produced = result.imports.get(name)
+                if produced is not None and previous.get(name) != produced:
+                    batch.put_imports.append(produced)
+                elif produced is None and name in previous:
+                    batch.delete_imports.append(name)
+            for export in group:
+                status = result.statuses.get(export.export_name, pb.ExportStatus())
+                if export.export_name in put_names or export.status != status:
+                    stored = pb.ResourceExport()
+                    stored.CopyFrom(export)
+                    stored.status.CopyFrom(status)
+                    batch.put_exports.append(stored)
+        return batch
+
+    async def _commit(self, batch: WriteBatch) -> int:
+        revision = await self._store.commit(batch)
+        self.index.apply(batch)
+        self.revision = revision
+        return revision
+
+    async def _commit_and_publish_batch(self, batch: WriteBatch, answered: str = "") -> int:
+        previous = {e.export_name: self.index.exports.get(e.export_name) for e in batch.put_exports}
+        revision = await self._commit(batch)
+        changes = [ImportChange(revision, imp.import_name, imp) for imp in batch.put_imports]
+        changes += [ImportChange(revision, name, None) for name in batch.delete_imports]
+        if changes:
+            self.imports_bus.publish(ImportBatch(revision, changes))
+        self._announce_verdicts((e for e in batch.put_exports if e.export_name != answered), previous, revision)
+        return revision
+
+    def _announce_verdicts(
+        self,
+        exports: Iterable[pb.ResourceExport],
+        previous: dict[str, pb.ResourceExport | None],
+        revision: int,
+    ) -> None:
+        """Tell owners whose verdict changed although they asked nothing."""
+        for export in exports:
+            before = previous.get(export.export_name)
+            if before is None or before.status == export.status:
+                continue
+            topic = "" if export.WhichOneof("payload") == "cluster_network_policy" else export.cluster_id
+            self.verdicts_bus.publish(
+                pb.ExportResponse(export_name=export.export_name, status=export.status, revision=revision),
+                topic,
+            )
+
+    async def _commit_and_publish(
+        self, batch: WriteBatch, answer_for: tuple[Identity, str, int] | None
+    ) -> pb.ExportResponse:
+        revision = await self._commit_and_publish_batch(batch, answer_for[1] if answer_for else "")
+        if answer_for is None:
+            return pb.ExportResponse(revision=revision)
+        _, name, sequence = answer_for
+        export = self.index.exports.get(name)
+        status = export.status if export is not None else pb.ExportStatus(verdict=pb.VERDICT_DELETED)
+        return pb.ExportResponse(sequence=sequence, export_name=name, status=status, revision=revision)

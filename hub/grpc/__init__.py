@@ -1,0 +1,1 @@
+"""The hub's gRPC face: CommonAreaService, health, TLS, authentication."""

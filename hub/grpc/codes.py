@@ -1,0 +1,21 @@
+"""How typed refusals become gRPC status codes."""
+
+from __future__ import annotations
+
+import grpc
+
+from hub.errors import Forbidden, HubError, InvalidRequest, NotFound, NotJoined, NotLeader
+
+
+def status_code(error: HubError) -> grpc.StatusCode:
+    if isinstance(error, InvalidRequest):
+        return grpc.StatusCode.INVALID_ARGUMENT
+    if isinstance(error, Forbidden):
+        return grpc.StatusCode.PERMISSION_DENIED
+    if isinstance(error, NotJoined):
+        return grpc.StatusCode.FAILED_PRECONDITION
+    if isinstance(error, NotFound):
+        return grpc.StatusCode.NOT_FOUND
+    if isinstance(error, NotLeader):
+        return grpc.StatusCode.UNAVAILABLE
+    return grpc.StatusCode.UNKNOWN

@@ -1,0 +1,309 @@
+"""CommonAreaService: authenticate, then hand each request to the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from hub.auth.identity import Authenticator, Identity
+from hub.engine import Engine, ImportBatch
+from hub.errors import HubError, InvalidRequest
+from hub.grpc.codes import status_code
+from hub.grpc.lenient import Malformed, lenient
+from hub.merge import delivers_to
+from hub.metrics import HubMetrics
+from hub.store.base import EpochMismatch, RevisionCompacted, RevisionInFuture
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = "mchub.v1.CommonAreaService"
+
+
+@dataclass(frozen=True)
+class _Abort:
+    code: grpc.StatusCode
+    message: str
+
+
+_END = object()
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class CommonAreaService:
+    def __init__(
+        self,
+        engine: Engine,
+        authenticator: Authenticator,
+        metrics: HubMetrics,
+        is_leader: Any = None,
+    ) -> None:
+        self._engine = engine
+        self._auth = authenticator
+        self._metrics = metrics
+        # A callable returning whether this replica may serve (kube store election).
+        self._is_leader = is_leader or (lambda: True)
+
+    # ---- plumbing ------------------------------------------------------------
+
+    async def _identity(self, context: Context) -> Identity:
+        if not self._is_leader():
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "this hub replica is not the leader")
+        token = ""
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization":
+                text = value.decode() if isinstance(value, bytes) else value
+                scheme, _, token = text.partition(" ")
+                if scheme.lower() != "bearer":
+                    token = ""
+        if not token:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing 'authorization: Bearer <token>'")
+        identity = await self._auth.authenticate(token.strip())
+        if identity is None:
+            self._metrics.auth_failures.inc()
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "the bearer token is not valid")
+        assert identity is not None
+        return identity
+
+    @staticmethod
+    async def _refuse(context: Context, error: HubError) -> None:
+        await context.abort(status_code(error), str(error))
+
+    @staticmethod
+    async def _check_parsed(context: Context, request: object) -> None:
+        if isinstance(request, Malformed):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.describe())
+
+    # ---- Announce ------------------------------------------------------------
+
+    async def Announce(self, request: pb.AnnounceRequest | Malformed, context: Context) -> pb.AnnounceResponse:  # noqa: N802
+        who = await self._identity(context)
+        await self._check_parsed(context, request)
+        assert isinstance(request, pb.AnnounceRequest)
+        try:
+            return await self._engine.announce(who, request)
+        except HubError as exc:
+            await self._refuse(context, exc)
+            raise
+
+    # ---- ReportImportStatus --------------------------------------------------
+
+    async def ReportImportStatus(  # noqa: N802
+        self, request: pb.ReportImportStatusRequest | Malformed, context: Context
+    ) -> pb.ReportImportStatusResponse:
+        who = await self._identity(context)
+        await self._check_parsed(context, request)
+        assert isinstance(request, pb.ReportImportStatusRequest)
+        try:
+            self._engine.report_import_status(who, request)
+        except HubError as exc:
+            await self._refuse(context, exc)
+        return pb.ReportImportStatusResponse()
+
+    # ---- Export --------------------------------------------------------------
+
+    async def Export(  # noqa: N802
+        self, requests: AsyncIterator[pb.ExportRequest | Malformed], context: Context
+    ) -> AsyncIterator[pb.ExportResponse]:
+        who = await self._identity(context)
+        out: asyncio.Queue[object] = asyncio.Queue()
+        topic = "" if who.admin else who.cluster_id
+        self._metrics.export_streams.inc()
+        with self._engine.verdicts_bus.subscribe(topic) as verdicts:
+            reader = asyncio.create_task(self._read_exports(who, requests, out))
+            forwarder = asyncio.create_task(self._forward_verdicts(verdicts, out))
+            try:
+                while True:
+                    item = await out.get()
+                    if item is _END:
+                        return
+                    if isinstance(item, _Abort):
+                        await context.abort(item.code, item.message)
+                    assert isinstance(item, pb.ExportResponse)
+                    yield item
+            finally:
+                reader.cancel()
+                forwarder.cancel()
+                self._metrics.export_streams.dec()
+
+    async def _forward_verdicts(self, verdicts: Any, out: asyncio.Queue[object]) -> None:
+        while True:
+            item = await verdicts.get()
+            if item is None:
+                reason = "hub shutting down" if self._engine.verdicts_bus.closed else "verdict queue overflowed"
+                out.put_nowait(_Abort(grpc.StatusCode.UNAVAILABLE, reason))
+                return
+            out.put_nowait(item)
+
+    async def _read_exports(
+        self, who: Identity, requests: AsyncIterator[pb.ExportRequest | Malformed], out: asyncio.Queue[object]
+    ) -> None:
+        bracket: set[str] | None = None
+        try:
+            async for request in requests:
+                if isinstance(request, Malformed):
+                    raise InvalidRequest(request.describe())
+                item = request.WhichOneof("item")
+                if item == "sync_begin":
+                    bracket = set()
+                    out.put_nowait(pb.ExportResponse(sequence=request.sequence, sync_begun=True))
+                elif item == "upsert":
+                    response = await self._engine.upsert(who, request.upsert, request.sequence)
+                    self._metrics.exports_received.labels(kind=request.upsert.WhichOneof("payload") or "").inc()
+                    if bracket is not None:
+                        bracket.add(request.upsert.export_name)
+                    out.put_nowait(response)
+                elif item == "delete":
+                    response = await self._engine.delete(who, request.delete.export_name, request.sequence)
+                    if bracket is not None:
+                        bracket.discard(request.delete.export_name)
+                    out.put_nowait(response)
+                elif item == "sync_end":
+                    if bracket is None:
+                        raise InvalidRequest("sync_end without a sync_begin")
+                    out.put_nowait(await self._engine.sweep(who, bracket, request.sequence))
+                    bracket = None
+                else:
+                    raise InvalidRequest("an ExportRequest must carry sync_begin, upsert, delete or sync_end")
+            out.put_nowait(_END)
+        except HubError as exc:
+            log.info("export refused", extra={"caller": who.describe(), "error": str(exc)})
+            out.put_nowait(_Abort(status_code(exc), str(exc)))
+        except asyncio.CancelledError:
+            raise
+        except grpc.aio.AioRpcError as exc:  # the client went away mid-read
+            out.put_nowait(_Abort(exc.code(), exc.details() or "stream failed"))
+        except Exception as exc:  # keep one bad stream from killing others
+            log.exception("export stream failed", extra={"caller": who.describe()})
+            out.put_nowait(_Abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}"))
+
+    # ---- WatchImports --------------------------------------------------------
+
+    async def WatchImports(  # noqa: N802
+        self, request: pb.WatchImportsRequest | Malformed, context: Context
+    ) -> AsyncIterator[pb.WatchImportsResponse]:
+        who = await self._identity(context)
+        await self._check_parsed(context, request)
+        assert isinstance(request, pb.WatchImportsRequest)
+        if not who.admin and request.cluster_id != who.cluster_id:
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"token belongs to cluster {who.cluster_id!r}, not {request.cluster_id!r}",
+            )
+        audience: str | None = None if who.admin and not request.cluster_id else request.cluster_id
+        engine = self._engine
+        self._metrics.watchers.inc()
+        try:
+            with engine.imports_bus.subscribe() as sub:
+                last = 0
+                async for response in self._initial(request, audience):
+                    last = max(last, response.revision)
+                    yield response
+                while True:
+                    batch = await sub.get()
+                    if batch is None:
+                        if engine.imports_bus.closed:
+                            await context.abort(grpc.StatusCode.UNAVAILABLE, "hub shutting down; resume later")
+                        await context.abort(
+                            grpc.StatusCode.ABORTED,
+                            "watch fell behind; resume from your last revision",
+                        )
+                        return
+                    if not batch.changes:
+                        # A bookmark tick: everything up to the engine's revision was sent.
+                        last = max(last, batch.revision)
+                        yield pb.WatchImportsResponse(
+                            epoch=engine.epoch, revision=last, bookmark=pb.Bookmark()
+                        )
+                        continue
+                    if batch.revision <= last:
+                        continue
+                    for response in self._deltas(batch, audience):
+                        yield response
+                    last = batch.revision
+                    self._metrics.imports_sent.inc(len(batch.changes))
+        finally:
+            self._metrics.watchers.dec()
+
+    async def _initial(
+        self, request: pb.WatchImportsRequest, audience: str | None
+    ) -> AsyncIterator[pb.WatchImportsResponse]:
+        engine = self._engine
+        reason = pb.SYNCED_REASON_INITIAL
+        if request.epoch:
+            reason = pb.SYNCED_REASON_EPOCH_CHANGED
+            if request.epoch == engine.epoch:
+                try:
+                    changes = await engine.store.import_changes_since(request.epoch, request.revision)
+                except EpochMismatch:
+                    reason = pb.SYNCED_REASON_EPOCH_CHANGED
+                except (RevisionCompacted, RevisionInFuture):
+                    reason = pb.SYNCED_REASON_REVISION_COMPACTED
+                else:
+                    yield pb.WatchImportsResponse(
+                        epoch=engine.epoch, revision=request.revision, resumed=pb.Resumed()
+                    )
+                    by_revision: dict[int, list[Any]] = {}
+                    for change in changes:
+                        by_revision.setdefault(change.revision, []).append(change)
+                    for revision, group in sorted(by_revision.items()):
+                        for response in self._deltas(ImportBatch(revision, group), audience):
+                            yield response
+                    return
+        # A snapshot, read without awaiting so it is consistent with its revision.
+        revision = engine.revision
+        imports = engine.index.imports_for(audience)
+        for imp in imports:
+            yield pb.WatchImportsResponse(epoch=engine.epoch, revision=revision, upsert=imp)
+        yield pb.WatchImportsResponse(epoch=engine.epoch, revision=revision, synced=pb.Synced(reason=reason))
+
+    def _deltas(self, batch: ImportBatch, audience: str | None) -> list[pb.WatchImportsResponse]:
+        epoch = self._engine.epoch
+        responses = []
+        for change in batch.changes:
+            imp = change.resource
+            if imp is not None and (audience is None or delivers_to(imp, audience)):
+                responses.append(pb.WatchImportsResponse(epoch=epoch, revision=batch.revision, upsert=imp))
+            else:
+                # Deleted, or no longer meant for this member: it must drop it.
+                responses.append(
+                    pb.WatchImportsResponse(
+                        epoch=epoch,
+                        revision=batch.revision,
+                        delete=pb.ImportDelete(import_name=change.import_name),
+                    )
+                )
+        return responses
+
+
+def handlers(service: CommonAreaService) -> grpc.GenericRpcHandler:
+    methods = {
+        "Announce": grpc.unary_unary_rpc_method_handler(
+            service.Announce,
+            request_deserializer=lenient(pb.AnnounceRequest),
+            response_serializer=pb.AnnounceResponse.SerializeToString,
+        ),
+        "Export": grpc.stream_stream_rpc_method_handler(
+            service.Export,
+            request_deserializer=lenient(pb.ExportRequest),
+            response_serializer=pb.ExportResponse.SerializeToString,
+        ),
+        "WatchImports": grpc.unary_stream_rpc_method_handler(
+            service.WatchImports,
+            request_deserializer=lenient(pb.WatchImportsRequest),
+            response_serializer=pb.WatchImportsResponse.SerializeToString,
+        ),
+        "ReportImportStatus": grpc.unary_unary_rpc_method_handler(
+            service.ReportImportStatus,
+            request_deserializer=lenient(pb.ReportImportStatusRequest),
+            response_serializer=pb.ReportImportStatusResponse.SerializeToString,
+        ),
+    }
+    return grpc.method_handlers_generic_handler(SERVICE_NAME, methods)
+
+

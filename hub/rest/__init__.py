@@ -1,0 +1,1 @@
+"""The hub's REST facade and dashboard (aiohttp, same process as gRPC)."""

@@ -1,0 +1,71 @@
+"""The REST facade's OpenAPI 3 description, served at /api/v1/openapi.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_FILTERS = [
+    {"name": "clusterID", "in": "query", "schema": {"type": "string"}, "description": "exporting/target cluster"},
+    {"name": "kind", "in": "query", "schema": {"type": "string"}, "description": "spec.kind, e.g. Service"},
+    {"name": "namespace", "in": "query", "schema": {"type": "string"}, "description": "source Namespace"},
+]
+_OBJECT = {"type": "object", "additionalProperties": True}
+_LIST = {
+    "type": "object",
+    "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "items": {"type": "array", "items": _OBJECT}},
+}
+_STATUS = {"type": "object", "properties": {"code": {"type": "integer"}, "reason": {"type": "string"}, "message": {"type": "string"}}}
+
+
+def _ok(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {
+        "200": {"description": description, "content": {"application/json": {"schema": schema}}},
+        "401": {"description": "no or bad token", "content": {"application/json": {"schema": _STATUS}}},
+    }
+
+
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.0.3",
+    "info": {"title": "mchub hub REST facade", "version": "v1"},
+    "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+    "security": [{"bearer": []}],
+    "paths": {
+        "/healthz": {"get": {"security": [], "responses": {"200": {"description": "the process is up"}}}},
+        "/readyz": {
+            "get": {
+                "security": [],
+                "responses": {
+                    "200": {"description": "serving (the leader replica)"},
+                    "503": {"description": "not ready or a follower"},
+                },
+            }
+        },
+        "/metrics": {"get": {"responses": {"200": {"description": "Prometheus text format"}}}},
+        "/api/v1/clusterset": {"get": {"responses": _ok(_OBJECT, "the ClusterSet with status")}},
+        "/api/v1/members": {"get": {"responses": _ok(_LIST, "MemberClusterAnnounces")}},
+        "/api/v1/resourceexports": {
+            "get": {"parameters": _FILTERS, "responses": _ok(_LIST, "ResourceExports")},
+            "post": {
+                "description": "admin only: export an AntreaClusterNetworkPolicy",
+                "requestBody": {"content": {"application/json": {"schema": _OBJECT}}},
+                "responses": {
+                    "201": {"description": "accepted, with its verdict"},
+                    "400": {"description": "malformed", "content": {"application/json": {"schema": _STATUS}}},
+                    "403": {"description": "not the admin", "content": {"application/json": {"schema": _STATUS}}},
+                },
+            },
+        },
+        "/api/v1/resourceexports/{name}": {
+            "delete": {
+                "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {
+                    "200": {"description": "deleted"},
+                    "403": {"description": "not the admin", "content": {"application/json": {"schema": _STATUS}}},
+                    "404": {"description": "no such export", "content": {"application/json": {"schema": _STATUS}}},
+                },
+            }
+        },
+        "/api/v1/resourceimports": {"get": {"parameters": _FILTERS, "responses": _ok(_LIST, "ResourceImports")}},
+        "/api/v1/openapi.json": {"get": {"responses": _ok(_OBJECT, "this document")}},
+    },
+}

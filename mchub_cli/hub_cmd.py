@@ -1,0 +1,135 @@
+"""`mchub hub`: run the leader hub, and manage its member tokens."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hub.app import HubApp
+from hub.auth.tokens import TokenError, TokenStore
+from hub.config import HubConfig, HubConfigError
+
+Register = Callable[[Any], None]
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser("hub", help="run the leader hub (gRPC + REST)")
+    _common(parser)
+    parser.add_argument("--grpc-address", default="127.0.0.1:50051", help="gRPC HOST:PORT (default 127.0.0.1:50051)")
+    parser.add_argument("--rest-address", default="127.0.0.1:8080", help="REST HOST:PORT (default 127.0.0.1:8080)")
+    parser.add_argument("--insecure", action="store_true", help="serve gRPC without TLS (loopback only)")
+    parser.add_argument("--tls-cert", type=Path, help="serving certificate PEM (default: generated)")
+    parser.add_argument("--tls-key", type=Path, help="serving key PEM (default: generated)")
+    parser.add_argument("--tls-san", action="append", default=[], help="extra SAN for the generated cert")
+    parser.add_argument("--clusterset-id", default="test-clusterset", help="ClusterSet ID (default test-clusterset)")
+    parser.add_argument("--leader-cluster-id", default="leader", help="this leader's cluster ID (default leader)")
+    parser.add_argument("--strict-ports", action="store_true", help="Antrea's older rule: exporters' ports must match")
+    parser.set_defaults(func=run_hub)
+
+    tokens = parser.add_subparsers(dest="hub_command", metavar="SUBCOMMAND")
+    token = tokens.add_parser("token", help="member tokens")
+    token_sub = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
+    create = token_sub.add_parser("create", help="issue a token for a member cluster")
+    _common(create)
+    create.add_argument("--cluster-id", required=True, help="the member cluster the token speaks for")
+    create.add_argument("--name", help="token name (default member-<cluster-id>)")
+    create.set_defaults(func=token_create)
+    listing = token_sub.add_parser("list", help="list tokens (names only; tokens are stored hashed)")
+    _common(listing)
+    listing.set_defaults(func=token_list)
+    delete = token_sub.add_parser("delete", help="revoke a token")
+    _common(delete)
+    delete.add_argument("name")
+    delete.set_defaults(func=token_delete)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, default=Path("mchub-data"), help="state dir (default ./mchub-data)")
+
+
+def _config(args: argparse.Namespace) -> HubConfig:
+    return HubConfig(
+        data_dir=args.data_dir,
+        grpc_address=args.grpc_address,
+        rest_address=args.rest_address,
+        insecure=args.insecure,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_sans=tuple(args.tls_san),
+        cluster_set_id=args.clusterset_id,
+        leader_cluster_id=args.leader_cluster_id,
+        strict_ports=args.strict_ports,
+    )
+
+
+async def serve(app: HubApp) -> None:
+    await app.start()
+    print(f"hub: gRPC on {app.grpc_target} ({'plaintext' if app.config.insecure else 'TLS'})", flush=True)
+    if app.ca_cert is not None:
+        print(f"hub: members trust CA {app.ca_cert}", flush=True)
+    print(f"hub: REST on {app.rest_url}", flush=True)
+    print(f"hub: admin token in {app.config.admin_token_file}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await app.stop()
+
+
+def run_hub(args: argparse.Namespace) -> int:
+    try:
+        app = HubApp(_config(args))
+    except HubConfigError as exc:
+        print(f"mchub hub: {exc}", file=sys.stderr)
+        return 2
+    asyncio.run(serve(app))
+    return 0
+
+
+def _tokens(args: argparse.Namespace) -> TokenStore:
+    return TokenStore(args.data_dir / "tokens.db")
+
+
+def token_create(args: argparse.Namespace) -> int:
+    store = _tokens(args)
+    try:
+        token = store.create(args.name or f"member-{args.cluster_id}", cluster_id=args.cluster_id)
+    except TokenError as exc:
+        print(f"mchub hub token create: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    print(token)
+    return 0
+
+
+def token_list(args: argparse.Namespace) -> int:
+    store = _tokens(args)
+    try:
+        for info in store.list():
+            who = "admin" if info.admin else info.cluster_id
+            print(f"{info.name}\t{who}\t{info.created.isoformat()}")
+    finally:
+        store.close()
+    return 0
+
+
+def token_delete(args: argparse.Namespace) -> int:
+    store = _tokens(args)
+    try:
+        if not store.delete(args.name):
+            print(f"mchub hub token delete: no token named {args.name!r}", file=sys.stderr)
+            return 1
+    finally:
+        store.close()
+    return 0
