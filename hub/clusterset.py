@@ -32,9 +32,7 @@ def _condition(kind: str, status: str, reason: str, message: str, since: datetim
     }
 
 
-def clusterset_status(
-    members: list[MemberRecord], now: datetime, disconnect_after: float
-) -> dict[str, Any]:
+def clusterset_status(members: list[MemberRecord], now: datetime, disconnect_after: float) -> dict[str, Any]:
     """The leader's ClusterSet.status: totals, Ready, per-cluster ClusterConnected.
 
     Ready is True only when every member is connected; with no member at all

@@ -105,9 +105,7 @@ class Engine:
         if who.admin:
             raise Forbidden("the admin token cannot announce a member cluster")
         if req.cluster_id != who.cluster_id:
-            raise Forbidden(
-                f"token belongs to cluster {who.cluster_id!r}, not {req.cluster_id!r}"
-            )
+            raise Forbidden(f"token belongs to cluster {who.cluster_id!r}, not {req.cluster_id!r}")
         if req.cluster_set_id != self._config.cluster_set_id:
             raise InvalidRequest(
                 f"ClusterSet {req.cluster_set_id!r} is not this hub's ClusterSet "
@@ -273,7 +271,9 @@ class Engine:
             group = [exports[n] for n in members]
             import_names = import_names_for_group(key)
             previous = {n: self.index.imports[n] for n in import_names if n in self.index.imports}
-            ctx = MergeContext(config=self._merge.config, used_label_ids=self.index.label_ids(set(import_names)))
+            ctx = MergeContext(
+                config=self._merge.config, used_label_ids=self.index.label_ids(set(import_names))
+            )
             result = merge_group(group, previous, ctx)
             for name in import_names:
                 produced = result.imports.get(name)
@@ -303,7 +303,9 @@ class Engine:
         changes += [ImportChange(revision, name, None) for name in batch.delete_imports]
         if changes:
             self.imports_bus.publish(ImportBatch(revision, changes))
-        self._announce_verdicts((e for e in batch.put_exports if e.export_name != answered), previous, revision)
+        self._announce_verdicts(
+            (e for e in batch.put_exports if e.export_name != answered), previous, revision
+        )
         return revision
 
     def _announce_verdicts(

@@ -21,7 +21,11 @@ class HubMetrics:
             "mchub_export_upserts_total", "Export upserts received", ["kind"], registry=r
         )
         self.imports_sent = Counter(
-            "mchub_import_events_total", "Import change events fanned out (per batch, not per watcher)", registry=r
+            "mchub_import_events_total",
+            "Import change events fanned out (per batch, not per watcher)",
+            registry=r,
         )
         self.auth_failures = Counter("mchub_auth_failures_total", "Calls refused for a bad token", registry=r)
-        self.store_revision = Gauge("mchub_store_revision", "Revision of the last committed write", registry=r)
+        self.store_revision = Gauge(
+            "mchub_store_revision", "Revision of the last committed write", registry=r
+        )

@@ -22,7 +22,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _optional_commands() -> list[hub_cmd.Register]:
     """Subcommands of the other process kinds, registered when present."""
     found: list[hub_cmd.Register] = []
-    for module_name in ("mchub_cli.sandbox_cmd", "mchub_cli.member_cmd", "mchub_cli.agent_cmd", "mchub_cli.demo_cmd"):
+    for module_name in (
+        "mchub_cli.sandbox_cmd",
+        "mchub_cli.member_cmd",
+        "mchub_cli.agent_cmd",
+        "mchub_cli.demo_cmd",
+    ):
         try:
             module = __import__(module_name, fromlist=["register"])
         except ModuleNotFoundError as exc:

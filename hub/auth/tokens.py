@@ -125,5 +125,3 @@ def ensure_admin_token(store: TokenStore, token_file: Path) -> str:
     token_file.chmod(0o600)
     token_file.write_text(token + "\n")
     return token
-
-

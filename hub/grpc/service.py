@@ -81,7 +81,9 @@ class CommonAreaService:
 
     # ---- Announce ------------------------------------------------------------
 
-    async def Announce(self, request: pb.AnnounceRequest | Malformed, context: Context) -> pb.AnnounceResponse:  # noqa: N802
+    async def Announce(
+        self, request: pb.AnnounceRequest | Malformed, context: Context
+    ) -> pb.AnnounceResponse:
         who = await self._identity(context)
         await self._check_parsed(context, request)
         assert isinstance(request, pb.AnnounceRequest)
@@ -93,7 +95,7 @@ class CommonAreaService:
 
     # ---- ReportImportStatus --------------------------------------------------
 
-    async def ReportImportStatus(  # noqa: N802
+    async def ReportImportStatus(
         self, request: pb.ReportImportStatusRequest | Malformed, context: Context
     ) -> pb.ReportImportStatusResponse:
         who = await self._identity(context)
@@ -107,7 +109,7 @@ class CommonAreaService:
 
     # ---- Export --------------------------------------------------------------
 
-    async def Export(  # noqa: N802
+    async def Export(
         self, requests: AsyncIterator[pb.ExportRequest | Malformed], context: Context
     ) -> AsyncIterator[pb.ExportResponse]:
         who = await self._identity(context)
@@ -135,7 +137,9 @@ class CommonAreaService:
         while True:
             item = await verdicts.get()
             if item is None:
-                reason = "hub shutting down" if self._engine.verdicts_bus.closed else "verdict queue overflowed"
+                reason = (
+                    "hub shutting down" if self._engine.verdicts_bus.closed else "verdict queue overflowed"
+                )
                 out.put_nowait(_Abort(grpc.StatusCode.UNAVAILABLE, reason))
                 return
             out.put_nowait(item)
@@ -154,7 +158,9 @@ class CommonAreaService:
                     out.put_nowait(pb.ExportResponse(sequence=request.sequence, sync_begun=True))
                 elif item == "upsert":
                     response = await self._engine.upsert(who, request.upsert, request.sequence)
-                    self._metrics.exports_received.labels(kind=request.upsert.WhichOneof("payload") or "").inc()
+                    self._metrics.exports_received.labels(
+                        kind=request.upsert.WhichOneof("payload") or ""
+                    ).inc()
                     if bracket is not None:
                         bracket.add(request.upsert.export_name)
                     out.put_nowait(response)
@@ -184,7 +190,7 @@ class CommonAreaService:
 
     # ---- WatchImports --------------------------------------------------------
 
-    async def WatchImports(  # noqa: N802
+    async def WatchImports(
         self, request: pb.WatchImportsRequest | Malformed, context: Context
     ) -> AsyncIterator[pb.WatchImportsResponse]:
         who = await self._identity(context)
@@ -208,7 +214,9 @@ class CommonAreaService:
                     batch = await sub.get()
                     if batch is None:
                         if engine.imports_bus.closed:
-                            await context.abort(grpc.StatusCode.UNAVAILABLE, "hub shutting down; resume later")
+                            await context.abort(
+                                grpc.StatusCode.UNAVAILABLE, "hub shutting down; resume later"
+                            )
                         await context.abort(
                             grpc.StatusCode.ABORTED,
                             "watch fell behind; resume from your last revision",
@@ -305,5 +313,3 @@ def handlers(service: CommonAreaService) -> grpc.GenericRpcHandler:
         ),
     }
     return grpc.method_handlers_generic_handler(SERVICE_NAME, methods)
-
-

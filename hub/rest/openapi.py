@@ -5,16 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 _FILTERS = [
-    {"name": "clusterID", "in": "query", "schema": {"type": "string"}, "description": "exporting/target cluster"},
+    {
+        "name": "clusterID",
+        "in": "query",
+        "schema": {"type": "string"},
+        "description": "exporting/target cluster",
+    },
     {"name": "kind", "in": "query", "schema": {"type": "string"}, "description": "spec.kind, e.g. Service"},
     {"name": "namespace", "in": "query", "schema": {"type": "string"}, "description": "source Namespace"},
 ]
 _OBJECT = {"type": "object", "additionalProperties": True}
 _LIST = {
     "type": "object",
-    "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "items": {"type": "array", "items": _OBJECT}},
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "items": {"type": "array", "items": _OBJECT},
+    },
 }
-_STATUS = {"type": "object", "properties": {"code": {"type": "integer"}, "reason": {"type": "string"}, "message": {"type": "string"}}}
+_STATUS = {
+    "type": "object",
+    "properties": {"code": {"type": "integer"}, "reason": {"type": "string"}, "message": {"type": "string"}},
+}
 
 
 def _ok(schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -51,21 +63,34 @@ OPENAPI: dict[str, Any] = {
                 "responses": {
                     "201": {"description": "accepted, with its verdict"},
                     "400": {"description": "malformed", "content": {"application/json": {"schema": _STATUS}}},
-                    "403": {"description": "not the admin", "content": {"application/json": {"schema": _STATUS}}},
+                    "403": {
+                        "description": "not the admin",
+                        "content": {"application/json": {"schema": _STATUS}},
+                    },
                 },
             },
         },
         "/api/v1/resourceexports/{name}": {
             "delete": {
-                "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "parameters": [
+                    {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+                ],
                 "responses": {
                     "200": {"description": "deleted"},
-                    "403": {"description": "not the admin", "content": {"application/json": {"schema": _STATUS}}},
-                    "404": {"description": "no such export", "content": {"application/json": {"schema": _STATUS}}},
+                    "403": {
+                        "description": "not the admin",
+                        "content": {"application/json": {"schema": _STATUS}},
+                    },
+                    "404": {
+                        "description": "no such export",
+                        "content": {"application/json": {"schema": _STATUS}},
+                    },
                 },
             }
         },
-        "/api/v1/resourceimports": {"get": {"parameters": _FILTERS, "responses": _ok(_LIST, "ResourceImports")}},
+        "/api/v1/resourceimports": {
+            "get": {"parameters": _FILTERS, "responses": _ok(_LIST, "ResourceImports")}
+        },
         "/api/v1/openapi.json": {"get": {"responses": _ok(_OBJECT, "this document")}},
     },
 }

@@ -44,7 +44,9 @@ def service_export(
     )
 
 
-def endpoints_export(cluster: str, namespace: str, name: str, ips: list[str], port: int = 80) -> pb.ResourceExport:
+def endpoints_export(
+    cluster: str, namespace: str, name: str, ips: list[str], port: int = 80
+) -> pb.ResourceExport:
     subset = pb.EndpointSubset(
         addresses=[pb.EndpointAddress(ip=ip) for ip in ips],
         ports=[pb.EndpointPort(name="http", port=port, protocol="TCP")],
@@ -160,9 +162,9 @@ class MemberFactory:
             await member.close()
 
 
-async def read_until_synced(stream: AsyncIterator[pb.WatchImportsResponse]) -> tuple[
-    dict[str, pb.ResourceImport], pb.WatchImportsResponse
-]:
+async def read_until_synced(
+    stream: AsyncIterator[pb.WatchImportsResponse],
+) -> tuple[dict[str, pb.ResourceImport], pb.WatchImportsResponse]:
     snapshot: dict[str, pb.ResourceImport] = {}
     async for event in stream:
         kind = event.WhichOneof("event")
