@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +25,7 @@ from hub.rest.app import build_rest_app
 from hub.store.base import Store
 from hub.store.sqlite import SqliteStore
 from hub.tls import ensure_tls
+from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
 
@@ -178,18 +180,13 @@ class HubApp:
         self.metrics.members_total.set(len(health_list))
         self.metrics.members_connected.set(sum(1 for h in health_list if h.connected))
         self.metrics.store_revision.set(self.engine.revision)
-        counts: dict[str, int] = {}
-        for export in index.exports.values():
-            kind = export.WhichOneof("payload") or ""
-            counts[kind] = counts.get(kind, 0) + 1
-        for kind, n in counts.items():
-            self.metrics.exports.labels(kind=kind).set(n)
-        counts = {}
-        for imp in index.imports.values():
-            kind = imp.WhichOneof("payload") or ""
-            counts[kind] = counts.get(kind, 0) + 1
-        for kind, n in counts.items():
-            self.metrics.imports.labels(kind=kind).set(n)
+        export_kinds: Counter[str] = Counter(e.WhichOneof("payload") or "" for e in index.exports.values())
+        import_kinds: Counter[str] = Counter(i.WhichOneof("payload") or "" for i in index.imports.values())
+        # Every kind is set, so a kind that dropped to zero reads 0, not its last count.
+        for kind in pb.ResourceExport.DESCRIPTOR.oneofs_by_name["payload"].fields:
+            self.metrics.exports.labels(kind=kind.name).set(export_kinds.get(kind.name, 0))
+        for kind in pb.ResourceImport.DESCRIPTOR.oneofs_by_name["payload"].fields:
+            self.metrics.imports.labels(kind=kind.name).set(import_kinds.get(kind.name, 0))
 
     async def _bookmark_loop(self) -> None:
         while True:

@@ -74,8 +74,7 @@ class HubConfig:
             _split_host_port(address)
         if self.insecure and not is_loopback(self.grpc_address):
             raise HubConfigError(
-                f"--insecure serves gRPC without TLS and is only allowed on loopback, "
-                f"not on {self.grpc_address!r}"
+                f"--insecure serves gRPC without TLS and is only allowed on loopback, not on {self.grpc_address!r}"
             )
         if (self.tls_cert is None) != (self.tls_key is None):
             raise HubConfigError("--tls-cert and --tls-key go together")

@@ -108,13 +108,11 @@ class Engine:
             raise Forbidden(f"token belongs to cluster {who.cluster_id!r}, not {req.cluster_id!r}")
         if req.cluster_set_id != self._config.cluster_set_id:
             raise InvalidRequest(
-                f"ClusterSet {req.cluster_set_id!r} is not this hub's ClusterSet "
-                f"{self._config.cluster_set_id!r}"
+                f"ClusterSet {req.cluster_set_id!r} is not this hub's ClusterSet {self._config.cluster_set_id!r}"
             )
         if req.leader_cluster_id and req.leader_cluster_id != self._config.leader_cluster_id:
             raise InvalidRequest(
-                f"leader cluster {req.leader_cluster_id!r} is not this hub's leader "
-                f"{self._config.leader_cluster_id!r}"
+                f"leader cluster {req.leader_cluster_id!r} is not this hub's leader {self._config.leader_cluster_id!r}"
             )
         async with self._lock:
             now = self._clock()
@@ -162,9 +160,7 @@ class Engine:
         if kind == "cluster_network_policy":
             raise Forbidden("only the ClusterSet admin may export an AntreaClusterNetworkPolicy")
         if export.cluster_id != who.cluster_id:
-            raise Forbidden(
-                f"token belongs to cluster {who.cluster_id!r}; it cannot export for {export.cluster_id!r}"
-            )
+            raise Forbidden(f"token belongs to cluster {who.cluster_id!r}; it cannot export for {export.cluster_id!r}")
         expected = expected_export_name(export)
         if expected is not None and export.export_name != expected:
             raise Forbidden(
@@ -185,9 +181,7 @@ class Engine:
                 self._check_immutable(existing, export)
                 if _same_payload(existing, export):
                     # Re-sent unchanged (a resync): answer without a write.
-                    return pb.ExportResponse(
-                        sequence=sequence, export_name=export.export_name, status=existing.status
-                    )
+                    return pb.ExportResponse(sequence=sequence, export_name=export.export_name, status=existing.status)
             new = pb.ResourceExport()
             new.CopyFrom(export)
             new.ClearField("status")
@@ -265,15 +259,12 @@ class Engine:
         put_names = {e.export_name for e in put}
         for key in sorted(keys):
             members = sorted(
-                (self.index.groups.get(key, set()) | {e.export_name for e in put if group_key(e) == key})
-                - deleted
+                (self.index.groups.get(key, set()) | {e.export_name for e in put if group_key(e) == key}) - deleted
             )
             group = [exports[n] for n in members]
             import_names = import_names_for_group(key)
             previous = {n: self.index.imports[n] for n in import_names if n in self.index.imports}
-            ctx = MergeContext(
-                config=self._merge.config, used_label_ids=self.index.label_ids(set(import_names))
-            )
+            ctx = MergeContext(config=self._merge.config, used_label_ids=self.index.label_ids(set(import_names)))
             result = merge_group(group, previous, ctx)
             for name in import_names:
                 produced = result.imports.get(name)
@@ -303,9 +294,7 @@ class Engine:
         changes += [ImportChange(revision, name, None) for name in batch.delete_imports]
         if changes:
             self.imports_bus.publish(ImportBatch(revision, changes))
-        self._announce_verdicts(
-            (e for e in batch.put_exports if e.export_name != answered), previous, revision
-        )
+        self._announce_verdicts((e for e in batch.put_exports if e.export_name != answered), previous, revision)
         return revision
 
     def _announce_verdicts(

@@ -72,8 +72,4 @@ class Index:
 
     def imports_for(self, cluster_id: str | None) -> list[pb.ResourceImport]:
         """Imports delivered to a member (None: every import, for the admin)."""
-        return [
-            imp
-            for _, imp in sorted(self.imports.items())
-            if cluster_id is None or delivers_to(imp, cluster_id)
-        ]
+        return [imp for _, imp in sorted(self.imports.items()) if cluster_id is None or delivers_to(imp, cluster_id)]

@@ -17,15 +17,11 @@ class HubMetrics:
         self.members_total = Gauge("mchub_members_total", "Member clusters that joined", registry=r)
         self.export_streams = Gauge("mchub_export_streams", "Open Export streams", registry=r)
         self.watchers = Gauge("mchub_import_watchers", "Open WatchImports streams", registry=r)
-        self.exports_received = Counter(
-            "mchub_export_upserts_total", "Export upserts received", ["kind"], registry=r
-        )
+        self.exports_received = Counter("mchub_export_upserts_total", "Export upserts received", ["kind"], registry=r)
         self.imports_sent = Counter(
             "mchub_import_events_total",
             "Import change events fanned out (per batch, not per watcher)",
             registry=r,
         )
         self.auth_failures = Counter("mchub_auth_failures_total", "Calls refused for a bad token", registry=r)
-        self.store_revision = Gauge(
-            "mchub_store_revision", "Revision of the last committed write", registry=r
-        )
+        self.store_revision = Gauge("mchub_store_revision", "Revision of the last committed write", registry=r)

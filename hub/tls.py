@@ -132,9 +132,7 @@ def ensure_tls(directory: Path, extra_sans: tuple[str, ...] = ()) -> TlsFiles:
         _write_private(ca_key_path, ca_key)
     sans = tuple(dict.fromkeys((*_DEFAULT_SANS, *extra_sans)))
     if not files.cert.exists() or not _covers(files.cert.read_bytes(), sans):
-        cert, key = issue_serving_cert(
-            files.ca_cert.read_bytes(), ca_key_path.read_bytes(), "mchub-hub", sans
-        )
+        cert, key = issue_serving_cert(files.ca_cert.read_bytes(), ca_key_path.read_bytes(), "mchub-hub", sans)
         files.cert.write_bytes(cert)
         _write_private(files.key, key)
     return files

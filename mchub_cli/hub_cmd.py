@@ -21,25 +21,15 @@ Register = Callable[[Any], None]
 def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser("hub", help="run the leader hub (gRPC + REST)")
     _common(parser)
-    parser.add_argument(
-        "--grpc-address", default="127.0.0.1:50051", help="gRPC HOST:PORT (default 127.0.0.1:50051)"
-    )
-    parser.add_argument(
-        "--rest-address", default="127.0.0.1:8080", help="REST HOST:PORT (default 127.0.0.1:8080)"
-    )
+    parser.add_argument("--grpc-address", default="127.0.0.1:50051", help="gRPC HOST:PORT (default 127.0.0.1:50051)")
+    parser.add_argument("--rest-address", default="127.0.0.1:8080", help="REST HOST:PORT (default 127.0.0.1:8080)")
     parser.add_argument("--insecure", action="store_true", help="serve gRPC without TLS (loopback only)")
     parser.add_argument("--tls-cert", type=Path, help="serving certificate PEM (default: generated)")
     parser.add_argument("--tls-key", type=Path, help="serving key PEM (default: generated)")
     parser.add_argument("--tls-san", action="append", default=[], help="extra SAN for the generated cert")
-    parser.add_argument(
-        "--clusterset-id", default="test-clusterset", help="ClusterSet ID (default test-clusterset)"
-    )
-    parser.add_argument(
-        "--leader-cluster-id", default="leader", help="this leader's cluster ID (default leader)"
-    )
-    parser.add_argument(
-        "--strict-ports", action="store_true", help="Antrea's older rule: exporters' ports must match"
-    )
+    parser.add_argument("--clusterset-id", default="test-clusterset", help="ClusterSet ID (default test-clusterset)")
+    parser.add_argument("--leader-cluster-id", default="leader", help="this leader's cluster ID (default leader)")
+    parser.add_argument("--strict-ports", action="store_true", help="Antrea's older rule: exporters' ports must match")
     parser.set_defaults(func=run_hub)
 
     tokens = parser.add_subparsers(dest="hub_command", metavar="SUBCOMMAND")
@@ -60,9 +50,7 @@ def register(sub: Any) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data-dir", type=Path, default=Path("mchub-data"), help="state dir (default ./mchub-data)"
-    )
+    parser.add_argument("--data-dir", type=Path, default=Path("mchub-data"), help="state dir (default ./mchub-data)")
 
 
 def _config(args: argparse.Namespace) -> HubConfig:

@@ -34,9 +34,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        body.update(
-            {k: v if isinstance(v, int | float | bool) else str(v) for k, v in _fields(record).items()}
-        )
+        body.update({k: v if isinstance(v, int | float | bool) else str(v) for k, v in _fields(record).items()})
         if record.exc_info:
             body["error"] = self.formatException(record.exc_info)
         return json.dumps(body)

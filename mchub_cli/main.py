@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from mchub_cli import hub_cmd
+from mchub_cli.logs import configure_logging
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,8 +42,6 @@ def _optional_commands() -> list[hub_cmd.Register]:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from mchub_cli.logs import configure_logging
-
     configure_logging(args.log_level, args.log_format)
     code: int = args.func(args)
     return code

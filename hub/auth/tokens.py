@@ -90,9 +90,7 @@ class TokenStore:
 
     def list(self) -> list[TokenInfo]:
         with self._lock:
-            rows = self._db.execute(
-                "SELECT name, cluster_id, admin, created FROM tokens ORDER BY name"
-            ).fetchall()
+            rows = self._db.execute("SELECT name, cluster_id, admin, created FROM tokens ORDER BY name").fetchall()
         return [TokenInfo(r[0], r[1], bool(r[2]), datetime.fromisoformat(r[3])) for r in rows]
 
     def lookup(self, token: str) -> Identity | None:

@@ -81,9 +81,7 @@ class CommonAreaService:
 
     # ---- Announce ------------------------------------------------------------
 
-    async def Announce(
-        self, request: pb.AnnounceRequest | Malformed, context: Context
-    ) -> pb.AnnounceResponse:
+    async def Announce(self, request: pb.AnnounceRequest | Malformed, context: Context) -> pb.AnnounceResponse:
         who = await self._identity(context)
         await self._check_parsed(context, request)
         assert isinstance(request, pb.AnnounceRequest)
@@ -137,9 +135,7 @@ class CommonAreaService:
         while True:
             item = await verdicts.get()
             if item is None:
-                reason = (
-                    "hub shutting down" if self._engine.verdicts_bus.closed else "verdict queue overflowed"
-                )
+                reason = "hub shutting down" if self._engine.verdicts_bus.closed else "verdict queue overflowed"
                 out.put_nowait(_Abort(grpc.StatusCode.UNAVAILABLE, reason))
                 return
             out.put_nowait(item)
@@ -158,9 +154,7 @@ class CommonAreaService:
                     out.put_nowait(pb.ExportResponse(sequence=request.sequence, sync_begun=True))
                 elif item == "upsert":
                     response = await self._engine.upsert(who, request.upsert, request.sequence)
-                    self._metrics.exports_received.labels(
-                        kind=request.upsert.WhichOneof("payload") or ""
-                    ).inc()
+                    self._metrics.exports_received.labels(kind=request.upsert.WhichOneof("payload") or "").inc()
                     if bracket is not None:
                         bracket.add(request.upsert.export_name)
                     out.put_nowait(response)
@@ -214,9 +208,7 @@ class CommonAreaService:
                     batch = await sub.get()
                     if batch is None:
                         if engine.imports_bus.closed:
-                            await context.abort(
-                                grpc.StatusCode.UNAVAILABLE, "hub shutting down; resume later"
-                            )
+                            await context.abort(grpc.StatusCode.UNAVAILABLE, "hub shutting down; resume later")
                         await context.abort(
                             grpc.StatusCode.ABORTED,
                             "watch fell behind; resume from your last revision",
@@ -225,9 +217,7 @@ class CommonAreaService:
                     if not batch.changes:
                         # A bookmark tick: everything up to the engine's revision was sent.
                         last = max(last, batch.revision)
-                        yield pb.WatchImportsResponse(
-                            epoch=engine.epoch, revision=last, bookmark=pb.Bookmark()
-                        )
+                        yield pb.WatchImportsResponse(epoch=engine.epoch, revision=last, bookmark=pb.Bookmark())
                         continue
                     if batch.revision <= last:
                         continue
@@ -253,9 +243,7 @@ class CommonAreaService:
                 except (RevisionCompacted, RevisionInFuture):
                     reason = pb.SYNCED_REASON_REVISION_COMPACTED
                 else:
-                    yield pb.WatchImportsResponse(
-                        epoch=engine.epoch, revision=request.revision, resumed=pb.Resumed()
-                    )
+                    yield pb.WatchImportsResponse(epoch=engine.epoch, revision=request.revision, resumed=pb.Resumed())
                     by_revision: dict[int, list[Any]] = {}
                     for change in changes:
                         by_revision.setdefault(change.revision, []).append(change)
@@ -290,7 +278,7 @@ class CommonAreaService:
 
 
 def handlers(service: CommonAreaService) -> grpc.GenericRpcHandler:
-    methods = {
+    methods: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
         "Announce": grpc.unary_unary_rpc_method_handler(
             service.Announce,
             request_deserializer=lenient(pb.AnnounceRequest),

@@ -72,9 +72,7 @@ OPENAPI: dict[str, Any] = {
         },
         "/api/v1/resourceexports/{name}": {
             "delete": {
-                "parameters": [
-                    {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
-                ],
+                "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
                 "responses": {
                     "200": {"description": "deleted"},
                     "403": {
@@ -88,9 +86,7 @@ OPENAPI: dict[str, Any] = {
                 },
             }
         },
-        "/api/v1/resourceimports": {
-            "get": {"parameters": _FILTERS, "responses": _ok(_LIST, "ResourceImports")}
-        },
+        "/api/v1/resourceimports": {"get": {"parameters": _FILTERS, "responses": _ok(_LIST, "ResourceImports")}},
         "/api/v1/openapi.json": {"get": {"responses": _ok(_OBJECT, "this document")}},
     },
 }

@@ -30,9 +30,7 @@ def clusterset(hub: HubApp) -> dict[str, Any]:
         "kind": "ClusterSet",
         "metadata": {"name": cfg.cluster_set_id, "namespace": names.DEFAULT_LEADER_NAMESPACE},
         "spec": {"clusterID": cfg.leader_cluster_id, "leaders": [{"clusterID": cfg.leader_cluster_id}]},
-        "status": clusterset_status(
-            list(hub.engine.index.members.values()), hub._clock(), cfg.disconnect_after
-        ),
+        "status": clusterset_status(list(hub.engine.index.members.values()), hub._clock(), cfg.disconnect_after),
     }
 
 

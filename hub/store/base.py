@@ -39,8 +39,7 @@ class RevisionCompacted(StoreError):
 
     def __init__(self, asked: int, oldest: int) -> None:
         super().__init__(
-            f"revision {asked} is too old: changes before revision {oldest} were compacted; "
-            "take a fresh snapshot"
+            f"revision {asked} is too old: changes before revision {oldest} were compacted; take a fresh snapshot"
         )
         self.asked = asked
         self.oldest = oldest

@@ -44,9 +44,7 @@ def service_export(
     )
 
 
-def endpoints_export(
-    cluster: str, namespace: str, name: str, ips: list[str], port: int = 80
-) -> pb.ResourceExport:
+def endpoints_export(cluster: str, namespace: str, name: str, ips: list[str], port: int = 80) -> pb.ResourceExport:
     subset = pb.EndpointSubset(
         addresses=[pb.EndpointAddress(ip=ip) for ip in ips],
         ports=[pb.EndpointPort(name="http", port=port, protocol="TCP")],
@@ -86,10 +84,10 @@ class ExportSession:
     async def delete(self, export_name: str) -> pb.ExportResponse:
         return await self.send(pb.ExportRequest(delete=pb.ExportDelete(export_name=export_name)))
 
-    async def next_unsolicited(self, timeout: float = 5.0) -> pb.ExportResponse:
+    async def next_unsolicited(self, wait: float = 5.0) -> pb.ExportResponse:
         if self.unsolicited:
             return self.unsolicited.pop(0)
-        response: pb.ExportResponse = await asyncio.wait_for(self.call.read(), timeout)
+        response: pb.ExportResponse = await asyncio.wait_for(self.call.read(), wait)
         return response
 
     async def close(self) -> None:

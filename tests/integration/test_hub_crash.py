@@ -66,9 +66,7 @@ async def test_a_sigkilled_hub_restarts_with_every_acknowledged_export_and_impor
     async with hub_process(data_dir) as first, secure_channel(first.target, first.ca, token) as channel:
         stub = pb_grpc.CommonAreaServiceStub(channel)
         await stub.Announce(pb.AnnounceRequest(cluster_id="east", cluster_set_id="test-clusterset"))
-        _, synced = await read_until_synced(
-            stub.WatchImports(pb.WatchImportsRequest(cluster_id="east")).__aiter__()
-        )
+        _, synced = await read_until_synced(stub.WatchImports(pb.WatchImportsRequest(cluster_id="east")).__aiter__())
         call = stub.Export()
         total = 200
         for i in range(total):  # pipelined: many writes in flight when the kill comes

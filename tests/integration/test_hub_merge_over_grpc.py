@@ -53,9 +53,7 @@ async def test_same_port_name_with_another_number_is_won_by_the_oldest_and_both_
     assert [(p.name, p.port) for p in imp.service_import.ports] == [("http", 80)]
 
 
-async def test_the_import_lives_until_the_last_exporter_unexports(
-    connect: MemberFactory, hub: HubApp
-) -> None:
+async def test_the_import_lives_until_the_last_exporter_unexports(connect: MemberFactory, hub: HubApp) -> None:
     east, west = await connect("east"), await connect("west")
     east_s, west_s = east.export_session(), west.export_session()
     for session, cluster, ip in ((east_s, "east", "10.96.0.1"), (west_s, "west", "10.112.0.1")):
@@ -91,9 +89,7 @@ async def test_an_unchanged_re_export_writes_nothing(connect: MemberFactory, hub
     assert hub.engine.revision == revision
 
 
-async def test_the_sync_bracket_deletes_exports_the_member_no_longer_has(
-    connect: MemberFactory, hub: HubApp
-) -> None:
+async def test_the_sync_bracket_deletes_exports_the_member_no_longer_has(connect: MemberFactory, hub: HubApp) -> None:
     east = await connect("east")
     await east.export(
         service_export("east", "default", "a"),

@@ -52,9 +52,7 @@ async def test_a_call_without_a_token_is_unauthenticated(hub: HubApp, east: Memb
     assert hub.ca_cert is not None
     async with secure_channel(hub.grpc_target, hub.ca_cert.read_bytes(), None) as channel:
         stub = pb_grpc.CommonAreaServiceStub(channel)
-        await _refused(
-            hub, grpc.StatusCode.UNAUTHENTICATED, lambda: stub.Announce(pb.AnnounceRequest()), "Bearer"
-        )
+        await _refused(hub, grpc.StatusCode.UNAUTHENTICATED, lambda: stub.Announce(pb.AnnounceRequest()), "Bearer")
         stream = stub.WatchImports(pb.WatchImportsRequest(cluster_id="east"))
         await _refused(hub, grpc.StatusCode.UNAUTHENTICATED, lambda: _drain(stream.__aiter__()))
 
@@ -87,9 +85,7 @@ async def test_an_export_name_not_derived_from_the_callers_id_is_denied(hub: Hub
 async def test_a_member_cannot_export_a_cluster_network_policy(hub: HubApp, east: Member) -> None:
     spec = Struct()
     spec.update({"priority": 1, "tier": "securityops"})
-    export = pb.ResourceExport(
-        export_name="east-strict", cluster_id="east", name="strict", cluster_network_policy=spec
-    )
+    export = pb.ResourceExport(export_name="east-strict", cluster_id="east", name="strict", cluster_network_policy=spec)
     await _refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: _export_once(east, export), "admin")
 
 
@@ -100,9 +96,7 @@ async def test_watching_another_clusters_imports_is_denied(hub: HubApp, east: Me
 
 async def test_undecodable_bytes_are_an_invalid_argument(hub: HubApp, east: Member) -> None:
     raw = east.channel.unary_unary("/mchub.v1.CommonAreaService/Announce")
-    await _refused(
-        hub, grpc.StatusCode.INVALID_ARGUMENT, lambda: raw(b"\xff\xff\xff\x07garbage"), "malformed"
-    )
+    await _refused(hub, grpc.StatusCode.INVALID_ARGUMENT, lambda: raw(b"\xff\xff\xff\x07garbage"), "malformed")
 
 
 @pytest.mark.parametrize(
@@ -137,9 +131,7 @@ async def test_a_dash_prefix_of_a_member_id_is_refused_at_join(
     await _refused(hub, grpc.StatusCode.PERMISSION_DENIED, other.announce, "dash-prefix")
 
 
-async def test_exporting_before_announcing_is_a_failed_precondition(
-    hub: HubApp, connect: MemberFactory
-) -> None:
+async def test_exporting_before_announcing_is_a_failed_precondition(hub: HubApp, connect: MemberFactory) -> None:
     west = await connect("west", announce=False)
     export = service_export("west", "default", "nginx")
     await _refused(hub, grpc.StatusCode.FAILED_PRECONDITION, lambda: _export_once(west, export), "announce")

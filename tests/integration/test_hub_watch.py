@@ -76,9 +76,7 @@ async def test_a_watcher_with_a_foreign_epoch_gets_a_snapshot_and_synced(connect
     assert _services(snapshot) == {names.service_import_name("default", "one")}
 
 
-async def test_an_idle_watcher_gets_bookmarks_with_the_current_revision(
-    connect: MemberFactory, hub: HubApp
-) -> None:
+async def test_an_idle_watcher_gets_bookmarks_with_the_current_revision(connect: MemberFactory, hub: HubApp) -> None:
     east = await connect("east")
     stream = east.watch()
     _, synced = await read_until_synced(stream)

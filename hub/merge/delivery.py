@@ -1,0 +1,16 @@
+"""Which members receive an import."""
+
+from __future__ import annotations
+
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+
+def delivers_to(imp: pb.ResourceImport, cluster_id: str) -> bool:
+    """Whether the member cluster_id receives imp.
+
+    An empty cluster_ids targets every member. A ClusterInfo import never goes
+    back to the cluster it describes: a member needs only the others' gateways.
+    """
+    if imp.HasField("cluster_info") and imp.cluster_info.cluster_id == cluster_id:
+        return False
+    return not imp.cluster_ids or cluster_id in imp.cluster_ids

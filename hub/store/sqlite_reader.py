@@ -1,0 +1,121 @@
+"""The sqlite store's reader: a second connection on its own thread.
+
+In WAL mode a reader never waits for the writer, and a read transaction
+sees one committed state, so a snapshot and its revision always agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from hub.store.base import (
+    EpochMismatch,
+    ImportChange,
+    MemberRecord,
+    RevisionCompacted,
+    RevisionInFuture,
+    Snapshot,
+    StoreError,
+)
+from hub.store.sqlite_codec import MemberRow, decode_export, decode_import, decode_member
+from hub.store.sqlite_schema import connect, read_meta
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+T = TypeVar("T")
+
+
+class ReaderClosed(StoreError):
+    """A read was asked of a store that is not open."""
+
+
+class SnapshotReader:
+    """Consistent reads of the database, off the event loop."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None
+
+    async def open(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-store-reader")
+        self._conn = await self._in_thread(lambda: connect(self._path, query_only=True))
+
+    async def close(self) -> None:
+        executor, conn = self._executor, self._conn
+        self._executor, self._conn = None, None
+        if executor is None:
+            return
+        if conn is not None:
+            await asyncio.get_running_loop().run_in_executor(executor, conn.close)
+        executor.shutdown(wait=False)
+
+    async def snapshot(self) -> Snapshot:
+        return await self._read(_read_snapshot)
+
+    async def import_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
+        return await self._read(lambda conn: _read_changes_since(conn, epoch, revision))
+
+    async def count(self, table: str) -> int:
+        if table not in ("exports", "imports", "members", "import_changes"):
+            raise ValueError(f"no table {table!r}")
+        return await self._read(lambda conn: int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]))
+
+    async def _read(self, read: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self._conn
+        if conn is None:
+            raise ReaderClosed("the store is not open")
+
+        def in_transaction() -> T:
+            conn.execute("BEGIN")
+            try:
+                return read(conn)
+            finally:
+                conn.execute("COMMIT")
+
+        return await self._in_thread(in_transaction)
+
+    async def _in_thread(self, work: Callable[[], T]) -> T:
+        if self._executor is None:
+            raise ReaderClosed("the store is not open")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
+
+def _read_snapshot(conn: sqlite3.Connection) -> Snapshot:
+    meta = read_meta(conn)
+    exports: dict[str, pb.ResourceExport] = {
+        name: decode_export(body) for name, body in conn.execute("SELECT export_name, body FROM exports")
+    }
+    imports: dict[str, pb.ResourceImport] = {
+        name: decode_import(body) for name, body in conn.execute("SELECT import_name, body FROM imports")
+    }
+    members: dict[str, MemberRecord] = {}
+    for row in conn.execute(
+        "SELECT cluster_id, cluster_set_id, leader_cluster_id, joined, last_heartbeat FROM members"
+    ):
+        members[row[0]] = decode_member(MemberRow(*row))
+    return Snapshot(epoch=meta.epoch, revision=meta.revision, exports=exports, imports=imports, members=members)
+
+
+def _read_changes_since(conn: sqlite3.Connection, epoch: str, revision: int) -> list[ImportChange]:
+    meta = read_meta(conn)
+    if epoch != meta.epoch:
+        raise EpochMismatch(epoch, meta.epoch)
+    if revision > meta.revision:
+        raise RevisionInFuture(revision, meta.revision)
+    if revision < meta.compacted_through:
+        raise RevisionCompacted(revision, meta.compacted_through)
+    return [
+        ImportChange(
+            revision=change_revision,
+            import_name=import_name,
+            resource=None if body is None else decode_import(body),
+        )
+        for change_revision, import_name, body in conn.execute(
+            "SELECT revision, import_name, body FROM import_changes WHERE revision > ? ORDER BY revision, seq",
+            (revision,),
+        )
+    ]

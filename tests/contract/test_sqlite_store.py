@@ -1,0 +1,239 @@
+"""The sqlite store against the store contract, plus what only sqlite promises.
+
+Fixtures:
+- `store_factory`: makes SqliteStores in fresh directories under tmp_path and
+  reopens one on its own directory; closes every store it made at teardown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import sys
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from google.protobuf import timestamp_pb2
+
+from hub.store.base import MemberRecord, RevisionCompacted, Store, WriteBatch
+from hub.store.sqlite import DB_FILE, DataDirLocked, SchemaVersionTooNew, SqliteStore
+from hub.store.sqlite_schema import DatabaseUnreadable
+from mcapi import names
+from tests.contract import samples
+from tests.contract.sqlite_crash_writer import batch_number
+from tests.contract.store_contract import StoreContract
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class SqliteStoreFactory:
+    keeps_epoch_across_restart = True
+
+    def __init__(self, root: Path, *, compact_keep: int = 10_000) -> None:
+        self._root = root
+        self._compact_keep = compact_keep
+        self._made: list[SqliteStore] = []
+
+    async def open_new(self) -> Store:
+        return self._make(self._root / f"store-{len(self._made)}")
+
+    async def reopen(self, store: Store) -> Store:
+        assert isinstance(store, SqliteStore)
+        await store.close()
+        return self._make(store.data_dir)
+
+    def _make(self, data_dir: Path) -> SqliteStore:
+        store = SqliteStore(data_dir, compact_keep=self._compact_keep)
+        self._made.append(store)
+        return store
+
+    async def close_all(self) -> None:
+        for store in self._made:
+            await store.close()
+
+
+@pytest.fixture
+async def store_factory(tmp_path: Path) -> AsyncIterator[SqliteStoreFactory]:
+    factory = SqliteStoreFactory(tmp_path)
+    yield factory
+    await factory.close_all()
+
+
+@pytest.fixture
+async def sqlite_store(store_factory: SqliteStoreFactory) -> SqliteStore:
+    store = await store_factory.open_new()
+    assert isinstance(store, SqliteStore)
+    await store.open()
+    return store
+
+
+class TestSqliteStore(StoreContract):
+    async def test_the_database_file_is_in_wal_mode(self, sqlite_store: SqliteStore) -> None:
+        with sqlite3.connect(sqlite_store.db_path) as conn:
+            (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+
+        assert sqlite_store.db_path == sqlite_store.data_dir / DB_FILE
+        assert mode == "wal"
+
+    async def test_the_epoch_survives_a_reopen_and_a_new_data_dir_gets_a_new_one(
+        self, store_factory: SqliteStoreFactory, sqlite_store: SqliteStore
+    ) -> None:
+        epoch = sqlite_store.epoch
+
+        reopened = await store_factory.reopen(sqlite_store)
+        await reopened.open()
+        elsewhere = await store_factory.open_new()
+        await elsewhere.open()
+
+        assert reopened.epoch == epoch
+        assert elsewhere.epoch != epoch
+
+    async def test_nanoseconds_and_microseconds_round_trip_exactly(self, sqlite_store: SqliteStore) -> None:
+        export = samples.service_export("east", "default", "web")
+        export.create_time.CopyFrom(timestamp_pb2.Timestamp(seconds=1_740_000_000, nanos=123_456_789))
+        member = MemberRecord(
+            cluster_id="east",
+            cluster_set_id="clusterset1",
+            leader_cluster_id="leader",
+            joined=datetime(2025, 3, 1, 12, 0, 0, 123_456, tzinfo=UTC),
+            last_heartbeat=datetime(2025, 3, 1, 12, 0, 10, 654_321, tzinfo=UTC),
+        )
+
+        await sqlite_store.commit(WriteBatch(put_exports=[export], put_members=[member]))
+        snapshot = await sqlite_store.snapshot()
+
+        assert snapshot.exports[export.export_name] == export
+        assert snapshot.members["east"] == member
+
+    async def test_indexed_columns_describe_the_stored_objects(self, sqlite_store: SqliteStore) -> None:
+        await sqlite_store.commit(
+            WriteBatch(
+                put_exports=[
+                    samples.service_export("east", "default", "web"),
+                    samples.cluster_info_export("east"),
+                ],
+                put_imports=[samples.endpoints_import("default", "web")],
+            )
+        )
+
+        with sqlite3.connect(sqlite_store.db_path) as conn:
+            exports = conn.execute(
+                "SELECT export_name, cluster_id, kind, namespace, name FROM exports ORDER BY export_name"
+            ).fetchall()
+            imports = conn.execute("SELECT import_name, kind, namespace, name FROM imports").fetchall()
+
+        assert exports == [
+            ("east-clusterinfo", "east", names.KIND_CLUSTER_INFO, "kube-system", "east"),
+            ("east-default-web-service", "east", names.KIND_SERVICE, "default", "web"),
+        ]
+        assert imports == [("default-web-endpoints", names.KIND_ENDPOINTS, "default", "web")]
+        assert await sqlite_store.export_count() == 2
+        assert await sqlite_store.import_count() == 1
+
+    async def test_automatic_compaction_keeps_at_most_compact_keep_changes(self, tmp_path: Path) -> None:
+        factory = SqliteStoreFactory(tmp_path, compact_keep=5)
+        store = await factory.open_new()
+        assert isinstance(store, SqliteStore)
+        await store.open()
+        try:
+            revisions = [
+                await store.commit(WriteBatch(put_imports=[samples.service_import("default", f"svc-{n}")]))
+                for n in range(20)
+            ]
+            # A batch of three changes is dropped whole, never split.
+            revisions.append(
+                await store.commit(
+                    WriteBatch(put_imports=[samples.service_import("default", f"bulk-{n}") for n in range(3)])
+                )
+            )
+
+            assert await store.change_log_length() <= 5
+            oldest_resumable = revisions[-4]
+            with pytest.raises(RevisionCompacted) as raised:
+                await store.import_changes_since(store.epoch, oldest_resumable - 1)
+            assert raised.value.oldest == oldest_resumable
+            kept = await store.import_changes_since(store.epoch, oldest_resumable)
+            assert [change.revision for change in kept] == [*revisions[-3:-1], *[revisions[-1]] * 3]
+        finally:
+            await factory.close_all()
+
+    async def test_compaction_survives_a_reopen(
+        self, store_factory: SqliteStoreFactory, sqlite_store: SqliteStore
+    ) -> None:
+        for n in range(3):
+            await sqlite_store.commit(WriteBatch(put_imports=[samples.service_import("default", f"svc-{n}")]))
+        await sqlite_store.compact(2)
+
+        reopened = await store_factory.reopen(sqlite_store)
+        await reopened.open()
+
+        with pytest.raises(RevisionCompacted):
+            await reopened.import_changes_since(reopened.epoch, 1)
+        assert [change.revision for change in await reopened.import_changes_since(reopened.epoch, 2)] == [3]
+
+    async def test_a_database_with_a_newer_schema_version_is_refused(
+        self, store_factory: SqliteStoreFactory, sqlite_store: SqliteStore
+    ) -> None:
+        await sqlite_store.close()
+        with sqlite3.connect(sqlite_store.db_path) as conn:
+            conn.execute("UPDATE meta SET schema_version = schema_version + 1")
+
+        newer = await store_factory.reopen(sqlite_store)
+        with pytest.raises(SchemaVersionTooNew) as raised:
+            await newer.open()
+
+        assert raised.value.found == raised.value.supported + 1
+
+    async def test_a_file_that_is_not_a_database_is_refused(self, tmp_path: Path) -> None:
+        (tmp_path / DB_FILE).write_bytes(b"this is not sqlite, it is a text file of forty bytes and more")
+        store = SqliteStore(tmp_path)
+
+        with pytest.raises(DatabaseUnreadable):
+            await store.open()
+        await store.close()
+
+    async def test_a_second_store_on_the_same_data_dir_is_refused(self, sqlite_store: SqliteStore) -> None:
+        second = SqliteStore(sqlite_store.data_dir)
+
+        with pytest.raises(DataDirLocked):
+            await second.open()
+
+    async def test_every_acknowledged_batch_survives_a_sigkill(self, tmp_path: Path) -> None:
+        acknowledged_wanted = 25
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tests.contract.sqlite_crash_writer",
+            str(tmp_path),
+            cwd=REPO_ROOT,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert child.stdout is not None
+        acknowledged: list[tuple[int, int]] = []
+        try:
+            async with asyncio.timeout(30):
+                while len(acknowledged) < acknowledged_wanted:
+                    line = await child.stdout.readline()
+                    assert line, "the crash writer exited before it was killed"
+                    number, revision = line.split()
+                    acknowledged.append((int(number), int(revision)))
+        finally:
+            # Killed mid-stream: the child is committing the next batch right now.
+            child.kill()
+            await child.wait()
+
+        store = SqliteStore(tmp_path)
+        snapshot = await store.open()
+        try:
+            assert [revision for _, revision in acknowledged] == list(range(1, acknowledged_wanted + 1))
+            assert snapshot.revision >= acknowledged_wanted
+            for n, _ in acknowledged:
+                expected = batch_number(n)
+                assert snapshot.exports[expected.put_exports[0].export_name] == expected.put_exports[0]
+                assert snapshot.imports[expected.put_imports[0].import_name] == expected.put_imports[0]
+            changes = await store.import_changes_since(snapshot.epoch, 0)
+            assert [change.revision for change in changes] == list(range(1, snapshot.revision + 1))
+        finally:
+            await store.close()
