@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from hub.auth.identity import Identity
 from hub.bus import Bus
 from hub.config import HubConfig
-from hub.errors import Forbidden, InvalidRequest, NotJoined
+from hub.errors import Forbidden, HubError, InvalidRequest, NotJoined
 from hub.index import Index
 from hub.merge import (
     GroupKey,
@@ -171,26 +171,69 @@ class Engine:
             raise NotJoined(f"cluster {who.cluster_id!r} must announce before it exports")
 
     async def upsert(self, who: Identity, export: pb.ResourceExport, sequence: int = 0) -> pb.ExportResponse:
+        responses, refusal = await self.upsert_many(who, [(export, sequence)])
+        if refusal is not None:
+            raise refusal
+        return responses[0]
+
+    def _admit(self, who: Identity, export: pb.ResourceExport) -> None:
         problems = validate_export(export)
         if problems:
             raise InvalidRequest("; ".join(problems))
         self._authorize(who, export)
+        existing = self.index.exports.get(export.export_name)
+        if existing is not None:
+            self._check_immutable(existing, export)
+
+    async def upsert_many(
+        self, who: Identity, items: list[tuple[pb.ResourceExport, int]]
+    ) -> tuple[list[pb.ExportResponse], HubError | None]:
+        """Upsert several exports as ONE durable write (one fsync), answering each.
+
+        Items are admitted in order; at the first one refused, those before it
+        are still written and answered and the refusal is returned beside
+        their answers (the rest are not looked at), so a bad item changes
+        nothing but itself.
+        """
         async with self._lock:
-            existing = self.index.exports.get(export.export_name)
-            if existing is not None:
-                self._check_immutable(existing, export)
-                if _same_payload(existing, export):
-                    # Re-sent unchanged (a resync): answer without a write.
-                    return pb.ExportResponse(sequence=sequence, export_name=export.export_name, status=existing.status)
-            new = pb.ResourceExport()
-            new.CopyFrom(export)
-            new.ClearField("status")
-            if existing is not None:
-                new.create_time.CopyFrom(existing.create_time)
-            else:
-                new.create_time.FromDatetime(self._clock())
-            batch = self._regroup(deleted=set(), put=[new])
-            return await self._commit_and_publish(batch, answer_for=(who, new.export_name, sequence))
+            refusal: HubError | None = None
+            admitted: list[tuple[pb.ResourceExport, int]] = []
+            for export, sequence in items:
+                try:
+                    self._admit(who, export)
+                except HubError as exc:
+                    refusal = exc
+                    break
+                admitted.append((export, sequence))
+            latest: dict[str, pb.ResourceExport] = {}
+            for export, _ in admitted:
+                existing = self.index.exports.get(export.export_name)
+                if existing is not None and _same_payload(existing, export):
+                    latest.pop(export.export_name, None)  # back to what is stored: nothing to write
+                    continue
+                new = pb.ResourceExport()
+                new.CopyFrom(export)
+                new.ClearField("status")
+                if existing is not None:
+                    new.create_time.CopyFrom(existing.create_time)
+                else:
+                    new.create_time.FromDatetime(self._clock())
+                latest[export.export_name] = new
+            revision = 0
+            if latest:
+                batch = self._regroup(deleted=set(), put=list(latest.values()))
+                revision = await self._commit_and_publish_batch(batch, answered=set(latest))
+            responses = []
+            for export, sequence in admitted:
+                stored = self.index.exports.get(export.export_name)
+                status = stored.status if stored is not None else pb.ExportStatus()
+                written = revision if export.export_name in latest else 0
+                responses.append(
+                    pb.ExportResponse(
+                        sequence=sequence, export_name=export.export_name, status=status, revision=written
+                    )
+                )
+            return responses, refusal
 
     @staticmethod
     def _check_immutable(existing: pb.ResourceExport, export: pb.ResourceExport) -> None:
@@ -287,14 +330,16 @@ class Engine:
         self.revision = revision
         return revision
 
-    async def _commit_and_publish_batch(self, batch: WriteBatch, answered: str = "") -> int:
+    async def _commit_and_publish_batch(
+        self, batch: WriteBatch, answered: frozenset[str] | set[str] = frozenset()
+    ) -> int:
         previous = {e.export_name: self.index.exports.get(e.export_name) for e in batch.put_exports}
         revision = await self._commit(batch)
         changes = [ImportChange(revision, imp.import_name, imp) for imp in batch.put_imports]
         changes += [ImportChange(revision, name, None) for name in batch.delete_imports]
         if changes:
             self.imports_bus.publish(ImportBatch(revision, changes))
-        self._announce_verdicts((e for e in batch.put_exports if e.export_name != answered), previous, revision)
+        self._announce_verdicts((e for e in batch.put_exports if e.export_name not in answered), previous, revision)
         return revision
 
     def _announce_verdicts(
@@ -317,7 +362,7 @@ class Engine:
     async def _commit_and_publish(
         self, batch: WriteBatch, answer_for: tuple[Identity, str, int] | None
     ) -> pb.ExportResponse:
-        revision = await self._commit_and_publish_batch(batch, answer_for[1] if answer_for else "")
+        revision = await self._commit_and_publish_batch(batch, {answer_for[1]} if answer_for else set())
         if answer_for is None:
             return pb.ExportResponse(revision=revision)
         _, name, sequence = answer_for

@@ -32,6 +32,8 @@ class _Abort:
 
 
 _END = object()
+# Upserts that queued while the previous write was syncing are committed together.
+_BATCH_LIMIT = 256
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
@@ -140,37 +142,42 @@ class CommonAreaService:
                 return
             out.put_nowait(item)
 
+    async def _pump(self, requests: AsyncIterator[pb.ExportRequest | Malformed], inbox: asyncio.Queue[object]) -> None:
+        try:
+            async for request in requests:
+                inbox.put_nowait(request)
+            inbox.put_nowait(_END)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # handed to the processor, which ends the stream
+            inbox.put_nowait(exc)
+
     async def _read_exports(
         self, who: Identity, requests: AsyncIterator[pb.ExportRequest | Malformed], out: asyncio.Queue[object]
     ) -> None:
+        """Process requests in order; upserts that queued up meanwhile share one durable write."""
+        inbox: asyncio.Queue[object] = asyncio.Queue()
+        pump = asyncio.create_task(self._pump(requests, inbox))
         bracket: set[str] | None = None
         try:
-            async for request in requests:
-                if isinstance(request, Malformed):
-                    raise InvalidRequest(request.describe())
-                item = request.WhichOneof("item")
-                if item == "sync_begin":
-                    bracket = set()
-                    out.put_nowait(pb.ExportResponse(sequence=request.sequence, sync_begun=True))
-                elif item == "upsert":
-                    response = await self._engine.upsert(who, request.upsert, request.sequence)
-                    self._metrics.exports_received.labels(kind=request.upsert.WhichOneof("payload") or "").inc()
-                    if bracket is not None:
-                        bracket.add(request.upsert.export_name)
-                    out.put_nowait(response)
-                elif item == "delete":
-                    response = await self._engine.delete(who, request.delete.export_name, request.sequence)
-                    if bracket is not None:
-                        bracket.discard(request.delete.export_name)
-                    out.put_nowait(response)
-                elif item == "sync_end":
-                    if bracket is None:
-                        raise InvalidRequest("sync_end without a sync_begin")
-                    out.put_nowait(await self._engine.sweep(who, bracket, request.sequence))
-                    bracket = None
-                else:
-                    raise InvalidRequest("an ExportRequest must carry sync_begin, upsert, delete or sync_end")
-            out.put_nowait(_END)
+            while True:
+                items = [await inbox.get()]
+                while not inbox.empty() and len(items) < _BATCH_LIMIT:
+                    items.append(inbox.get_nowait())
+                upserts: list[tuple[Any, int]] = []
+                for item in items:
+                    if isinstance(item, pb.ExportRequest) and item.WhichOneof("item") == "upsert":
+                        upserts.append((item.upsert, item.sequence))
+                        continue
+                    await self._flush_upserts(who, upserts, bracket, out)
+                    upserts = []
+                    if item is _END:
+                        out.put_nowait(_END)
+                        return
+                    if isinstance(item, BaseException):
+                        raise item
+                    bracket = await self._handle_other(who, item, bracket, out)
+                await self._flush_upserts(who, upserts, bracket, out)
         except HubError as exc:
             log.info("export refused", extra={"caller": who.describe(), "error": str(exc)})
             out.put_nowait(_Abort(status_code(exc), str(exc)))
@@ -181,6 +188,51 @@ class CommonAreaService:
         except Exception as exc:  # keep one bad stream from killing others
             log.exception("export stream failed", extra={"caller": who.describe()})
             out.put_nowait(_Abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}"))
+        finally:
+            pump.cancel()
+
+    async def _flush_upserts(
+        self,
+        who: Identity,
+        upserts: list[tuple[Any, int]],
+        bracket: set[str] | None,
+        out: asyncio.Queue[object],
+    ) -> None:
+        if not upserts:
+            return
+        responses, refusal = await self._engine.upsert_many(who, upserts)
+        for response in responses:
+            if bracket is not None:
+                bracket.add(response.export_name)
+            out.put_nowait(response)
+        for export, _ in upserts[: len(responses)]:
+            self._metrics.exports_received.labels(kind=export.WhichOneof("payload") or "").inc()
+        if refusal is not None:
+            raise refusal
+
+    async def _handle_other(
+        self, who: Identity, request: object, bracket: set[str] | None, out: asyncio.Queue[object]
+    ) -> set[str] | None:
+        """Everything but upserts; returns the sync bracket as it now stands."""
+        if isinstance(request, Malformed):
+            raise InvalidRequest(request.describe())
+        assert isinstance(request, pb.ExportRequest)
+        item = request.WhichOneof("item")
+        if item == "sync_begin":
+            out.put_nowait(pb.ExportResponse(sequence=request.sequence, sync_begun=True))
+            return set()
+        if item == "delete":
+            response = await self._engine.delete(who, request.delete.export_name, request.sequence)
+            if bracket is not None:
+                bracket.discard(request.delete.export_name)
+            out.put_nowait(response)
+            return bracket
+        if item == "sync_end":
+            if bracket is None:
+                raise InvalidRequest("sync_end without a sync_begin")
+            out.put_nowait(await self._engine.sweep(who, bracket, request.sequence))
+            return None
+        raise InvalidRequest("an ExportRequest must carry sync_begin, upsert, delete or sync_end")
 
     # ---- WatchImports --------------------------------------------------------
 
