@@ -30,15 +30,13 @@ from typing import Any
 
 import grpc
 
+from hub.auth.tokens import TokenStore
+from hub.tls import ensure_tls
+from mcapi import names
+from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from hub.auth.tokens import TokenStore  # noqa: E402
-from hub.tls import ensure_tls  # noqa: E402
-from mcapi import names  # noqa: E402
-from mcapi.mchub.v1 import common_area_pb2 as pb  # noqa: E402
-from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc  # noqa: E402
-
 RAW_SERVICE = "bench.Raw"
 
 
