@@ -77,6 +77,9 @@ class HubApp:
             host = "127.0.0.1"
         return f"http://{host}:{self.rest_port}"
 
+    def now(self) -> datetime:
+        return self._clock()
+
     def is_ready(self) -> bool:
         return self.started and self._is_leader()
 

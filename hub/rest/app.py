@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from hub.app import HubApp
 
 HUB_KEY: web.AppKey[HubApp] = web.AppKey("hub")
-IDENTITY_KEY = "mchub.identity"
+IDENTITY_KEY: web.RequestKey[Identity] = web.RequestKey("identity", Identity)
 _PUBLIC = {"/healthz", "/readyz"}
 
 
@@ -112,7 +112,7 @@ async def create_export(request: web.Request) -> web.Response:
         body = await request.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
         return error_response(400, "BadRequest", "the body must be a JSON ResourceExport")
-    export = shapes.admin_export_from_body(body)
+    export = shapes.admin_export_from_body(body, _hub(request).config.leader_cluster_id)
     hub = _hub(request)
     answer = await hub.engine.upsert(ADMIN, export)
     stored = hub.engine.index.exports.get(export.export_name)

@@ -1,22 +1,37 @@
-"""Hub state shaped as the Kubernetes objects users know (TEMPORARY: convert pending)."""
+"""Hub state shaped as the Kubernetes objects users know (through mcapi.convert)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from google.protobuf.json_format import MessageToDict, ParseDict
-
-from hub.clusterset import clusterset_status
+from hub.clusterset import clusterset_status, member_health
 from hub.errors import InvalidRequest
+from hub.merge import delivers_to
 from mcapi import names
+from mcapi.convert import (
+    ConversionError,
+    export_kind,
+    import_kind,
+    resource_export_from_cr,
+    resource_export_to_cr,
+    resource_import_to_cr,
+)
+from mcapi.crds.base import ObjectMeta
+from mcapi.crds.clusterset import MemberClusterAnnounce
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 if TYPE_CHECKING:
     from hub.app import HubApp
 
 
-def verdict_name(verdict: int) -> str:
-    return pb.Verdict.Name(verdict).removeprefix("VERDICT_").capitalize()  # type: ignore[arg-type]
+def _rfc3339(moment: Any) -> str:
+    text: str = moment.isoformat(timespec="seconds")
+    return text.replace("+00:00", "Z")
+
+
+def verdict_name(verdict: pb.Verdict.ValueType) -> str:
+    return pb.Verdict.Name(verdict).removeprefix("VERDICT_").capitalize()
 
 
 def item_list(kind: str, items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -30,28 +45,101 @@ def clusterset(hub: HubApp) -> dict[str, Any]:
         "kind": "ClusterSet",
         "metadata": {"name": cfg.cluster_set_id, "namespace": names.DEFAULT_LEADER_NAMESPACE},
         "spec": {"clusterID": cfg.leader_cluster_id, "leaders": [{"clusterID": cfg.leader_cluster_id}]},
-        "status": clusterset_status(list(hub.engine.index.members.values()), hub._clock(), cfg.disconnect_after),
+        "status": clusterset_status(list(hub.engine.index.members.values()), hub.now(), cfg.disconnect_after),
     }
 
 
 def members(hub: HubApp) -> list[dict[str, Any]]:
-    return []
+    """MemberClusterAnnounces; `status` (not in Antrea's CRD) adds the hub's view of liveness."""
+    now = hub.now()
+    items = []
+    for cluster_id, record in sorted(hub.engine.index.members.items()):
+        announce = MemberClusterAnnounce(
+            metadata=ObjectMeta(
+                name=names.member_announce_name(cluster_id),
+                namespace=names.DEFAULT_LEADER_NAMESPACE,
+                annotations={names.ANNOTATION_TOUCH_TS: _rfc3339(record.last_heartbeat)},
+                creation_timestamp=record.joined,
+            ),
+            cluster_id=cluster_id,
+            cluster_set_id=record.cluster_set_id,
+            leader_cluster_id=record.leader_cluster_id,
+        ).to_dict()
+        health = member_health(record, now, hub.config.disconnect_after)
+        announce["status"] = {
+            "connected": health.connected,
+            "heartbeatAgeSeconds": round(health.heartbeat_age, 3),
+            "lastHeartbeat": _rfc3339(record.last_heartbeat),
+        }
+        items.append(announce)
+    return items
 
 
 def export_item(export: pb.ResourceExport) -> dict[str, Any]:
-    return MessageToDict(export)
+    item = resource_export_to_cr(export).to_dict()
+    if export.HasField("create_time"):
+        item["metadata"]["creationTimestamp"] = _rfc3339(export.create_time.ToDatetime().replace(microsecond=0))
+    return item
 
 
-def exports(hub: HubApp, **filters: str) -> list[dict[str, Any]]:
-    return [export_item(e) for e in hub.engine.index.exports.values()]
+def exports(hub: HubApp, clusterID: str = "", kind: str = "", namespace: str = "") -> list[dict[str, Any]]:
+    chosen = [
+        export
+        for _, export in sorted(hub.engine.index.exports.items())
+        if (not clusterID or export.cluster_id == clusterID)
+        and (not kind or export_kind(export) == kind)
+        and (not namespace or export.namespace == namespace)
+    ]
+    return [export_item(e) for e in chosen]
 
 
-def imports(hub: HubApp, **filters: str) -> list[dict[str, Any]]:
-    return [MessageToDict(i) for i in hub.engine.index.imports.values()]
+def import_item(hub: HubApp, imp: pb.ResourceImport) -> dict[str, Any]:
+    item = resource_import_to_cr(imp).to_dict()
+    reports = hub.engine.import_status.get(imp.import_name, {})
+    if reports:
+        item["status"] = {
+            "clusterStatuses": [
+                {
+                    "clusterID": cluster_id,
+                    "conditions": [
+                        {
+                            "type": "Succeeded",
+                            "status": "True" if entry.succeeded else "False",
+                            "reason": entry.reason,
+                            "message": entry.message,
+                            "lastTransitionTime": _rfc3339(entry.reported),
+                        }
+                    ],
+                }
+                for cluster_id, entry in sorted(reports.items())
+            ]
+        }
+    return item
 
 
-def admin_export_from_body(body: Any) -> pb.ResourceExport:
+def imports(hub: HubApp, clusterID: str = "", kind: str = "", namespace: str = "") -> list[dict[str, Any]]:
+    chosen = [
+        imp
+        for _, imp in sorted(hub.engine.index.imports.items())
+        if (not clusterID or delivers_to(imp, clusterID))
+        and (not kind or import_kind(imp) == kind)
+        and (not namespace or imp.namespace == namespace)
+    ]
+    return [import_item(hub, i) for i in chosen]
+
+
+def admin_export_from_body(body: Any, leader_cluster_id: str) -> pb.ResourceExport:
+    """An admin's ResourceExport (JSON) of an AntreaClusterNetworkPolicy, as a wire export."""
+    if not isinstance(body, Mapping):
+        raise InvalidRequest("the body must be a JSON object (a ResourceExport)")
     try:
-        return ParseDict(body, pb.ResourceExport())
-    except Exception as exc:
+        export = resource_export_from_cr(body)
+    except ConversionError as exc:
         raise InvalidRequest(str(exc)) from exc
+    if export.WhichOneof("payload") != "cluster_network_policy":
+        raise InvalidRequest("the REST facade accepts only AntreaClusterNetworkPolicy exports")
+    if not export.cluster_id:
+        export.cluster_id = leader_cluster_id
+    if not export.name:
+        export.name = export.export_name
+    return export
