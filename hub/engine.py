@@ -37,6 +37,7 @@ from mcapi.mchub.v1 import common_area_pb2 as pb
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+_LABEL_IDENTITY_GROUP = "labelidentity"
 
 
 def utc_now() -> datetime:
@@ -289,26 +290,19 @@ class Engine:
 
     def _regroup(self, *, deleted: set[str], put: list[pb.ResourceExport]) -> WriteBatch:
         """Re-merge every group the change touches; return the whole write."""
-        exports = dict(self.index.exports)
-        keys: set[GroupKey] = set()
-        for name in deleted:
-            gone = exports.pop(name, None)
-            if gone is not None:
-                keys.add(group_key(gone))
-        for export in put:
-            exports[export.export_name] = export
-            keys.add(group_key(export))
-        batch = WriteBatch(delete_exports=sorted(deleted & set(self.index.exports)))
-        put_names = {e.export_name for e in put}
+        current = self.index.exports
+        overlay = {e.export_name: e for e in put}
+        keys: set[GroupKey] = {group_key(current[n]) for n in deleted if n in current}
+        keys.update(group_key(e) for e in put)
+        batch = WriteBatch(delete_exports=sorted(n for n in deleted if n in current))
         for key in sorted(keys):
             members = sorted(
-                (self.index.groups.get(key, set()) | {e.export_name for e in put if group_key(e) == key}) - deleted
+                (self.index.groups.get(key, set()) | {n for n, e in overlay.items() if group_key(e) == key}) - deleted
             )
-            group = [exports[n] for n in members]
+            group = [overlay.get(n) or current[n] for n in members]
             import_names = import_names_for_group(key)
             previous = {n: self.index.imports[n] for n in import_names if n in self.index.imports}
-            ctx = MergeContext(config=self._merge.config, used_label_ids=self.index.label_ids(set(import_names)))
-            result = merge_group(group, previous, ctx)
+            result = merge_group(group, previous, self._context_for(key, import_names))
             for name in import_names:
                 produced = result.imports.get(name)
                 if produced is not None and previous.get(name) != produced:
@@ -317,12 +311,18 @@ class Engine:
                     batch.delete_imports.append(name)
             for export in group:
                 status = result.statuses.get(export.export_name, pb.ExportStatus())
-                if export.export_name in put_names or export.status != status:
+                if export.export_name in overlay or export.status != status:
                     stored = pb.ResourceExport()
                     stored.CopyFrom(export)
                     stored.status.CopyFrom(status)
                     batch.put_exports.append(stored)
         return batch
+
+    def _context_for(self, key: GroupKey, import_names: list[str]) -> MergeContext:
+        # Only label identities draw from a shared ID space; other groups skip the scan.
+        if key[0] != _LABEL_IDENTITY_GROUP:
+            return self._merge
+        return MergeContext(config=self._merge.config, used_label_ids=self.index.label_ids(set(import_names)))
 
     async def _commit(self, batch: WriteBatch) -> int:
         revision = await self._store.commit(batch)

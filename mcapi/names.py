@@ -121,3 +121,14 @@ def is_dash_prefix(a: str, b: str) -> bool:
     cluster `east` exporting Namespace `1-ns`), so the hub refuses the second.
     """
     return a != b and (b.startswith(a + "-") or a.startswith(b + "-"))
+
+
+# The multi-cluster controller's ConfigMap and the key holding its MultiClusterConfig.
+MC_CONTROLLER_CONFIGMAP = "antrea-mc-controller-config"
+MC_CONTROLLER_CONFIG_KEY = "controller_manager_config.yaml"
+
+# Set by the hub's kube store on ResourceExports: when the hub first accepted the
+# export (RFC 3339, nanoseconds; oldest wins a conflict) and its exact verdict
+# (a mchub.v1.Verdict name). status.conditions carries the same, Antrea-shaped.
+ANNOTATION_EXPORT_CREATE_TIME = "multicluster.antrea.io/export-create-time"
+ANNOTATION_EXPORT_VERDICT = "multicluster.antrea.io/export-verdict"
