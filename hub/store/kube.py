@@ -1,0 +1,254 @@
+"""The production store: ResourceExport, ResourceImport and MemberClusterAnnounce
+CRs in the leader Namespace, so `kubectl get resourceexport -n antrea-multicluster`
+shows what Antrea shows.
+
+The API server (etcd) is the durable part: `commit` returns once every write
+of the batch was acknowledged. The change log lives in memory, so each `open`
+starts a new epoch and resuming watchers get a snapshot — the index is rebuilt
+from the CRs on every start (or leadership change).
+
+A batch is converted whole before anything is written, so a bad record fails
+its batch with nothing written. Writes that fail on the way (the API server
+restarting) are retried with backoff for `write_timeout`; a batch that still
+cannot land raises CommitFailed, and the hub rebuilds its index from the CRs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import random
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from hub.store.base import (
+    EpochMismatch,
+    ImportChange,
+    RevisionCompacted,
+    RevisionInFuture,
+    Snapshot,
+    Store,
+    StoreError,
+    WriteBatch,
+)
+from hub.store.kube_codec import (
+    InvalidRecord,
+    export_from_cr,
+    export_to_cr,
+    import_from_cr,
+    import_to_cr,
+    member_from_cr,
+    member_to_cr,
+)
+from kube.client import KubeClient, PatchType
+from kube.errors import AlreadyExists, NotFound, TemporaryError
+from kube.resources import MEMBER_CLUSTER_ANNOUNCES, NAMESPACES, RESOURCE_EXPORTS, RESOURCE_IMPORTS, Resource
+from mcapi import names
+from mcapi.convert import ConversionError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CommitFailed", "InvalidRecord", "KubeStore", "StoreUnavailable"]
+
+
+class CommitFailed(StoreError):
+    """A batch could not be written within the write timeout; part of it may have landed."""
+
+
+class StoreUnavailable(StoreError):
+    """The leader Namespace or the CRDs are missing, or the API server refuses us."""
+
+
+class KubeStore(Store):
+    def __init__(
+        self,
+        client: KubeClient,
+        namespace: str = names.DEFAULT_LEADER_NAMESPACE,
+        *,
+        compact_keep: int = 10_000,
+        concurrency: int = 16,
+        write_timeout: float = 30.0,
+    ) -> None:
+        self._client = client
+        self.namespace = namespace
+        self._compact_keep = compact_keep
+        self._slots = asyncio.Semaphore(concurrency)
+        self._write_timeout = write_timeout
+        self._lock = asyncio.Lock()
+        self._epoch = ""
+        self._revision = 0
+        self._compacted_through = 0
+        self._log: list[ImportChange] = []
+        self._state = Snapshot("", 0, {}, {}, {})
+        # Names known to exist, so a put patches instead of trying a create first.
+        self._existing: dict[Resource, set[str]] = {}
+
+    @property
+    def epoch(self) -> str:
+        return self._epoch
+
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    async def open(self) -> Snapshot:
+        try:
+            await self._client.get(NAMESPACES, self.namespace)
+        except NotFound as exc:
+            raise StoreUnavailable(
+                f"the leader Namespace {self.namespace!r} does not exist; create it (the leader manifest does)"
+            ) from exc
+        exports, imports, members = {}, {}, {}
+        try:
+            for obj in (await self._client.list_all(RESOURCE_EXPORTS, namespace=self.namespace)).items:
+                export = export_from_cr(obj)
+                exports[export.export_name] = export
+            for obj in (await self._client.list_all(RESOURCE_IMPORTS, namespace=self.namespace)).items:
+                imp = import_from_cr(obj)
+                imports[imp.import_name] = imp
+            for obj in (await self._client.list_all(MEMBER_CLUSTER_ANNOUNCES, namespace=self.namespace)).items:
+                member = member_from_cr(obj)
+                members[member.cluster_id] = member
+        except NotFound as exc:
+            raise StoreUnavailable("the mchub CRDs are not installed (kubectl apply -f deploy/crds/)") from exc
+        except ConversionError as exc:
+            raise StoreUnavailable(f"a CR in {self.namespace!r} cannot be read: {exc}") from exc
+        self._existing = {
+            RESOURCE_EXPORTS: set(exports),
+            RESOURCE_IMPORTS: set(imports),
+            MEMBER_CLUSTER_ANNOUNCES: {names.member_announce_name(c) for c in members},
+        }
+        self._epoch = uuid.uuid4().hex
+        self._revision = 0
+        self._compacted_through = 0
+        self._log = []
+        self._state = Snapshot(self._epoch, 0, exports, imports, members)
+        log.info(
+            "kube store loaded",
+            extra={"namespace": self.namespace, "exports": len(exports), "imports": len(imports), "epoch": self._epoch},
+        )
+        return self._copy()
+
+    async def close(self) -> None:
+        """The client belongs to the caller; nothing to release here."""
+
+    def _copy(self) -> Snapshot:
+        return Snapshot(
+            self._epoch,
+            self._revision,
+            dict(self._state.exports),
+            dict(self._state.imports),
+            dict(self._state.members),
+        )
+
+    async def snapshot(self) -> Snapshot:
+        return self._copy()
+
+    async def commit(self, batch: WriteBatch) -> int:
+        if batch.is_empty():
+            return self._revision
+        ns = self.namespace
+        # Convert everything first: a bad record fails its batch before any write.
+        writes: list[tuple[Resource, dict[str, Any]]] = [
+            (RESOURCE_EXPORTS, export_to_cr(e, ns)) for e in batch.put_exports
+        ]
+        writes += [(RESOURCE_IMPORTS, import_to_cr(i, ns)) for i in batch.put_imports]
+        writes += [(MEMBER_CLUSTER_ANNOUNCES, member_to_cr(m, ns)) for m in batch.put_members]
+        deletes = [(RESOURCE_EXPORTS, n) for n in batch.delete_exports]
+        deletes += [(RESOURCE_IMPORTS, n) for n in batch.delete_imports]
+        deletes += [(MEMBER_CLUSTER_ANNOUNCES, names.member_announce_name(c)) for c in batch.delete_members]
+        async with self._lock:
+            jobs = [self._retrying(functools.partial(self._put, r, o)) for r, o in writes]
+            jobs += [self._retrying(functools.partial(self._delete, r, n)) for r, n in deletes]
+            try:
+                await asyncio.wait_for(asyncio.gather(*jobs), self._write_timeout)
+            except TimeoutError as exc:
+                raise CommitFailed(f"a batch of {len(jobs)} writes did not land within {self._write_timeout}s") from exc
+            self._revision += 1
+            self._apply(batch)
+            return self._revision
+
+    def _apply(self, batch: WriteBatch) -> None:
+        state = self._state
+        for e in batch.put_exports:
+            state.exports[e.export_name] = e
+        for name in batch.delete_exports:
+            state.exports.pop(name, None)
+        changes = []
+        for i in batch.put_imports:
+            state.imports[i.import_name] = i
+            changes.append(ImportChange(self._revision, i.import_name, i))
+        for name in batch.delete_imports:
+            if state.imports.pop(name, None) is not None:
+                changes.append(ImportChange(self._revision, name, None))
+        for m in batch.put_members:
+            # As a restart will read it back: UTC, whole seconds.
+            state.members[m.cluster_id] = member_from_cr(member_to_cr(m, self.namespace))
+        for cluster_id in batch.delete_members:
+            state.members.pop(cluster_id, None)
+        self._log.extend(changes)
+        if len(self._log) > self._compact_keep:
+            # Drop whole revisions only, so a kept revision is never half there.
+            cut = self._log[len(self._log) - self._compact_keep].revision - 1
+            self._drop_through(cut)
+
+    def _drop_through(self, revision: int) -> None:
+        self._log = [c for c in self._log if c.revision > revision]
+        self._compacted_through = max(self._compacted_through, revision)
+
+    async def _retrying(self, write: Callable[[], Awaitable[None]]) -> None:
+        delay = 0.05
+        while True:
+            try:
+                async with self._slots:
+                    await write()
+                return
+            except TemporaryError as exc:
+                log.warning("kube store write retried", extra={"error": str(exc), "delaySeconds": delay})
+                await asyncio.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 2.0)
+
+    async def _put(self, resource: Resource, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        known = self._existing.setdefault(resource, set())
+        status = obj.pop("status", None)
+        if name not in known:
+            try:
+                await self._client.create(resource, obj, namespace=self.namespace)
+            except AlreadyExists:
+                await self._patch(resource, name, obj)
+            known.add(name)
+        else:
+            try:
+                await self._patch(resource, name, obj)
+            except NotFound:
+                await self._client.create(resource, obj, namespace=self.namespace)
+        if status is not None:
+            await self._client.patch_status(
+                resource, name, {"status": status}, namespace=self.namespace, patch_type=PatchType.MERGE
+            )
+
+    async def _patch(self, resource: Resource, name: str, obj: dict[str, Any]) -> None:
+        # A merge patch of the whole object: maps merge, lists are replaced, and
+        # fields (labels, annotations) others added stay.
+        await self._client.patch(resource, name, obj, namespace=self.namespace, patch_type=PatchType.MERGE)
+
+    async def _delete(self, resource: Resource, name: str) -> None:
+        with contextlib.suppress(NotFound):
+            await self._client.delete(resource, name, namespace=self.namespace, propagation_policy="Background")
+        self._existing.get(resource, set()).discard(name)
+
+    async def import_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
+        if epoch != self._epoch:
+            raise EpochMismatch(epoch, self._epoch)
+        if revision > self._revision:
+            raise RevisionInFuture(revision, self._revision)
+        if revision < self._compacted_through:
+            raise RevisionCompacted(revision, self._compacted_through)
+        return [c for c in self._log if c.revision > revision]
+
+    async def compact(self, keep_after: int) -> None:
+        self._drop_through(min(keep_after, self._revision))

@@ -1,0 +1,1 @@
+"""Shared helpers for tests that need a Kubernetes API: a sandbox with mchub's CRDs."""
