@@ -15,11 +15,13 @@ from aiohttp import web
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from hub.auth.identity import Authenticator
+from hub.auth.tokenreview import ChainAuthenticator
 from hub.auth.tokens import TokenStore, ensure_admin_token
 from hub.clusterset import member_health
 from hub.config import HubConfig
 from hub.engine import Engine, ImportBatch, utc_now
 from hub.grpc.service import SERVICE_NAME, CommonAreaService, handlers
+from hub.leadership import KubeLeadership
 from hub.metrics import HubMetrics
 from hub.rest.app import build_rest_app
 from hub.store.base import Store
@@ -31,7 +33,13 @@ log = logging.getLogger(__name__)
 
 
 class HubApp:
-    """A running hub. `await start()`, then `await stop()`."""
+    """A running hub. `await start()`, then `await stop()`.
+
+    With the sqlite store the process serves as soon as it started. With the
+    kube store, replicas elect a leader through a Lease: only the holder loads
+    the index from the CRs and serves; the others answer gRPC with UNAVAILABLE
+    and /readyz with 503 until they take over.
+    """
 
     def __init__(
         self,
@@ -40,18 +48,18 @@ class HubApp:
         store: Store | None = None,
         authenticator: Authenticator | None = None,
         clock: Callable[[], datetime] = utc_now,
-        is_leader: Callable[[], bool] | None = None,
     ) -> None:
         self.config = config.validate()
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         self.tokens = TokenStore(self.config.tokens_db)
         self.admin_token = ensure_admin_token(self.tokens, self.config.admin_token_file)
-        self.store = store or SqliteStore(self.config.data_dir)
         self.authenticator: Authenticator = authenticator or self.tokens
         self.metrics = HubMetrics()
-        self.engine = Engine(self.store, self.config, clock)
         self._clock = clock
-        self._is_leader = is_leader or (lambda: True)
+        self._given_store = store
+        self.engine = Engine(store or SqliteStore(self.config.data_dir), self.config, clock)
+        self.kube: KubeLeadership | None = None
+        self._serving = False
         self._grpc: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer()
         self._rest: web.AppRunner | None = None
@@ -60,6 +68,10 @@ class HubApp:
         self.rest_port = 0
         self.ca_cert: Path | None = None
         self.started = False
+
+    @property
+    def store(self) -> Store:
+        return self.engine.store
 
     # ---- addresses -----------------------------------------------------------
 
@@ -81,12 +93,21 @@ class HubApp:
         return self._clock()
 
     def is_ready(self) -> bool:
-        return self.started and self._is_leader()
+        return self.started and self._serving
+
+    def is_leader(self) -> bool:
+        return self._serving
 
     # ---- lifecycle -----------------------------------------------------------
 
     async def start(self) -> None:
-        await self.engine.start()
+        if self.config.store == "kube" and self._given_store is None:
+            self.kube = await KubeLeadership.connect(self)
+            self.authenticator = ChainAuthenticator(self.authenticator, self.kube.authenticator)
+            self.engine = self.kube.new_engine()
+        else:
+            await self.engine.start()
+            self._serving = True
         await self._start_grpc()
         await self._start_rest()
         self._tasks = [
@@ -94,8 +115,9 @@ class HubApp:
             asyncio.create_task(self._bookmark_loop(), name="hub-bookmarks"),
         ]
         self.started = True
-        await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
-        await self._health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        await self._set_health(self._serving)
+        if self.kube is not None:
+            self.kube.start()
         log.info(
             "hub serving",
             extra={
@@ -119,7 +141,7 @@ class HubApp:
                 ("grpc.keepalive_permit_without_calls", 1),
             ]
         )
-        service = CommonAreaService(self.engine, self.authenticator, self.metrics, self._is_leader)
+        service = CommonAreaService(lambda: self.engine, self.authenticator, self.metrics, self.is_leader)
         server.add_generic_rpc_handlers((handlers(service),))
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         if self.config.insecure:
@@ -148,9 +170,34 @@ class HubApp:
         self.rest_port = sockets[0].getsockname()[1] if sockets else int(port)
         self._rest = runner
 
+    async def _set_health(self, serving: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        await self._health.set("", status)
+        await self._health.set(SERVICE_NAME, status)
+
+    async def take_over(self, engine: Engine) -> None:
+        """This replica now holds the Lease: serve from a freshly loaded index."""
+        await engine.start()
+        self.engine = engine
+        self._serving = True
+        await self._set_health(True)
+        log.info("hub replica is the leader", extra={"replica": self.config.replica_id, "epoch": engine.epoch})
+
+    async def step_down(self) -> None:
+        """Lost the Lease: stop serving; open streams end and members reconnect to the leader."""
+        if not self._serving:
+            return
+        self._serving = False
+        self.engine.imports_bus.close()
+        self.engine.verdicts_bus.close()
+        await self._set_health(False)
+        log.warning("hub replica stepped down", extra={"replica": self.config.replica_id})
+
     async def stop(self) -> None:
         """Drain: end streams with UNAVAILABLE (members resume), then close."""
         self.started = False
+        if self.kube is not None:
+            await self.kube.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -167,6 +214,8 @@ class HubApp:
             await self._rest.cleanup()
             self._rest = None
         await self.store.close()
+        if self.kube is not None:
+            await self.kube.close()
         self.tokens.close()
 
     # ---- background ----------------------------------------------------------
@@ -174,6 +223,8 @@ class HubApp:
     async def _status_loop(self) -> None:
         while True:
             self.refresh_metrics()
+            if self.kube is not None and self._serving:
+                await self.kube.publish_status()
             await asyncio.sleep(self.config.status_interval)
 
     def refresh_metrics(self) -> None:

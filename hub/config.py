@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,7 +68,19 @@ class HubConfig:
     watch_queue_limit: int = 10_000
     # Grace given to open streams on shutdown.
     shutdown_grace: float = 5.0
-    extra: dict[str, str] = field(default_factory=dict)
+    # Where the hub keeps its state: "sqlite" (embedded, in data_dir) or "kube"
+    # (CRs in `namespace` of the cluster `kubeconfig` reaches, or in-cluster).
+    store: str = "sqlite"
+    kubeconfig: Path | None = None
+    namespace: str = names.DEFAULT_LEADER_NAMESPACE
+    # Lease election between replicas (kube store only), seconds.
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    # This replica's name in the Lease (default: the host name, i.e. the Pod name).
+    replica_id: str = field(default_factory=socket.gethostname)
+    # How often the leader ClusterSet's status is written (kube store only).
+    clusterset_status_interval: float = 10.0
 
     def validate(self) -> HubConfig:
         for address in (self.grpc_address, self.rest_address):
@@ -81,6 +94,10 @@ class HubConfig:
         for value, what in ((self.cluster_set_id, "ClusterSet ID"), (self.leader_cluster_id, "leader ID")):
             if not names.is_valid_cluster_id(value):
                 raise HubConfigError(f"{what} {value!r} must be a DNS-1123 label")
+        if self.store not in ("sqlite", "kube"):
+            raise HubConfigError(f"store {self.store!r} must be sqlite or kube")
+        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
+            raise HubConfigError("lease timing needs 0 < retry period < renew deadline < lease duration")
         if self.heartbeat_interval <= 0 or self.disconnect_after <= self.heartbeat_interval:
             raise HubConfigError("disconnect_after must exceed heartbeat_interval, both positive")
         return self

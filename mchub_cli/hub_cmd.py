@@ -30,6 +30,15 @@ def register(sub: Any) -> None:
     parser.add_argument("--clusterset-id", default="test-clusterset", help="ClusterSet ID (default test-clusterset)")
     parser.add_argument("--leader-cluster-id", default="leader", help="this leader's cluster ID (default leader)")
     parser.add_argument("--strict-ports", action="store_true", help="Antrea's older rule: exporters' ports must match")
+    parser.add_argument(
+        "--store", choices=["sqlite", "kube"], default="sqlite", help="where state lives (default sqlite)"
+    )
+    parser.add_argument("--kubeconfig", type=Path, help="kube store: cluster to keep CRs in (default: in-cluster)")
+    parser.add_argument("--namespace", default="antrea-multicluster", help="kube store: the leader Namespace")
+    parser.add_argument("--lease-duration", type=float, default=15.0, help="kube store: Lease duration, s")
+    parser.add_argument("--renew-deadline", type=float, default=10.0, help="kube store: leader renew deadline, s")
+    parser.add_argument("--retry-period", type=float, default=2.0, help="kube store: election retry period, s")
+    parser.add_argument("--replica-id", help="kube store: this replica's Lease identity (default: host name)")
     parser.set_defaults(func=run_hub)
 
     tokens = parser.add_subparsers(dest="hub_command", metavar="SUBCOMMAND")
@@ -65,6 +74,13 @@ def _config(args: argparse.Namespace) -> HubConfig:
         cluster_set_id=args.clusterset_id,
         leader_cluster_id=args.leader_cluster_id,
         strict_ports=args.strict_ports,
+        store=args.store,
+        kubeconfig=args.kubeconfig,
+        namespace=args.namespace,
+        lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period,
+        **({"replica_id": args.replica_id} if args.replica_id else {}),
     )
 
 
@@ -75,6 +91,8 @@ async def serve(app: HubApp) -> None:
         print(f"hub: members trust CA {app.ca_cert}", flush=True)
     print(f"hub: REST on {app.rest_url}", flush=True)
     print(f"hub: admin token in {app.config.admin_token_file}", flush=True)
+    if app.kube is not None:
+        print(f"hub: state in CRs of Namespace {app.config.namespace}; serving once this replica leads", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -8,13 +8,21 @@ from typing import Protocol
 
 @dataclass(frozen=True)
 class Identity:
-    """A member cluster (cluster_id set) or the ClusterSet admin (admin=True)."""
+    """A member cluster (cluster_id set) or the ClusterSet admin (admin=True).
+
+    `any_cluster` marks a credential shared by several members (Antrea's default
+    member token): it must name its cluster on each call (metadata
+    `mchub-cluster-id`), and the hub then treats it as that member.
+    """
 
     cluster_id: str = ""
     admin: bool = False
+    any_cluster: bool = False
 
     def describe(self) -> str:
-        return "admin" if self.admin else f"member {self.cluster_id!r}"
+        if self.admin:
+            return "admin"
+        return "a shared member credential" if self.any_cluster else f"member {self.cluster_id!r}"
 
 
 ADMIN = Identity(admin=True)

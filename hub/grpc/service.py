@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,11 +18,14 @@ from hub.grpc.lenient import Malformed, lenient
 from hub.merge import delivers_to
 from hub.metrics import HubMetrics
 from hub.store.base import EpochMismatch, RevisionCompacted, RevisionInFuture
+from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = "mchub.v1.CommonAreaService"
+# Metadata a member sends with every call: its cluster ID (needed with shared tokens).
+CLUSTER_ID_METADATA = "mchub-cluster-id"
 
 
 @dataclass(frozen=True)
@@ -40,36 +43,45 @@ Context = grpc.aio.ServicerContext[Any, Any]
 class CommonAreaService:
     def __init__(
         self,
-        engine: Engine,
+        engine: Callable[[], Engine],
         authenticator: Authenticator,
         metrics: HubMetrics,
-        is_leader: Any = None,
+        is_leader: Callable[[], bool] | None = None,
     ) -> None:
-        self._engine = engine
+        # The engine is replaced when this replica (re)gains the leader Lease.
+        self._current_engine = engine
         self._auth = authenticator
         self._metrics = metrics
-        # A callable returning whether this replica may serve (kube store election).
-        self._is_leader = is_leader or (lambda: True)
+        # Whether this replica may serve (with the kube store, it holds the Lease).
+        self._is_leader: Callable[[], bool] = is_leader or (lambda: True)
 
     # ---- plumbing ------------------------------------------------------------
+
+    @property
+    def _engine(self) -> Engine:
+        return self._current_engine()
 
     async def _identity(self, context: Context) -> Identity:
         if not self._is_leader():
             await context.abort(grpc.StatusCode.UNAVAILABLE, "this hub replica is not the leader")
-        token = ""
-        for key, value in context.invocation_metadata() or ():
-            if key == "authorization":
-                text = value.decode() if isinstance(value, bytes) else value
-                scheme, _, token = text.partition(" ")
-                if scheme.lower() != "bearer":
-                    token = ""
-        if not token:
+        metadata = {key: value for key, value in context.invocation_metadata() or ()}
+        scheme, _, token = str(metadata.get("authorization", "")).partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing 'authorization: Bearer <token>'")
         identity = await self._auth.authenticate(token.strip())
         if identity is None:
             self._metrics.auth_failures.inc()
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "the bearer token is not valid")
         assert identity is not None
+        if identity.any_cluster:
+            # A credential shared by several members speaks for the cluster it names.
+            named = str(metadata.get(CLUSTER_ID_METADATA, ""))
+            if not names.is_valid_cluster_id(named):
+                await context.abort(
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    f"this token is shared by several members: name your cluster in '{CLUSTER_ID_METADATA}' metadata",
+                )
+            identity = Identity(cluster_id=named)
         return identity
 
     @staticmethod

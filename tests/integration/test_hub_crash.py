@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from hub.auth.tokens import TokenStore
@@ -17,37 +12,7 @@ from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from tests.integration.hubclient import read_until_synced, secure_channel, service_export
-
-_LISTENING = re.compile(r"hub: gRPC on (\S+)")
-
-
-@dataclass
-class HubProcess:
-    process: asyncio.subprocess.Process
-    target: str
-    ca: bytes
-
-
-@asynccontextmanager
-async def hub_process(data_dir: Path) -> AsyncIterator[HubProcess]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "mchub_cli.main", "hub",
-        "--data-dir", str(data_dir), "--grpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        target = ""
-        while not target:
-            line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
-            assert line, "the hub exited before listening"
-            if match := _LISTENING.search(line):
-                target = match.group(1)
-        yield HubProcess(process, target, (data_dir / "tls" / "ca.crt").read_bytes())
-    finally:
-        if process.returncode is None:
-            process.kill()
-        await process.wait()
+from tests.integration.hubprocess import hub_process
 
 
 def _member_token(data_dir: Path, cluster_id: str) -> str:

@@ -1,0 +1,82 @@
+"""Keeps the leader ClusterSet CR's status current (kube store only).
+
+The user creates the leader's ClusterSet (as in Antrea); the hub writes its
+status: totalClusters, readyClusters, Ready, and per-member ClusterConnected.
+A condition's lastTransitionTime moves only when its status flips.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kube.client import KubeClient, PatchType
+from kube.errors import KubeError, NotFound
+from kube.resources import CLUSTER_SETS
+
+log = logging.getLogger(__name__)
+
+
+def _keep_transition_times(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    before = {c.get("type"): c for c in old}
+    merged = []
+    for fresh in new:
+        condition = fresh
+        previous = before.get(condition["type"])
+        if (
+            previous is not None
+            and previous.get("status") == condition["status"]
+            and previous.get("lastTransitionTime")
+        ):
+            condition = {**condition, "lastTransitionTime": previous["lastTransitionTime"]}
+        merged.append(condition)
+    return merged
+
+
+def merge_status(status: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """`status` with the transition times of conditions whose status did not change."""
+    merged = dict(status)
+    merged["conditions"] = _keep_transition_times(status["conditions"], current.get("conditions") or [])
+    old_clusters = {c.get("clusterID"): c for c in current.get("clusterStatuses") or []}
+    merged["clusterStatuses"] = [
+        {
+            **cluster,
+            "conditions": _keep_transition_times(
+                cluster["conditions"], (old_clusters.get(cluster["clusterID"]) or {}).get("conditions") or []
+            ),
+        }
+        for cluster in status["clusterStatuses"]
+    ]
+    return merged
+
+
+class ClusterSetStatusWriter:
+    def __init__(self, client: KubeClient, namespace: str, name: str) -> None:
+        self._client = client
+        self._namespace = namespace
+        self._name = name
+        self._missing_logged = False
+
+    async def write(self, status: dict[str, Any]) -> None:
+        try:
+            clusterset = await self._client.get(CLUSTER_SETS, self._name, self._namespace)
+        except NotFound:
+            if not self._missing_logged:
+                log.info("leader ClusterSet not found; its status is not written", extra={"clusterSet": self._name})
+                self._missing_logged = True
+            return
+        except KubeError as exc:
+            log.warning("reading the leader ClusterSet failed", extra={"error": str(exc)})
+            return
+        self._missing_logged = False
+        current = clusterset.get("status") or {}
+        desired = merge_status(status, current)
+        desired["observedGeneration"] = (clusterset.get("metadata") or {}).get("generation", 0)
+        if desired == {k: current.get(k) for k in desired}:
+            return
+        try:
+            await self._client.patch_status(
+                CLUSTER_SETS, self._name, {"status": desired}, namespace=self._namespace, patch_type=PatchType.MERGE
+            )
+        except KubeError as exc:
+            log.warning("writing the leader ClusterSet status failed", extra={"error": str(exc)})

@@ -1,0 +1,97 @@
+"""The hub's production mode: state in CRs, members' ServiceAccount tokens, one
+leader among replicas elected through a coordination.k8s.io Lease."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from hub.auth.tokenreview import TokenReviewAuthenticator
+from hub.clusterset import clusterset_status
+from hub.clusterset_writer import ClusterSetStatusWriter
+from hub.engine import Engine
+from hub.store.base import StoreError
+from hub.store.kube import KubeStore
+from kube.client import KubeClient, connect
+from kube.errors import KubeError
+from kube.leader import LeaderElector, LeaseTiming
+
+if TYPE_CHECKING:
+    from hub.app import HubApp
+
+log = logging.getLogger(__name__)
+
+LEASE_NAME = "mchub-hub-leader"
+# After failing to load the index as leader, wait this long before competing again.
+_RETRY_AFTER_FAILED_TAKEOVER = 5.0
+
+
+class KubeLeadership:
+    def __init__(self, app: HubApp, client: KubeClient) -> None:
+        self.app = app
+        self.client = client
+        cfg = app.config
+        self.authenticator = TokenReviewAuthenticator(client, cfg.namespace)
+        self.elector = self._elector()
+        self.status = ClusterSetStatusWriter(client, cfg.namespace, cfg.cluster_set_id)
+        self._takeover: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def connect(cls, app: HubApp) -> KubeLeadership:
+        return cls(app, await connect(app.config.kubeconfig))
+
+    def _elector(self) -> LeaderElector:
+        cfg = self.app.config
+        return LeaderElector(
+            self.client,
+            cfg.namespace,
+            LEASE_NAME,
+            cfg.replica_id,
+            timing=LeaseTiming(cfg.lease_duration, cfg.renew_deadline, cfg.retry_period),
+            on_started_leading=self._started,
+            on_stopped_leading=self._stopped,
+        )
+
+    def new_engine(self) -> Engine:
+        cfg = self.app.config
+        return Engine(KubeStore(self.client, cfg.namespace), cfg, self.app.now)
+
+    def start(self) -> None:
+        self.elector.start()
+
+    async def _started(self) -> None:
+        # Loading the index takes a while: do it beside the election loop, which must keep renewing.
+        self._takeover = asyncio.create_task(self._take_over(), name="hub-takeover")
+
+    async def _take_over(self) -> None:
+        try:
+            await self.app.take_over(self.new_engine())
+        except (StoreError, KubeError) as exc:
+            log.error("leader could not load the hub state; giving up the lease", extra={"error": str(exc)})
+            await self.elector.stop(release=True)
+            await asyncio.sleep(_RETRY_AFTER_FAILED_TAKEOVER)
+            self.elector = self._elector()
+            self.elector.start()
+
+    async def _stopped(self) -> None:
+        if self._takeover is not None and not self._takeover.done():
+            self._takeover.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._takeover
+        await self.app.step_down()
+
+    async def publish_status(self) -> None:
+        members = list(self.app.engine.index.members.values())
+        await self.status.write(clusterset_status(members, self.app.now(), self.app.config.disconnect_after))
+
+    async def stop(self) -> None:
+        await self.elector.stop(release=True)
+        if self._takeover is not None and not self._takeover.done():
+            self._takeover.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._takeover
+
+    async def close(self) -> None:
+        await self.client.close()

@@ -1,0 +1,47 @@
+"""A hub run as its own process (`mchub hub ...`), for kill and restart tests."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+_LISTENING = re.compile(r"hub: gRPC on (\S+)")
+_REST = re.compile(r"hub: REST on (\S+)")
+
+
+@dataclass
+class HubProcess:
+    process: asyncio.subprocess.Process
+    target: str
+    rest_url: str
+    ca: bytes
+
+
+@asynccontextmanager
+async def hub_process(data_dir: Path, *extra: str) -> AsyncIterator[HubProcess]:
+    """Start `mchub hub` on free ports; SIGKILL it at exit if it still runs."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "mchub_cli.main", "hub",
+        "--data-dir", str(data_dir), "--grpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0", *extra,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        target = rest = ""
+        while not (target and rest):
+            line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+            assert line, "the hub exited before listening"
+            if match := _LISTENING.search(line):
+                target = match.group(1)
+            if match := _REST.search(line):
+                rest = match.group(1)
+        yield HubProcess(process, target, rest, (data_dir / "tls" / "ca.crt").read_bytes())
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
