@@ -1,0 +1,176 @@
+"""Create-or-update for reconcilers, without churn and without trespassing.
+
+``ensure`` compares the live object with the desired one on the fields the desired
+object sets (its managed fields): equal means no write at all, so resourceVersion
+stays put and watchers are not woken; different means one merge patch of exactly
+those fields, conditional on the resourceVersion that was compared. An object
+that exists but fails ``owned_check`` is refused with NotOwned: a reconciler never
+overwrites what a user or another controller made under the same name.
+
+Lists are managed whole (a desired ``ports`` list replaces the live one, and items
+are compared field by field so that server defaults inside them are no change); a desired
+``None`` value means "this field must be absent". ``status`` is not written by
+``ensure`` (it is a separate subresource): use ``ensure_status``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from kube.client import KubeClient
+from kube.errors import AlreadyExists, NotFound, NotOwned, TemporaryError
+from kube.resources import Obj, Resource, name_of, namespace_of
+
+log = logging.getLogger(__name__)
+
+OwnedCheck = Callable[[Obj], bool]
+
+# Set by the server; a desired object carrying them must not make them look "different".
+_SERVER_METADATA = frozenset(
+    {"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink", "deletionTimestamp"}
+)
+
+
+class Outcome(StrEnum):
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class Applied:
+    outcome: Outcome
+    object: Obj
+
+
+def has_label(key: str, value: str) -> OwnedCheck:
+    """Owned when metadata.labels[key] == value."""
+    return lambda obj: (obj.get("metadata", {}).get("labels") or {}).get(key) == value
+
+
+def has_annotation(key: str, value: str) -> OwnedCheck:
+    """Owned when metadata.annotations[key] == value."""
+    return lambda obj: (obj.get("metadata", {}).get("annotations") or {}).get(key) == value
+
+
+def owned_by_uid(uid: str) -> OwnedCheck:
+    """Owned when an ownerReference points at ``uid``."""
+    return lambda obj: any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
+
+
+def contains(live: Any, desired: Any) -> bool:
+    """True if every field ``desired`` sets has that value in ``live`` (None: must be absent)."""
+    if isinstance(desired, Mapping):
+        if not isinstance(live, Mapping):
+            return False
+        for key, value in desired.items():
+            if value is None:
+                if live.get(key) is not None:
+                    return False
+            elif key not in live or not contains(live[key], value):
+                return False
+        return True
+    if isinstance(desired, list):
+        # Same length, and each item contained in the live one at its place: tolerates what the
+        # server defaults inside items (a Service port's targetPort) without missing a change.
+        return (
+            isinstance(live, list)
+            and len(live) == len(desired)
+            and all(contains(have, want) for have, want in zip(live, desired, strict=True))
+        )
+    return bool(live == desired)
+
+
+def _managed(desired: Obj) -> Obj:
+    body = {k: v for k, v in desired.items() if k not in ("status", "apiVersion", "kind")}
+    meta = {k: v for k, v in (desired.get("metadata") or {}).items() if k not in _SERVER_METADATA}
+    body["metadata"] = meta
+    return body
+
+
+async def ensure(
+    client: KubeClient,
+    resource: Resource,
+    desired: Obj,
+    owned_check: OwnedCheck | None = None,
+) -> Applied:
+    """Make the object match ``desired`` on the fields it sets; write only if it differs.
+
+    ``desired`` needs metadata.name (and namespace when namespaced). Raises NotOwned if
+    the live object fails ``owned_check``; Conflict (temporary) if it changed meanwhile.
+    """
+    name, namespace = name_of(desired), namespace_of(desired)
+    managed = _managed(desired)
+    try:
+        live = await client.get(resource, name, namespace)
+    except NotFound:
+        try:
+            created = await client.create(resource, managed, namespace)
+        except AlreadyExists:
+            live = await client.get(resource, name, namespace)  # lost a race with another writer
+        else:
+            log.info("objectCreated", extra={"kind": resource.kind, "object": _ref(namespace, name)})
+            return Applied(Outcome.CREATED, created)
+    if owned_check is not None and not owned_check(live):
+        raise NotOwned(resource.kind, namespace, name)
+    if live.get("metadata", {}).get("deletionTimestamp"):
+        # Patching it is pointless and creating is refused until it is gone: come back later.
+        raise TemporaryError(f"{resource.ref(namespace, name)} is being deleted", delay=1.0)
+    if contains(live, managed):
+        return Applied(Outcome.UNCHANGED, live)
+    patch = {**managed, "metadata": {**managed["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}}
+    updated = await client.patch(resource, name, patch, namespace)
+    log.info("objectUpdated", extra={"kind": resource.kind, "object": _ref(namespace, name)})
+    return Applied(Outcome.UPDATED, updated)
+
+
+async def ensure_status(client: KubeClient, resource: Resource, live: Obj, desired_status: Mapping[str, Any]) -> Obj:
+    """Merge-patch the status subresource when ``desired_status`` is not already there.
+
+    Conditional on ``live``'s resourceVersion: a Conflict means status was computed from a
+    stale read, and the caller should reconcile again.
+    """
+    if contains(live.get("status") or {}, desired_status):
+        return live
+    name, namespace = name_of(live), namespace_of(live)
+    patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "status": dict(desired_status)}
+    return await client.patch_status(resource, name, patch, namespace)
+
+
+async def delete_if_owned(
+    client: KubeClient,
+    resource: Resource,
+    name: str,
+    namespace: str | None = None,
+    owned_check: OwnedCheck | None = None,
+) -> bool:
+    """Delete the object if it exists and is ours; True if a delete was issued.
+
+    Raises NotOwned if it exists but is someone else's. The delete is conditional on the
+    uid and resourceVersion that were checked (Conflict if it changed in between).
+    """
+    try:
+        live = await client.get(resource, name, namespace)
+    except NotFound:
+        return False
+    if owned_check is not None and not owned_check(live):
+        raise NotOwned(resource.kind, namespace, name)
+    if live.get("metadata", {}).get("deletionTimestamp"):
+        return False  # already going away
+    meta = live["metadata"]
+    try:
+        await client.delete(
+            resource, name, namespace, uid=meta.get("uid"), resource_version=meta.get("resourceVersion")
+        )
+    except NotFound:
+        return False
+    log.info("objectDeleted", extra={"kind": resource.kind, "object": _ref(namespace, name)})
+    return True
+
+
+def _ref(namespace: str | None, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name

@@ -1,0 +1,398 @@
+"""An asyncio Kubernetes client over plain dicts.
+
+kubernetes-asyncio provides transport and authentication (kubeconfig, in-cluster
+ServiceAccount, client certificates, exec plugins); every call here goes through
+its ``ApiClient.call_api`` with a REST path built from a ``Resource``, so CRDs
+created at runtime work like built-in kinds and no generated model is involved.
+Failures are raised as the typed errors of ``kube.errors``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from kube.config import bearer_configuration, load_configuration
+from kube.errors import ConnectionFailed, KubeError, error_from_status, parse_retry_after, status_from_body
+from kube.resources import Obj, Resource, name_of, namespace_of
+
+log = logging.getLogger(__name__)
+
+_AUTH = ["BearerToken"]
+
+WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+PropagationPolicy = Literal["Foreground", "Background", "Orphan"]
+
+
+class PatchType(StrEnum):
+    MERGE = "application/merge-patch+json"
+    JSON = "application/json-patch+json"
+    STRATEGIC = "application/strategic-merge-patch+json"
+
+
+@dataclass(frozen=True)
+class ObjectList:
+    """One page of a list: its items, the list's resourceVersion (a watch starts there)
+    and the token of the next page (None on the last one)."""
+
+    items: list[Obj]
+    resource_version: str
+    continue_token: str | None
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: WatchEventType
+    object: Obj
+
+
+def _query(**params: object) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for key, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            out.append((key, "true" if value else "false"))
+        else:
+            out.append((key, str(value)))
+    return out
+
+
+class KubeClient:
+    """A connection to one API server. Safe to share between tasks; close it once."""
+
+    def __init__(self, api: ApiClient, request_timeout: float = 30.0) -> None:
+        self._api = api
+        self.request_timeout = request_timeout
+
+    @classmethod
+    def from_configuration(cls, configuration: Configuration, request_timeout: float = 30.0) -> KubeClient:
+        return cls(ApiClient(configuration=configuration), request_timeout)
+
+    @property
+    def host(self) -> str:
+        return str(self._api.configuration.host)
+
+    async def close(self) -> None:
+        await self._api.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # Transport
+
+    async def _open(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: object = None,
+        content_type: str = "application/json",
+        client_timeout: aiohttp.ClientTimeout | None = None,
+    ) -> aiohttp.ClientResponse:
+        """Send a request; return the response once its status is known to be a success."""
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            response: aiohttp.ClientResponse = await self._api.call_api(
+                path,
+                method,
+                query_params=list(query),
+                header_params=headers,
+                body=body,
+                auth_settings=_AUTH,
+                _preload_content=False,
+                _request_timeout=client_timeout or aiohttp.ClientTimeout(total=self.request_timeout),
+            )
+        except (aiohttp.ClientError, OSError) as err:
+            # TimeoutError is an OSError: a request that timed out is a connection failure too.
+            raise ConnectionFailed(f"{method} {path}: {err!r}") from err
+        if response.status >= 300:
+            try:
+                raw = await response.read()
+            except (aiohttp.ClientError, OSError) as err:
+                raise ConnectionFailed(f"{method} {path}: {err!r}") from err
+            finally:
+                response.release()
+            status = status_from_body(raw, response.status, response.reason or "")
+            raise error_from_status(status, response.status, parse_retry_after(response.headers.get("Retry-After")))
+        return response
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: object = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        """Any API call by path; returns the decoded JSON body (None when empty)."""
+        response = await self._open(method, path, query=query, body=body, content_type=content_type)
+        try:
+            raw = await response.read()
+        except (aiohttp.ClientError, OSError) as err:
+            raise ConnectionFailed(f"{method} {path}: {err!r}") from err
+        finally:
+            response.release()
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError as err:
+            raise KubeError(f"{method} {path}: response is not JSON") from err
+
+    async def _object(self, method: str, path: str, **kwargs: Any) -> Obj:
+        result = await self.request(method, path, **kwargs)
+        if not isinstance(result, dict):
+            raise KubeError(f"{method} {path}: expected an object, got {type(result).__name__}")
+        return result
+
+    # Reads
+
+    async def server_version(self) -> dict[str, str]:
+        return await self._object("GET", "/version")
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+        return await self._object("GET", resource.path(namespace, name))
+
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+    ) -> ObjectList:
+        """One page (all of it without ``limit``). A namespaced resource with no namespace
+        lists every namespace."""
+        query = _query(
+            labelSelector=label_selector,
+            fieldSelector=field_selector,
+            limit=limit,
+            resourceVersion=resource_version,
+            **{"continue": continue_token},
+        )
+        body = await self._object("GET", resource.path(namespace), query=query)
+        meta = body.get("metadata") or {}
+        items = [self._with_type(resource, item) for item in body.get("items") or []]
+        return ObjectList(items, str(meta.get("resourceVersion", "")), meta.get("continue") or None)
+
+    async def list_all(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> ObjectList:
+        """Every page of a list; the resourceVersion is the first page's (the snapshot's)."""
+        items: list[Obj] = []
+        token: str | None = None
+        first_version = ""
+        while True:
+            page = await self.list(
+                resource,
+                namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                limit=page_size,
+                continue_token=token,
+            )
+            items.extend(page.items)
+            first_version = first_version or page.resource_version
+            token = page.continue_token
+            if token is None:
+                return ObjectList(items, first_version, None)
+
+    @staticmethod
+    def _with_type(resource: Resource, item: Obj) -> Obj:
+        # List items come without apiVersion/kind; callers compare them with watched objects that have them.
+        item.setdefault("apiVersion", resource.api_version)
+        item.setdefault("kind", resource.kind)
+        return item
+
+    # Writes
+
+    def _target(self, resource: Resource, obj: Obj, namespace: str | None) -> str | None:
+        ns = namespace or namespace_of(obj)
+        if resource.namespaced and not ns:
+            raise ValueError(f"{resource.kind} is namespaced: give a namespace")
+        return ns if resource.namespaced else None
+
+    async def create(self, resource: Resource, obj: Obj, namespace: str | None = None) -> Obj:
+        ns = self._target(resource, obj, namespace)
+        body = {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
+        return await self._object("POST", resource.path(ns), body=body)
+
+    async def replace(self, resource: Resource, obj: Obj) -> Obj:
+        """PUT the whole object; its metadata.resourceVersion makes the write conditional."""
+        return await self._put(resource, obj, None)
+
+    async def replace_status(self, resource: Resource, obj: Obj) -> Obj:
+        return await self._put(resource, obj, "status")
+
+    async def _put(self, resource: Resource, obj: Obj, subresource: str | None) -> Obj:
+        ns = self._target(resource, obj, None)
+        body = {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
+        return await self._object("PUT", resource.path(ns, name_of(obj), subresource), body=body)
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = PatchType.MERGE,
+    ) -> Obj:
+        """Patch an object. Merge patch (RFC 7386) is the default because it works for every
+        kind; strategic merge is only understood for built-in kinds."""
+        return await self._patch(resource, name, patch, namespace, patch_type=patch_type, subresource=None)
+
+    async def patch_status(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = PatchType.MERGE,
+    ) -> Obj:
+        return await self._patch(resource, name, patch, namespace, patch_type=patch_type, subresource="status")
+
+    async def _patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        namespace: str | None,
+        *,
+        patch_type: PatchType,
+        subresource: str | None,
+    ) -> Obj:
+        if not patch:
+            # kubernetes-asyncio drops an empty body; an empty patch changes nothing anyway.
+            return await self.get(resource, name, namespace)
+        path = resource.path(namespace if resource.namespaced else None, name, subresource)
+        return await self._object("PATCH", path, body=patch, content_type=str(patch_type))
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: PropagationPolicy | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> Obj:
+        """Delete; ``uid``/``resource_version`` are preconditions (409 Conflict when stale).
+        Returns what the server answered: the object (possibly still terminating) or a Status."""
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if preconditions:
+            options["preconditions"] = preconditions
+        path = resource.path(namespace if resource.namespaced else None, name)
+        return await self._object("DELETE", path, body=options)
+
+    # Watching
+
+    async def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = True,
+        timeout_seconds: int | None = None,
+        inactivity_timeout: float | None = None,
+    ) -> AsyncGenerator[WatchEvent, None]:
+        """Stream the changes after ``resource_version``.
+
+        Ends quietly when the server closes the stream, or when nothing (not even a
+        bookmark) arrived for ``inactivity_timeout`` seconds; the caller re-watches from
+        the last resourceVersion it saw. An ERROR event is raised as its typed error
+        (410 Gone: relist). Close the generator (``aclosing``) to drop the connection.
+        """
+        query = _query(
+            watch=True,
+            resourceVersion=resource_version,
+            labelSelector=label_selector,
+            fieldSelector=field_selector,
+            allowWatchBookmarks=allow_bookmarks or None,
+            timeoutSeconds=timeout_seconds,
+        )
+        path = resource.path(namespace)
+        response = await self._open(
+            "GET",
+            path,
+            query=query,
+            client_timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout),
+        )
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(inactivity_timeout):
+                        line = await response.content.readline()
+                except TimeoutError:
+                    log.info("watchInactive", extra={"resource": resource.qualified_name, "path": path})
+                    return
+                except (aiohttp.ClientError, OSError) as err:
+                    raise ConnectionFailed(f"watch {path}: {err!r}") from err
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                yield self._event(resource, line)
+        finally:
+            response.close()
+
+    def _event(self, resource: Resource, line: bytes) -> WatchEvent:
+        try:
+            decoded = json.loads(line)
+            event_type, obj = decoded["type"], decoded["object"]
+        except (ValueError, KeyError, TypeError) as err:
+            raise ConnectionFailed(f"watch {resource.qualified_name}: undecodable event") from err
+        if event_type == "ERROR":
+            raise error_from_status(obj if isinstance(obj, dict) else {})
+        if event_type not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK") or not isinstance(obj, dict):
+            raise ConnectionFailed(f"watch {resource.qualified_name}: unknown event type {event_type!r}")
+        return WatchEvent(event_type, obj)
+
+
+async def connect(kubeconfig: Path | None = None, context: str | None = None) -> KubeClient:
+    """A client for the cluster a kubeconfig (or the pod's ServiceAccount) points at.
+
+    No request is made: an unreachable server shows up as ConnectionFailed on first use.
+    """
+    return KubeClient.from_configuration(await load_configuration(kubeconfig, context))
+
+
+__all__ = ["KubeClient", "ObjectList", "PatchType", "WatchEvent", "bearer_configuration", "connect"]

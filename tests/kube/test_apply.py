@@ -1,0 +1,107 @@
+"""ensure / ensure_status / delete_if_owned against the sandbox."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kube.apply import Outcome, contains, delete_if_owned, ensure, ensure_status, has_annotation
+from kube.client import KubeClient
+from kube.errors import Conflict, NotFound, NotOwned, TemporaryError
+from kube.resources import CONFIG_MAPS, SERVICE_EXPORTS, SERVICES
+
+OWNED = has_annotation("multicluster.antrea.io/imported-service", "true")
+
+
+def imported_service(namespace: str, port: int = 80) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "antrea-mc-web",
+            "namespace": namespace,
+            "annotations": {"multicluster.antrea.io/imported-service": "true"},
+        },
+        "spec": {"type": "ClusterIP", "ports": [{"name": "http", "port": port, "protocol": "TCP"}]},
+    }
+
+
+async def test_ensure_creates_a_missing_object(client: KubeClient, namespace: str) -> None:
+    applied = await ensure(client, SERVICES, imported_service(namespace), OWNED)
+    assert applied.outcome is Outcome.CREATED
+    assert applied.object["spec"]["clusterIP"]
+
+
+async def test_ensuring_the_same_object_again_writes_nothing(client: KubeClient, namespace: str) -> None:
+    first = await ensure(client, SERVICES, imported_service(namespace), OWNED)
+    second = await ensure(client, SERVICES, imported_service(namespace), OWNED)
+    assert second.outcome is Outcome.UNCHANGED
+    # Server-defaulted fields (clusterIP, targetPort, ...) are not differences.
+    assert second.object["metadata"]["resourceVersion"] == first.object["metadata"]["resourceVersion"]
+
+
+async def test_a_changed_managed_field_is_patched(client: KubeClient, namespace: str) -> None:
+    first = await ensure(client, SERVICES, imported_service(namespace), OWNED)
+    changed = await ensure(client, SERVICES, imported_service(namespace, port=8080), OWNED)
+    assert changed.outcome is Outcome.UPDATED
+    assert [p["port"] for p in changed.object["spec"]["ports"]] == [8080]
+    assert changed.object["spec"]["clusterIP"] == first.object["spec"]["clusterIP"]
+
+
+async def test_an_object_someone_else_made_is_refused(client: KubeClient, namespace: str) -> None:
+    theirs = imported_service(namespace)
+    theirs["metadata"]["annotations"] = {}
+    await client.create(SERVICES, theirs)
+    with pytest.raises(NotOwned):
+        await ensure(client, SERVICES, imported_service(namespace), OWNED)
+    with pytest.raises(NotOwned):
+        await delete_if_owned(client, SERVICES, "antrea-mc-web", namespace, OWNED)
+    assert (await client.get(SERVICES, "antrea-mc-web", namespace))["metadata"].get("annotations") in (None, {})
+
+
+async def test_a_none_value_removes_a_field(client: KubeClient, namespace: str) -> None:
+    desired: dict[str, Any] = {
+        "metadata": {"name": "a", "namespace": namespace, "labels": {"x": "1", "y": "2"}},
+        "data": {"k": "v"},
+    }
+    await ensure(client, CONFIG_MAPS, desired)
+    desired["metadata"]["labels"] = {"x": "1", "y": None}
+    applied = await ensure(client, CONFIG_MAPS, desired)
+    assert applied.outcome is Outcome.UPDATED
+    assert applied.object["metadata"]["labels"] == {"x": "1"}
+    assert (await ensure(client, CONFIG_MAPS, desired)).outcome is Outcome.UNCHANGED
+
+
+async def test_delete_if_owned_deletes_ours_and_ignores_missing(client: KubeClient, namespace: str) -> None:
+    await ensure(client, SERVICES, imported_service(namespace), OWNED)
+    assert await delete_if_owned(client, SERVICES, "antrea-mc-web", namespace, OWNED)
+    with pytest.raises(NotFound):
+        await client.get(SERVICES, "antrea-mc-web", namespace)
+    assert not await delete_if_owned(client, SERVICES, "antrea-mc-web", namespace, OWNED)
+
+
+async def test_ensure_status_writes_only_a_differing_status(client: KubeClient, namespace: str, crds: None) -> None:
+    live = await client.create(SERVICE_EXPORTS, {"metadata": {"name": "web", "namespace": namespace}})
+    status = {"conditions": [{"type": "Valid", "status": "True", "reason": "Valid", "message": ""}]}
+    written = await ensure_status(client, SERVICE_EXPORTS, live, status)
+    assert written["metadata"]["resourceVersion"] != live["metadata"]["resourceVersion"]
+    again = await ensure_status(client, SERVICE_EXPORTS, written, status)
+    assert again is written
+    with pytest.raises(Conflict):
+        await ensure_status(client, SERVICE_EXPORTS, live, {"conditions": []})
+
+
+def test_contains_compares_only_what_is_desired() -> None:
+    live = {"spec": {"ports": [{"port": 80, "targetPort": 80}], "clusterIP": "10.96.0.9"}}
+    assert contains(live, {"spec": {"ports": [{"port": 80}]}})
+    assert not contains(live, {"spec": {"ports": [{"port": 80}, {"port": 81}]}})
+    assert not contains(live, {"spec": {"type": "ClusterIP"}})
+    assert contains(live, {"spec": {"type": None}})
+
+
+async def test_an_object_being_deleted_is_retried_later_not_patched(client: KubeClient, namespace: str) -> None:
+    desired = {"metadata": {"name": "a", "namespace": namespace, "finalizers": ["example.com/hold"]}, "data": {}}
+    await ensure(client, CONFIG_MAPS, desired)
+    await client.delete(CONFIG_MAPS, "a", namespace)
+    with pytest.raises(TemporaryError):
+        await ensure(client, CONFIG_MAPS, {**desired, "data": {"k": "v"}})
+    await client.patch(CONFIG_MAPS, "a", {"metadata": {"finalizers": None}}, namespace)
