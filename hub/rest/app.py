@@ -17,7 +17,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from hub.auth.identity import ADMIN, Identity
 from hub.errors import Forbidden, HubError
 from hub.rest import shapes
+from hub.rest.dashboard import PUBLIC_PATHS as DASHBOARD_PUBLIC_PATHS
+from hub.rest.dashboard import add_dashboard_routes
 from hub.rest.errors import error_response, http_status
+from hub.rest.live import add_live_routes
 from hub.rest.openapi import OPENAPI
 
 if TYPE_CHECKING:
@@ -25,7 +28,8 @@ if TYPE_CHECKING:
 
 HUB_KEY: web.AppKey[HubApp] = web.AppKey("hub")
 IDENTITY_KEY: web.RequestKey[Identity] = web.RequestKey("identity", Identity)
-_PUBLIC = {"/healthz", "/readyz"}
+# The dashboard's HTML shell and assets load without a token (the page asks for one).
+_PUBLIC = {"/healthz", "/readyz", *DASHBOARD_PUBLIC_PATHS}
 
 
 def _hub(request: web.Request) -> HubApp:
@@ -150,4 +154,6 @@ def build_rest_app(hub: HubApp) -> web.Application:
     app.router.add_delete("/api/v1/resourceexports/{name}", delete_export)
     app.router.add_get("/api/v1/resourceimports", list_imports)
     app.router.add_get("/api/v1/openapi.json", openapi)
+    add_live_routes(app, hub)
+    add_dashboard_routes(app)
     return app

@@ -88,5 +88,35 @@ OPENAPI: dict[str, Any] = {
         },
         "/api/v1/resourceimports": {"get": {"parameters": _FILTERS, "responses": _ok(_LIST, "ResourceImports")}},
         "/api/v1/openapi.json": {"get": {"responses": _ok(_OBJECT, "this document")}},
+        "/api/v1/events": {
+            "get": {
+                "description": (
+                    "The dashboard's live view as server-sent events: `snapshot` on connect and `changed` "
+                    "(the whole view model: clusterSet, members, exports with verdicts, serviceImports, "
+                    "policies, gateways, gatewayLinks), `liveness` (clusterSet and members only), and "
+                    "`: keep-alive` comments after 15 s of silence. EventSource cannot set headers, so the "
+                    "token may be passed as `?token=`."
+                ),
+                "parameters": [
+                    {
+                        "name": "token",
+                        "in": "query",
+                        "schema": {"type": "string"},
+                        "description": "bearer token, for clients that cannot set the Authorization header",
+                    }
+                ],
+                "responses": {
+                    "200": {"description": "an event stream", "content": {"text/event-stream": {"schema": {}}}},
+                    "401": {"description": "no or bad token", "content": {"application/json": {"schema": _STATUS}}},
+                },
+            }
+        },
+        "/": {
+            "get": {
+                "security": [],
+                "description": "the dashboard page (its data calls need a token); assets under /static/",
+                "responses": {"200": {"description": "HTML", "content": {"text/html": {}}}},
+            }
+        },
     },
 }

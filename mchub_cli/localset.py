@@ -1,0 +1,150 @@
+"""A whole ClusterSet on one machine: a hub and sandbox clusters with members joined.
+
+Used by `mchub demo`, the end-to-end tests and the propagation benchmark. It
+joins members exactly as the user guide describes: a member token issued by the
+leader, a token Secret (`token`, `ca.crt`) in the member's kube-system, and a
+ClusterSet naming the leader's server and that Secret. It lives with the CLI
+(the composition root) because it wires hub, member and sandbox together,
+which none of them may import from each other.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+from member.app import MemberApp
+
+from hub.app import HubApp
+from hub.config import HubConfig
+from kube.client import KubeClient, connect
+from kube.errors import AlreadyExists
+from kube.resources import CLUSTER_SETS, CRDS, SECRETS
+from mcapi import names
+from sandbox.server import SandboxServer
+
+log = logging.getLogger(__name__)
+
+CRD_DIR = Path(__file__).resolve().parent.parent / "deploy" / "crds"
+DEFAULT_CLUSTERS = ("test-cluster-north", "test-cluster-east", "test-cluster-west")
+DEFAULT_CLUSTERSET = "test-clusterset"
+# One Service CIDR per cluster, so the clusters' ClusterIPs never overlap.
+SERVICE_CIDRS = ("10.96.0.0/16", "10.112.0.0/16", "10.128.0.0/16", "10.144.0.0/16", "10.160.0.0/16")
+
+
+@dataclass
+class LocalCluster:
+    name: str
+    server: SandboxServer
+    client: KubeClient
+    member: MemberApp | None = None
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.server.kubeconfig_path
+
+
+@dataclass
+class LocalClusterSet:
+    work_dir: Path
+    cluster_names: tuple[str, ...] = DEFAULT_CLUSTERS
+    clusterset_id: str = DEFAULT_CLUSTERSET
+    leader_cluster_id: str = DEFAULT_CLUSTERS[0]
+    hub_overrides: dict[str, Any] = field(default_factory=dict)
+    rest_address: str = "127.0.0.1:0"
+    member_namespace: str = names.DEFAULT_MEMBER_NAMESPACE
+    hub: HubApp | None = None
+    clusters: dict[str, LocalCluster] = field(default_factory=dict)
+
+    async def start(self, *, join: bool = True) -> None:
+        config = HubConfig(
+            data_dir=self.work_dir / "hub",
+            grpc_address="127.0.0.1:0",
+            rest_address=self.rest_address,
+            cluster_set_id=self.clusterset_id,
+            leader_cluster_id=self.leader_cluster_id,
+        )
+        self.hub = HubApp(replace(config, **self.hub_overrides))
+        await self.hub.start()
+        for index, name in enumerate(self.cluster_names):
+            await self.add_cluster(name, SERVICE_CIDRS[index % len(SERVICE_CIDRS)])
+            if join:
+                await self.join(name)
+
+    async def add_cluster(self, name: str, service_cidr: str) -> LocalCluster:
+        server = SandboxServer(name=name, service_cidr=service_cidr, work_dir=self.work_dir / name)
+        await server.start()
+        client = await connect(server.kubeconfig_path)
+        for path in sorted(CRD_DIR.glob("*.yaml")):
+            with contextlib.suppress(AlreadyExists):
+                await client.create(CRDS, yaml.safe_load(path.read_text()))
+        cluster = LocalCluster(name, server, client)
+        self.clusters[name] = cluster
+        return cluster
+
+    def _hub(self) -> HubApp:
+        if self.hub is None:
+            raise RuntimeError("the local ClusterSet is not started")
+        return self.hub
+
+    async def write_join_objects(self, name: str) -> None:
+        """What an operator applies in a member: the token Secret and the ClusterSet."""
+        hub = self._hub()
+        cluster = self.clusters[name]
+        token = hub.tokens.create(f"member-{name}", cluster_id=name)
+        ca = hub.ca_cert.read_bytes() if hub.ca_cert else b""
+        secret_name = f"{name}-member-token"
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {"name": secret_name, "namespace": self.member_namespace},
+            "data": {"token": base64.b64encode(token.encode()).decode(), "ca.crt": base64.b64encode(ca).decode()},
+        }
+        await cluster.client.create(SECRETS, secret, namespace=self.member_namespace)
+        clusterset = {
+            "apiVersion": f"{names.GROUP}/v1alpha2",
+            "kind": "ClusterSet",
+            "metadata": {"name": self.clusterset_id, "namespace": self.member_namespace},
+            "spec": {
+                "clusterID": name,
+                "namespace": names.DEFAULT_LEADER_NAMESPACE,
+                "leaders": [
+                    {"clusterID": self.leader_cluster_id, "server": f"https://{hub.grpc_target}", "secret": secret_name}
+                ],
+            },
+        }
+        await cluster.client.create(CLUSTER_SETS, clusterset, namespace=self.member_namespace)
+
+    async def join(self, name: str) -> MemberApp:
+        await self.write_join_objects(name)
+        return await self.start_member(name)
+
+    async def start_member(self, name: str) -> MemberApp:
+        cluster = self.clusters[name]
+        member = MemberApp(cluster.client, self.member_namespace)
+        await member.start()
+        cluster.member = member
+        return member
+
+    async def stop_member(self, name: str) -> None:
+        cluster = self.clusters[name]
+        if cluster.member is not None:
+            await cluster.member.stop()
+            cluster.member = None
+
+    async def stop(self) -> None:
+        for name in list(self.clusters):
+            await self.stop_member(name)
+        for cluster in self.clusters.values():
+            await cluster.client.close()
+            await cluster.server.stop()
+        self.clusters.clear()
+        if self.hub is not None:
+            await self.hub.stop()
+            self.hub = None

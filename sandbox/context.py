@@ -1,0 +1,23 @@
+"""What every request handler needs from one sandbox, bundled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sandbox.auth import Authenticator, TokenAuthority
+from sandbox.registry import Registry
+from sandbox.resources import ResourceCatalog
+from sandbox.store import ObjectStore
+
+
+@dataclass
+class ApiContext:
+    name: str
+    catalog: ResourceCatalog
+    store: ObjectStore
+    registry: Registry
+    authority: TokenAuthority
+    authenticator: Authenticator
+    # Seconds between BOOKMARK events on watches that allow them (a real apiserver: ~1 min).
+    bookmark_interval: float = 60.0
+    server_address: str = ""

@@ -1,0 +1,235 @@
+"""CustomResourceDefinitions: validation, status, and serving their resources.
+
+A created CRD is accepted at once (NamesAccepted and Established True) and its
+served versions appear in discovery and the API before the create returns - a
+real apiserver takes a moment, so clients that wait for Established work on both.
+Deleting a CRD first deletes its custom resources (honouring their finalizers) under
+the `customresourcecleanup.apiextensions.k8s.io` finalizer, then stops serving it.
+
+Custom resources are pruned and defaulted by the storage version's schema (see
+structural_schema). Faithfulness notes: the schema does not validate types, enums or
+required fields; conversion is always None (only apiVersion is rewritten).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+
+from sandbox import errors
+from sandbox.errors import FieldError, go_string
+from sandbox.kinds.base import KindBehaviour
+from sandbox.kinds.structural_schema import CustomResourceBehaviour
+from sandbox.registry import DeleteOptions, Registry
+from sandbox.resources import GroupResource, Obj, PrinterColumn, ResourceCatalog, ResourceType
+from sandbox.store import StoredEvent
+from sandbox.timefmt import now_rfc3339
+
+log = logging.getLogger(__name__)
+
+CRDS: GroupResource = ("apiextensions.k8s.io", "customresourcedefinitions")
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+_DEFAULT_COLUMNS = (PrinterColumn("Age", "date", ".metadata.creationTimestamp"),)
+
+
+def _condition(kind: str, reason: str, message: str, status: str = "True") -> dict[str, str]:
+    return {
+        "type": kind,
+        "status": status,
+        "lastTransitionTime": now_rfc3339(),
+        "reason": reason,
+        "message": message,
+    }
+
+
+def _names_with_defaults(spec: dict[str, Any]) -> dict[str, Any]:
+    names = dict(spec.get("names") or {})
+    kind = names.get("kind", "")
+    names.setdefault("singular", kind.lower())
+    names.setdefault("listKind", f"{kind}List")
+    return names
+
+
+class CRDBehaviour(KindBehaviour):
+    def prepare_create(self, obj: Obj, *, dry_run: bool) -> None:
+        spec = obj.setdefault("spec", {})
+        self._default_and_validate(obj)
+        finalizers = obj["metadata"].setdefault("finalizers", [])
+        if CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(CLEANUP_FINALIZER)
+        obj["status"] = {
+            "conditions": [
+                _condition("NamesAccepted", "NoConflicts", "no conflicts found"),
+                _condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+            ],
+            "acceptedNames": spec["names"],
+            "storedVersions": [v["name"] for v in spec["versions"] if v.get("storage")],
+        }
+
+    def prepare_update(self, old: Obj, new: Obj, *, dry_run: bool) -> None:
+        self._default_and_validate(new)
+        status = new.setdefault("status", {})
+        status["acceptedNames"] = new["spec"]["names"]
+        stored = list(status.get("storedVersions") or [])
+        for version in new["spec"]["versions"]:
+            if version.get("storage") and version["name"] not in stored:
+                stored.append(version["name"])
+        status["storedVersions"] = stored
+
+    def _default_and_validate(self, obj: Obj) -> None:
+        spec = obj["spec"]
+        name = obj["metadata"]["name"]
+        spec["names"] = _names_with_defaults(spec)
+        spec.setdefault("conversion", {"strategy": "None"})
+        problems: list[FieldError] = []
+        group, plural = spec.get("group", ""), spec["names"].get("plural", "")
+        if name != f"{plural}.{group}":
+            problems.append(FieldError("metadata.name", 'must be spec.names.plural+"."+spec.group', go_string(name)))
+        if "." not in group:
+            problems.append(FieldError("spec.group", "should be a domain with at least one dot", go_string(group)))
+        if spec.get("scope") not in ("Namespaced", "Cluster"):
+            problems.append(
+                FieldError(
+                    "spec.scope",
+                    'supported values: "Cluster", "Namespaced"',
+                    go_string(str(spec.get("scope"))),
+                    "FieldValueNotSupported",
+                )
+            )
+        if not spec["names"].get("kind"):
+            problems.append(FieldError("spec.names.kind", "", kind="FieldValueRequired"))
+        versions = spec.get("versions") or []
+        if sum(1 for v in versions if v.get("storage")) != 1:
+            problems.append(
+                FieldError("spec.versions", "must have exactly one version marked as storage version", "[]")
+            )
+        if problems:
+            raise errors.invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, problems)
+
+
+def resource_types_of(crd: Obj) -> list[ResourceType]:
+    spec = crd["spec"]
+    names = _names_with_defaults(spec)
+    versions = spec.get("versions") or []
+    storage = next((v["name"] for v in versions if v.get("storage")), versions[0]["name"] if versions else "")
+    types = []
+    for version in versions:
+        if not version.get("served", True):
+            continue
+        columns = tuple(
+            PrinterColumn(
+                c.get("name", ""),
+                c.get("type", "string"),
+                c.get("jsonPath", ""),
+                c.get("description", ""),
+                c.get("priority", 0),
+                c.get("format", ""),
+            )
+            for c in version.get("additionalPrinterColumns") or []
+        )
+        selectable = tuple(s.get("jsonPath", "").lstrip(".") for s in version.get("selectableFields") or [])
+        types.append(
+            ResourceType(
+                spec["group"],
+                version["name"],
+                names["plural"],
+                names["kind"],
+                spec.get("scope") == "Namespaced",
+                names["singular"],
+                tuple(names.get("shortNames") or ()),
+                tuple(names.get("categories") or ()),
+                status_subresource="status" in (version.get("subresources") or {}),
+                tracks_generation=True,
+                strategic_merge=False,
+                selectable_fields=selectable,
+                printer_columns=columns or _DEFAULT_COLUMNS,
+                storage_version=storage,
+                from_crd=True,
+            )
+        )
+    return types
+
+
+class CRDController:
+    """Keeps the catalog in step with CRDs and cleans up custom resources on deletion."""
+
+    def __init__(self, registry: Registry, catalog: ResourceCatalog) -> None:
+        self.registry = registry
+        self.catalog = catalog
+        self._served: dict[str, GroupResource] = {}
+        self._loop = asyncio.get_running_loop()
+
+    def on_event(self, event: StoredEvent) -> None:
+        if event.resource == CRDS:
+            crd = event.object
+            name = crd["metadata"]["name"]
+            if event.type == "DELETED":
+                self._unserve(name)
+                return
+            if not crd["metadata"].get("deletionTimestamp"):
+                self._serve(crd)
+            else:
+                self._loop.call_soon(self._cleanup, name)
+        elif event.type == "DELETED" and event.resource in self._served.values():
+            for name, key in self._served.items():
+                if key == event.resource:
+                    self._loop.call_soon(self._cleanup, name)
+
+    def _serve(self, crd: Obj) -> None:
+        name = crd["metadata"]["name"]
+        key = (crd["spec"]["group"], _names_with_defaults(crd["spec"])["plural"])
+        self.registry.register_behaviour(key, CustomResourceBehaviour(storage_schema(crd)))
+        self.catalog.remove_where(lambda rt: rt.from_crd and rt.storage_key == self._served.get(name, key))
+        for rt in resource_types_of(crd):
+            self.catalog.add(rt)
+        self.catalog.set_version_order(key[0], _version_priority(crd["spec"].get("versions") or []))
+        self._served[name] = key
+        log.info("crd served", extra={"crd": name})
+
+    def _unserve(self, name: str) -> None:
+        key = self._served.pop(name, None)
+        if key is not None:
+            self.catalog.remove_where(lambda rt: rt.from_crd and rt.storage_key == key)
+            self.registry.forget_behaviour(key)
+            log.info("crd no longer served", extra={"crd": name})
+
+    def _cleanup(self, name: str) -> None:
+        store = self.registry.store
+        crd = store.get(CRDS, "", name)
+        key = self._served.get(name)
+        if crd is None or key is None or not crd["metadata"].get("deletionTimestamp"):
+            return
+        rt = self.catalog.preferred_for_storage_key(key)
+        remaining = store.list_objects(key)
+        if rt is not None:
+            for obj in remaining:
+                if not obj["metadata"].get("deletionTimestamp"):
+                    meta = obj["metadata"]
+                    self.registry.delete(rt, meta.get("namespace", ""), meta["name"], DeleteOptions())
+        if not store.list_objects(key):
+            self.registry.remove_finalizer(CRDS, crd, CLEANUP_FINALIZER)
+
+
+def storage_schema(crd: Obj) -> dict[str, Any]:
+    """The openAPIV3Schema of the storage version ({} when none is given)."""
+    for version in crd["spec"].get("versions") or []:
+        if version.get("storage"):
+            schema: dict[str, Any] = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+            return schema
+    return {}
+
+
+def _version_priority(versions: list[dict[str, Any]]) -> list[str]:
+    """Kubernetes version order: GA > beta > alpha, higher numbers first (v1 > v1beta2 > v1alpha1)."""
+
+    def rank(name: str) -> tuple[int, int, int, str]:
+        match = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", name)
+        if not match:
+            return (3, 0, 0, name)
+        major, stage, minor = match.groups()
+        stage_rank = {None: 0, "beta": 1, "alpha": 2}[stage]
+        return (stage_rank, -int(major), -int(minor or 0), name)
+
+    return sorted((v["name"] for v in versions if v.get("served", True)), key=rank)

@@ -1,0 +1,90 @@
+"""Fixtures for tests that drive the dashboard in real headless Chromium.
+
+- `hub`: a started HubApp (TLS gRPC, SQLite in tmp_path, ports 0, real clock).
+- `connect`: MemberFactory; members announce and export through real gRPC.
+- `page`: a Playwright page in a fresh Chromium profile (Debian's /usr/bin/chromium;
+  Playwright never downloads a browser). It records page errors and CSP
+  violations in `page_problems` so a test can assert the page ran cleanly.
+Everything is closed at teardown. Test modules here mark themselves `browser`
+and skip (with NO_CHROMIUM) only when /usr/bin/chromium is absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import ConsoleMessage, Error, Page, async_playwright
+
+from hub.app import HubApp
+from tests.integration.conftest import hub_config
+from tests.integration.hubclient import MemberFactory
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+NO_CHROMIUM = f"{CHROMIUM} is not installed (apt-get install chromium)"
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[HubApp]:
+    app = HubApp(hub_config(tmp_path / "hub"))
+    await app.start()
+    try:
+        yield app
+    finally:
+        await app.stop()
+
+
+@pytest.fixture
+async def connect(hub: HubApp) -> AsyncIterator[MemberFactory]:
+    factory = MemberFactory(hub)
+    try:
+        yield factory
+    finally:
+        await factory.close()
+
+
+@pytest.fixture
+def page_problems() -> list[str]:
+    return []
+
+
+@pytest.fixture
+async def page(tmp_path: Path, page_problems: list[str]) -> AsyncIterator[Page]:
+    def on_console(message: ConsoleMessage) -> None:
+        # A refused token's 401 is logged by Chrome as a failed load: that is expected.
+        if message.type == "error" and "Failed to load resource" not in message.text:
+            page_problems.append(message.text)
+
+    def on_page_error(error: Error) -> None:
+        page_problems.append(str(error))
+
+    async with async_playwright() as playwright:
+        context = await playwright.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"),
+            executable_path=str(CHROMIUM),
+            args=CHROMIUM_ARGS,
+            headless=True,
+            viewport={"width": 1360, "height": 900},
+        )
+        try:
+            browser_page = context.pages[0] if context.pages else await context.new_page()
+            browser_page.on("console", on_console)
+            browser_page.on("pageerror", on_page_error)
+            browser_page.set_default_timeout(10_000)
+            yield browser_page
+        finally:
+            await context.close()
