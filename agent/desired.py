@@ -1,0 +1,165 @@
+"""compute_desired: inputs + config -> the desired datapath of one Node. Pure.
+
+Gateway Node (VXLAN): one route per remote CIDR via the remote Gateway IP through the
+tunnel device, permanent neighbour/FDB entries for each remote Gateway, /32 routes to
+the remote Gateway IPs for forwarded replies, SNAT to the local Gateway IP.
+Gateway Node (WireGuard): the same routes through the WireGuard device, whose peers
+are the remote Gateways (allowed IPs: their CIDRs and Gateway IP, which is the inner
+source of SNATed traffic); the VXLAN device stays for the local Nodes' tunnels.
+Other Nodes: the remote CIDRs and Gateway IPs via the local Gateway's internalIP
+through the tunnel device, no SNAT (the Gateway does it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from ipaddress import IPv4Address, IPv4Network, collapse_addresses, ip_address, ip_network
+
+from agent.config import AgentConfig
+from agent.errors import InvalidInputsError
+from agent.inputs import AgentInputs
+from agent.remotes import AcceptedRemote, LocalAddressing, select_remotes
+from agent.state import (
+    RULE_PRIORITY,
+    DesiredDatapath,
+    PolicyRule,
+    ProbeTarget,
+    Role,
+    Route,
+    RouteTable,
+    SnatRule,
+    TunnelDevice,
+    TunnelPeer,
+    WireGuardDevice,
+    WireGuardPeer,
+)
+from agent.tunnel_mac import gateway_tunnel_mac, node_tunnel_mac
+
+_RULES = (
+    PolicyRule(RULE_PRIORITY[RouteTable.REPLY], RouteTable.REPLY, forwarded_only=True),
+    PolicyRule(RULE_PRIORITY[RouteTable.REMOTE], RouteTable.REMOTE, forwarded_only=False),
+)
+
+
+def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath:
+    """The datapath this Node should have. Raises InvalidInputsError on bad local inputs."""
+    if not config.enable_gateway:
+        return DesiredDatapath(role=Role.DISABLED)
+    if inputs.gateway is None:
+        return DesiredDatapath(role=Role.NO_GATEWAY)
+    node_ip = _local_ip(inputs.node.internal_ip, f"Node {inputs.node.name} internalIP")
+    gateway_ip = _local_ip(inputs.gateway.gateway_ip, "Gateway gatewayIP")
+    gateway_internal_ip = _local_ip(inputs.gateway.internal_ip, "Gateway internalIP")
+    is_gateway = inputs.gateway.node_name == inputs.node.name
+    role = Role.GATEWAY if is_gateway else Role.MEMBER
+    use_wireguard = config.wireguard_enabled
+    if use_wireguard and is_gateway and not inputs.wireguard_public_key:
+        raise InvalidInputsError("trafficEncryptionMode is wireGuard but this Node has no WireGuard key")
+
+    local = LocalAddressing(
+        cluster_id=inputs.cluster.cluster_id,
+        cidrs=_local_cidrs(inputs),
+        tunnel_endpoints=tuple(dict.fromkeys((node_ip, gateway_ip, gateway_internal_ip))),
+        wireguard_public_key=inputs.wireguard_public_key,
+    )
+    accepted, exclusions = select_remotes(
+        inputs.remotes,
+        local,
+        pod_to_pod=config.enable_pod_to_pod_connectivity,
+        # Other Nodes never talk WireGuard; only the Gateway needs the peers' keys.
+        require_wireguard_key=use_wireguard and is_gateway,
+    )
+    if not accepted:
+        return DesiredDatapath(role=role, exclusions=tuple(exclusions))
+
+    own_mac = gateway_tunnel_mac(gateway_ip) if is_gateway else node_tunnel_mac(node_ip)
+    tunnel = TunnelDevice(
+        config.tunnel.interface, config.tunnel.vni, config.tunnel.port, own_mac, node_ip, config.tunnel.mtu
+    )
+    common = DesiredDatapath(
+        role=role,
+        tunnel=tunnel,
+        rules=_RULES,
+        remote_clusters=tuple(r.cluster_id for r in accepted),
+        exclusions=tuple(exclusions),
+    )
+    if not is_gateway:
+        return replace(
+            common,
+            tunnel_peers=(TunnelPeer(gateway_internal_ip, gateway_tunnel_mac(gateway_ip)),),
+            routes=_routes(accepted, tunnel.name, via=lambda _r: gateway_internal_ip),
+            mss_clamp_interfaces=(tunnel.name,),
+        )
+    probes = tuple(ProbeTarget(r.cluster_id, r.gateway_ip) for r in accepted)
+    if use_wireguard:
+        wg = config.wireguard
+        device = WireGuardDevice(wg.interface, wg.port, tuple(_wireguard_peer(r, wg.port) for r in accepted))
+        return replace(
+            common,
+            wireguard=device,
+            routes=_routes(accepted, wg.interface, via=lambda _r: None),
+            snat=_snat(accepted, wg.interface, gateway_ip),
+            mss_clamp_interfaces=(tunnel.name, wg.interface),
+            probe_targets=probes,
+        )
+    return replace(
+        common,
+        tunnel_peers=tuple(TunnelPeer(r.gateway_ip, gateway_tunnel_mac(r.gateway_ip)) for r in accepted),
+        routes=_routes(accepted, tunnel.name, via=lambda r: r.gateway_ip),
+        snat=_snat(accepted, tunnel.name, gateway_ip),
+        mss_clamp_interfaces=(tunnel.name,),
+        probe_targets=probes,
+    )
+
+
+def _routes(
+    accepted: Sequence[AcceptedRemote],
+    device: str,
+    via: Callable[[AcceptedRemote], IPv4Address | None],
+) -> tuple[Route, ...]:
+    routes: list[Route] = []
+    for remote in accepted:
+        hop = via(remote)
+        routes.extend(Route(cidr, RouteTable.REMOTE, device, hop) for cidr in remote.cidrs)
+        routes.append(Route(IPv4Network(remote.gateway_ip), RouteTable.REPLY, device, hop))
+    return tuple(routes)
+
+
+def _snat(accepted: Iterable[AcceptedRemote], device: str, to: IPv4Address) -> SnatRule:
+    # Collapsed because an nftables interval set refuses overlapping elements.
+    destinations = tuple(collapse_addresses(c for r in accepted for c in r.cidrs))
+    return SnatRule(device, destinations, to)
+
+
+def _wireguard_peer(remote: AcceptedRemote, port: int) -> WireGuardPeer:
+    assert remote.wireguard_public_key is not None  # select_remotes required it
+    allowed = tuple(collapse_addresses([*remote.cidrs, IPv4Network(remote.gateway_ip)]))
+    return WireGuardPeer(remote.wireguard_public_key, remote.gateway_ip, port, allowed)
+
+
+def _local_ip(text: str, what: str) -> IPv4Address:
+    try:
+        parsed = ip_address(text)
+    except ValueError as err:
+        raise InvalidInputsError(f"{what} {text!r} is not an IP address") from err
+    if not isinstance(parsed, IPv4Address):
+        raise InvalidInputsError(f"{what} {text} is not IPv4; only IPv4 Gateways are supported")
+    return parsed
+
+
+def _local_cidrs(inputs: AgentInputs) -> tuple[tuple[IPv4Network, str], ...]:
+    found: list[tuple[IPv4Network, str]] = []
+    labelled = [(inputs.cluster.service_cidr, "local Service CIDR")] if inputs.cluster.service_cidr else []
+    labelled += [(c, "local Pod CIDR") for c in inputs.cluster.pod_cidrs]
+    labelled += [(c, f"Node {inputs.node.name} Pod CIDR") for c in inputs.node.pod_cidrs]
+    for text, what in labelled:
+        if text is None:
+            continue
+        try:
+            parsed = ip_network(text, strict=False)
+        except ValueError as err:
+            raise InvalidInputsError(f"{what} {text!r} is not a CIDR") from err
+        if isinstance(parsed, IPv4Network):  # an IPv6 local range cannot collide with IPv4 routes
+            found.append((parsed, what))
+    return tuple(found)

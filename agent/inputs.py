@@ -1,0 +1,65 @@
+"""What the agent is told: the local Node, the cluster's active Gateway, remote clusters.
+
+The kube wiring converts Node, Gateway and ClusterInfoImport CRs into these frozen
+values. Addresses stay strings as the CRs carry them: remote values come from other
+clusters and are validated (and possibly excluded, with a reason) by agent.desired.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LocalNode:
+    """The Node this agent runs on."""
+
+    name: str
+    internal_ip: str
+    """The Node's InternalIP; the source of tunnels to the local Gateway."""
+    pod_cidrs: tuple[str, ...] = ()
+    """The Node's own Pod CIDR(s) (Node.spec.podCIDRs)."""
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    """The local cluster's identity and address ranges (from the member's config)."""
+
+    cluster_id: str
+    service_cidr: str | None = None
+    pod_cidrs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ActiveGateway:
+    """The cluster's Gateway CR (named after the Gateway Node)."""
+
+    node_name: str
+    gateway_ip: str
+    """Address remote Gateways tunnel to."""
+    internal_ip: str
+    """Address the cluster's other Nodes tunnel to."""
+
+
+@dataclass(frozen=True)
+class RemoteCluster:
+    """One ClusterInfoImport: another member cluster's network information."""
+
+    cluster_id: str
+    service_cidr: str | None
+    gateway_ips: tuple[str, ...]
+    """gatewayInfos[].gatewayIP; the first one is used, as Antrea does."""
+    pod_cidrs: tuple[str, ...] = ()
+    wireguard_public_key: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentInputs:
+    """Everything the desired datapath depends on, besides the agent config."""
+
+    node: LocalNode
+    cluster: LocalCluster
+    gateway: ActiveGateway | None
+    remotes: tuple[RemoteCluster, ...] = ()
+    wireguard_public_key: str | None = None
+    """This agent's own WireGuard public key (published in its Gateway CR)."""

@@ -1,0 +1,1 @@
+"""The Linux programmer: reconciles one network namespace to a DesiredDatapath."""

@@ -1,0 +1,124 @@
+"""Running things inside a named network namespace (None = the agent's own).
+
+Three ways, each for what it does best: executables through ``ip netns exec``;
+short Python calls (sysctl writes, socket creation) in a fresh thread that setns()
+into the namespace and back (setns on a thread only moves that thread, and a socket
+stays bound to the namespace it was created in); netlink through pyroute2's own
+``netns=`` support (see agent.linux.netlink).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import os
+import shutil
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from agent.errors import DatapathError, ToolMissingError
+
+NETNS_DIR = Path("/var/run/netns")
+_CLONE_NEWNET = 0x40000000
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """Outcome of one executable run."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def describe(self) -> str:
+        detail = self.stderr.decode(errors="replace").strip() or self.stdout.decode(errors="replace").strip()
+        return f"{' '.join(self.argv)} exited {self.returncode}: {detail[:2000]}"
+
+
+def netns_argv(netns: str | None, argv: Sequence[str]) -> list[str]:
+    """argv prefixed so that it runs inside ``netns``."""
+    return ["ip", "netns", "exec", netns, *argv] if netns else list(argv)
+
+
+async def run_command(
+    netns: str | None, argv: Sequence[str], *, stdin: bytes | None = None, time_limit: float = 15.0
+) -> CommandResult:
+    """Run an executable in the namespace and collect its output (never raises on exit codes)."""
+    for tool in {"ip" if netns else argv[0], argv[0]}:
+        if shutil.which(tool) is None:
+            raise ToolMissingError(tool)
+    full = netns_argv(netns, argv)
+    proc = await asyncio.create_subprocess_exec(
+        *full,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin), time_limit)
+    except TimeoutError as exc:
+        proc.kill()
+        await proc.wait()
+        raise DatapathError(f"{' '.join(full)} timed out after {time_limit}s") from exc
+    assert proc.returncode is not None
+    return CommandResult(tuple(full), proc.returncode, out, err)
+
+
+def call_in_netns(netns: str | None, fn: Callable[[], _T]) -> _T:
+    """Call ``fn`` with the network namespace switched to ``netns`` (blocking)."""
+    if netns is None:
+        return fn()
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        try:
+            with open("/proc/thread-self/ns/net", "rb") as own, open(NETNS_DIR / netns, "rb") as wanted:
+                _setns(libc, wanted.fileno())
+                try:
+                    box["result"] = fn()
+                finally:
+                    _setns(libc, own.fileno())
+        except BaseException as err:  # handed to the caller's thread below
+            box["error"] = err
+
+    thread = threading.Thread(target=target, name=f"netns-{netns}", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["result"]  # type: ignore[return-value]
+
+
+async def async_call_in_netns(netns: str | None, fn: Callable[[], _T]) -> _T:
+    """call_in_netns without blocking the event loop."""
+    return await asyncio.to_thread(call_in_netns, netns, fn)
+
+
+def write_sysctl(netns: str | None, key: str, value: str) -> bool:
+    """Set a sysctl (slash path) if it differs; returns whether it was changed."""
+    path = "/proc/sys/" + key
+
+    def apply() -> bool:
+        current = Path(path).read_text().strip()
+        if current == value:
+            return False
+        Path(path).write_text(value)
+        return True
+
+    return call_in_netns(netns, apply)
+
+
+def _setns(libc: ctypes.CDLL, fd: int) -> None:
+    if libc.setns(fd, _CLONE_NEWNET) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"setns: {os.strerror(errno)}")

@@ -1,0 +1,136 @@
+"""The agent's nftables table (``table ip mchub``), rendered as nft JSON and applied atomically.
+
+Contents: a ``nat postrouting`` chain that SNATs cross-cluster traffic leaving the
+Gateway's tunnel to the Gateway IP (Antrea's Gateway behaviour; replies come back
+addressed to it and conntrack undoes the SNAT), and a ``forward`` chain clamping the
+TCP MSS of SYNs entering our devices to the route MTU, because the tunnel's overhead
+makes its MTU smaller than the Pods'.
+
+Idempotence: every rule carries the fingerprint of the whole rendered table as its
+comment. If the live table has exactly the expected number of rules and all carry the
+expected fingerprint, nothing is written; otherwise the table is deleted and rebuilt in
+one ``nft -j -f -`` transaction, so no packet ever sees a half-written table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from agent.errors import NftablesError
+from agent.linux.netns import run_command
+from agent.linux.ownership import NFT_FAMILY, NFT_TABLE
+from agent.state import DesiredDatapath
+
+_SET = "remote_cidrs"
+
+
+def render_table(desired: DesiredDatapath) -> list[dict[str, Any]] | None:
+    """The nft JSON commands that create our table, or None when we want no table."""
+    if desired.snat is None and not desired.mss_clamp_interfaces:
+        return None
+    base = {"family": NFT_FAMILY, "table": NFT_TABLE}
+    objects: list[dict[str, Any]] = []
+    rules: list[dict[str, Any]] = []
+    if desired.snat is not None:
+        snat = desired.snat
+        elements = [{"prefix": {"addr": str(n.network_address), "len": n.prefixlen}} for n in snat.destinations]
+        objects.append({"set": {**base, "name": _SET, "type": "ipv4_addr", "flags": ["interval"], "elem": elements}})
+        objects.append(_chain(base, "postrouting", "nat", "postrouting", 100))
+        rules.append(
+            {
+                **base,
+                "chain": "postrouting",
+                "expr": [
+                    _match({"meta": {"key": "oifname"}}, snat.out_interface),
+                    _match({"payload": {"protocol": "ip", "field": "daddr"}}, f"@{_SET}"),
+                    {"snat": {"addr": str(snat.to_address)}},
+                ],
+            }
+        )
+    if desired.mss_clamp_interfaces:
+        objects.append(_chain(base, "forward", "filter", "forward", -150))
+        names = sorted(desired.mss_clamp_interfaces)
+        rules.append(
+            {
+                **base,
+                "chain": "forward",
+                "expr": [
+                    _match({"meta": {"key": "oifname"}}, {"set": names} if len(names) > 1 else names[0]),
+                    {"match": {"op": "in", "left": {"payload": {"protocol": "tcp", "field": "flags"}}, "right": "syn"}},
+                    {
+                        "mangle": {
+                            "key": {"tcp option": {"name": "maxseg", "field": "size"}},
+                            "value": {"rt": {"key": "mtu"}},
+                        }
+                    },
+                ],
+            }
+        )
+    fingerprint = _fingerprint(objects, rules)
+    commands: list[dict[str, Any]] = [{"add": {"table": {"family": NFT_FAMILY, "name": NFT_TABLE}}}]
+    commands += [{"add": o} for o in objects]
+    commands += [{"add": {"rule": {**r, "comment": fingerprint}}} for r in rules]
+    return commands
+
+
+async def reconcile_nft(netns: str | None, desired: DesiredDatapath, changes: list[str]) -> None:
+    """Make our table match ``desired`` (or absent)."""
+    commands = render_table(desired)
+    live = await _list_table(netns)
+    if commands is None:
+        if live is not None:
+            await _run(netns, [{"delete": {"table": {"family": NFT_FAMILY, "name": NFT_TABLE}}}])
+            changes.append(f"delete nft table {NFT_FAMILY} {NFT_TABLE}")
+        return
+    expected = [c["add"]["rule"]["comment"] for c in commands if "rule" in c["add"]]
+    if live is not None and sorted(_live_rule_comments(live)) == sorted(expected):
+        return
+    table = {"table": {"family": NFT_FAMILY, "name": NFT_TABLE}}
+    # add+delete makes the delete valid whether or not the table exists; all one transaction.
+    await _run(netns, [{"add": table}, {"delete": table}, *commands])
+    changes.append(f"write nft table {NFT_FAMILY} {NFT_TABLE} ({len(expected)} rules)")
+
+
+async def remove_nft(netns: str | None, changes: list[str]) -> None:
+    if await _list_table(netns) is not None:
+        await _run(netns, [{"delete": {"table": {"family": NFT_FAMILY, "name": NFT_TABLE}}}])
+        changes.append(f"delete nft table {NFT_FAMILY} {NFT_TABLE}")
+
+
+async def _list_table(netns: str | None) -> list[dict[str, Any]] | None:
+    result = await run_command(netns, ["nft", "-j", "list", "table", NFT_FAMILY, NFT_TABLE])
+    if not result.ok:
+        if b"No such file or directory" in result.stderr:
+            return None
+        raise NftablesError(result.describe())
+    try:
+        listed: list[dict[str, Any]] = json.loads(result.stdout)["nftables"]
+    except (ValueError, KeyError) as err:
+        raise NftablesError(f"unreadable nft -j output: {err}") from err
+    return listed
+
+
+def _live_rule_comments(listed: list[dict[str, Any]]) -> list[str]:
+    return [str(o["rule"].get("comment")) for o in listed if "rule" in o]
+
+
+async def _run(netns: str | None, commands: list[dict[str, Any]]) -> None:
+    payload = json.dumps({"nftables": [{"metainfo": {"json_schema_version": 1}}, *commands]}).encode()
+    result = await run_command(netns, ["nft", "-j", "-f", "-"], stdin=payload)
+    if not result.ok:
+        raise NftablesError(result.describe())
+
+
+def _chain(base: dict[str, str], name: str, kind: str, hook: str, prio: int) -> dict[str, Any]:
+    return {"chain": {**base, "name": name, "type": kind, "hook": hook, "prio": prio, "policy": "accept"}}
+
+
+def _match(left: dict[str, Any], right: Any) -> dict[str, Any]:
+    return {"match": {"op": "==", "left": left, "right": right}}
+
+
+def _fingerprint(objects: list[dict[str, Any]], rules: list[dict[str, Any]]) -> str:
+    digest = hashlib.sha256(json.dumps([objects, rules], sort_keys=True).encode()).hexdigest()
+    return f"mchub:{digest[:16]}"

@@ -1,0 +1,219 @@
+"""DatapathAgent: what the kube wiring drives.
+
+``update(inputs)`` computes the desired datapath and reconciles the kernel, one update
+at a time (a lock serialises them). A temporary failure is retried in the background
+with capped exponential backoff until it succeeds or newer inputs supersede it; a
+permanent one (bad local inputs, missing tool) is reported and waits for new inputs.
+Only cancellation escapes; every other failure is returned as a typed error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from agent.config import AgentConfig
+from agent.desired import compute_desired
+from agent.errors import AgentError, DatapathError
+from agent.health import GatewayProber, HealthCallback, PeerHealth, ProbeResponder
+from agent.inputs import AgentInputs
+from agent.state import DesiredDatapath
+
+log = logging.getLogger(__name__)
+
+
+class Datapath(Protocol):
+    """The kernel programmer (agent.linux.programmer.LinuxDatapath, or a fake in tests)."""
+
+    async def apply(self, desired: DesiredDatapath) -> list[str]: ...
+
+    async def cleanup(self) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class ReconcileOutcome:
+    """Result of one reconcile attempt."""
+
+    desired: DesiredDatapath | None
+    """What was computed (None if the inputs could not be turned into a datapath)."""
+    changes: tuple[str, ...] = ()
+    error: AgentError | None = None
+    retrying: bool = False
+    """True when a temporary error will be retried in the background."""
+
+    @property
+    def applied(self) -> bool:
+        return self.error is None
+
+
+class DatapathAgent:
+    """One Node's agent: inputs in, kernel state and Gateway health out."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        netns: str | None = None,
+        wireguard_private_key: str | None = None,
+        datapath: Datapath | None = None,
+        backoff_initial: float = 0.5,
+        backoff_max: float = 30.0,
+    ) -> None:
+        self.config = config
+        self.netns = netns
+        if datapath is None:
+            from agent.linux.programmer import LinuxDatapath  # noqa: PLC0415 - keeps unit tests kernel-free
+
+            datapath = LinuxDatapath(
+                netns,
+                wireguard_private_key=wireguard_private_key,
+                managed_link_names=(config.tunnel.interface, config.wireguard.interface),
+            )
+        self._datapath = datapath
+        self._backoff = (backoff_initial, backoff_max)
+        self._lock = asyncio.Lock()
+        self._inputs: AgentInputs | None = None
+        self._generation = 0
+        self._retry: asyncio.Task[None] | None = None
+        self._prober: GatewayProber | None = None
+        self._health_task: asyncio.Task[object] | None = None
+        self._desired: DesiredDatapath | None = None
+        self.last_outcome: ReconcileOutcome | None = None
+
+    @property
+    def desired(self) -> DesiredDatapath | None:
+        """The last desired state applied successfully."""
+        return self._desired
+
+    async def update(self, inputs: AgentInputs) -> ReconcileOutcome:
+        """Reconcile to ``inputs`` now; retries temporary failures in the background."""
+        await self._cancel_retry()
+        async with self._lock:
+            self._inputs = inputs
+            self._generation += 1
+            outcome = await self._attempt(inputs)
+            if outcome.retrying:
+                self._retry = asyncio.create_task(self._retry_loop(self._generation), name="datapath-retry")
+            return outcome
+
+    async def run_health(self, on_change: HealthCallback | None = None) -> None:
+        """Answer remote probes and, while this Node is the Gateway, probe remote Gateways.
+
+        Runs until cancelled (or until ``stop``); ``on_change`` gets every reachability flip.
+        """
+        responder = ProbeResponder(self.netns, self.config.health.port)
+        await responder.start()
+        self._prober = GatewayProber(
+            self.netns,
+            port=self.config.health.port,
+            interval=self.config.health.interval_seconds,
+            miss_threshold=self.config.health.miss_threshold,
+            on_change=on_change,
+        )
+        self._prober.set_targets(self._desired.probe_targets if self._desired else ())
+        self._health_task = asyncio.current_task()
+        try:
+            await self._prober.run()
+        finally:
+            responder.close()
+            self._prober = None
+            self._health_task = None
+
+    def health(self) -> dict[str, PeerHealth]:
+        """Current reachability of remote Gateways per cluster ID (empty if not probing)."""
+        return self._prober.snapshot() if self._prober is not None else {}
+
+    async def stop(self, *, cleanup: bool) -> None:
+        """Stop retries and probing; with ``cleanup`` remove everything the agent created."""
+        await self._cancel_retry()
+        if self._health_task is not None and self._health_task is not asyncio.current_task():
+            self._health_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._health_task
+        if cleanup:
+            async with self._lock:
+                changes = await self._datapath.cleanup()
+                self._desired = None
+                log.info("datapathCleanedUp", extra={"netns": self.netns, "changes": len(changes)})
+
+    async def _attempt(self, inputs: AgentInputs) -> ReconcileOutcome:
+        try:
+            desired = compute_desired(inputs, self.config)
+        except AgentError as err:
+            outcome = ReconcileOutcome(None, error=err)
+            self._log_failure(outcome)
+            self.last_outcome = outcome
+            return outcome
+        try:
+            changes = await self._datapath.apply(desired)
+        except AgentError as err:
+            outcome = ReconcileOutcome(desired, error=err, retrying=err.temporary)
+        except OSError as err:  # e.g. a subprocess that could not start
+            outcome = ReconcileOutcome(desired, error=DatapathError(str(err)), retrying=True)
+        else:
+            outcome = ReconcileOutcome(desired, changes=tuple(changes))
+            self._desired = desired
+            if self._prober is not None:
+                self._prober.set_targets(desired.probe_targets)
+        if outcome.error is not None:
+            self._log_failure(outcome)
+        self.last_outcome = outcome
+        return outcome
+
+    async def _retry_loop(self, generation: int) -> None:
+        delay, cap = self._backoff
+        while True:
+            await asyncio.sleep(delay)
+            async with self._lock:
+                if generation != self._generation or self._inputs is None:
+                    return
+                try:
+                    outcome = await self._attempt(self._inputs)
+                except Exception:  # a bug must not kill retries silently
+                    log.exception("datapathRetryCrashed", extra={"netns": self.netns})
+                    outcome = ReconcileOutcome(None, retrying=True, error=DatapathError("internal error"))
+            if not outcome.retrying:
+                return
+            delay = min(delay * 2, cap)
+
+    async def _cancel_retry(self) -> None:
+        task, self._retry = self._retry, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _log_failure(self, outcome: ReconcileOutcome) -> None:
+        log.warning(
+            "datapathReconcileFailed",
+            extra={
+                "netns": self.netns,
+                "error": str(outcome.error),
+                "errorType": type(outcome.error).__name__,
+                "retrying": outcome.retrying,
+            },
+        )
+
+
+async def run_datapath_agent(
+    agent: DatapathAgent,
+    inputs: AsyncIterable[AgentInputs],
+    *,
+    on_health: HealthCallback | None = None,
+    cleanup_on_stop: bool = False,
+) -> None:
+    """Feed every new AgentInputs to ``agent`` while probing health; the entry point
+    agent/main.py wraps around its kube watches. Ends when ``inputs`` ends or on cancel."""
+    health = asyncio.create_task(agent.run_health(on_health), name="datapath-health")
+    try:
+        async for current in inputs:
+            await agent.update(current)
+    finally:
+        health.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await health
+        await agent.stop(cleanup=cleanup_on_stop)

@@ -1,0 +1,175 @@
+"""The desired datapath of one Node, as plain frozen data.
+
+agent.desired computes it (pure); agent.linux programs it. Numbers that identify
+what the agent owns in the kernel (routing tables, rule priorities) are defined here
+because they are part of the desired state, not an implementation detail: two agents
+that disagree about them would fight.
+
+Routing scheme (IPv4 only, as Antrea's Multi-cluster Gateway):
+
+* table REMOTE (rule: every packet) holds the remote clusters' Service/Pod CIDRs:
+  on the Gateway via the remote Gateway through the tunnel, on other Nodes via the
+  local Gateway's internalIP through the tunnel.
+* table REPLY (rule: forwarded packets only, i.e. ``not iif lo``) holds /32 routes to
+  the remote Gateway IPs. Cross-cluster traffic arrives SNATed to the remote Gateway
+  IP, so replies of local Pods are addressed to it; they must enter the tunnel, while
+  the Node's own packets to that IP (the VXLAN/WireGuard outer packets, probes) must
+  keep using the underlay.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address, IPv4Network
+
+
+class RouteTable(enum.IntEnum):
+    """Routing tables owned by the agent."""
+
+    REMOTE = 28003
+    REPLY = 28004
+
+
+# Rule priorities: before ``main`` (32766) so a primary CNI's routes cannot shadow ours.
+RULE_PRIORITY: dict[RouteTable, int] = {RouteTable.REPLY: 28002, RouteTable.REMOTE: 28003}
+
+
+class Role(enum.Enum):
+    """What this Node does for cross-cluster traffic."""
+
+    DISABLED = "Disabled"
+    """enableGateway is false: the underlay is expected to connect Pods."""
+    NO_GATEWAY = "NoGateway"
+    """No active Gateway in the local cluster: nothing can be routed."""
+    GATEWAY = "Gateway"
+    """This Node is the active Gateway."""
+    MEMBER = "Member"
+    """Another Node is the active Gateway; tunnel cross-cluster traffic to it."""
+
+
+class ExclusionReason(enum.Enum):
+    """Why (part of) a ClusterInfoImport is not programmed."""
+
+    SELF_IMPORT = "SelfImport"
+    DUPLICATE_CLUSTER = "DuplicateCluster"
+    NO_GATEWAY_IP = "NoGatewayIP"
+    INVALID_GATEWAY_IP = "InvalidGatewayIP"
+    GATEWAY_IP_CONFLICT = "GatewayIPConflict"
+    INVALID_CIDR = "InvalidCIDR"
+    UNSUPPORTED_IP_FAMILY = "UnsupportedIPFamily"
+    OVERLAPS_LOCAL_CIDR = "OverlapsLocalCIDR"
+    OVERLAPS_REMOTE_CIDR = "OverlapsRemoteCIDR"
+    CONTAINS_TUNNEL_ENDPOINT = "ContainsTunnelEndpoint"
+    NO_ROUTABLE_CIDR = "NoRoutableCIDR"
+    NO_WIREGUARD_KEY = "NoWireGuardPublicKey"
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """A remote cluster (cidr None) or one of its CIDRs left out, and why."""
+
+    cluster_id: str
+    reason: ExclusionReason
+    message: str
+    cidr: str | None = None
+
+
+@dataclass(frozen=True)
+class TunnelDevice:
+    """The single VXLAN device of the Node (see agent.tunnel_mac for the L2 scheme)."""
+
+    name: str
+    vni: int
+    port: int
+    mac: str
+    underlay_ip: IPv4Address
+    """This Node's InternalIP: the device carrying it is the underlay whose MTU counts."""
+    mtu: int | None = None
+    """Fixed MTU, or None: the underlay device's MTU minus the VXLAN overhead."""
+
+
+@dataclass(frozen=True)
+class TunnelPeer:
+    """A tunnel endpoint: permanent neighbour (ip -> mac) and FDB (mac -> ip) entries."""
+
+    underlay_ip: IPv4Address
+    mac: str
+
+
+@dataclass(frozen=True)
+class Route:
+    """A route in one of our tables; ``via`` None means a device route."""
+
+    destination: IPv4Network
+    table: RouteTable
+    device: str
+    via: IPv4Address | None = None
+
+
+@dataclass(frozen=True)
+class PolicyRule:
+    """``ip rule [not iif lo] lookup <table> pref <priority>``."""
+
+    priority: int
+    table: RouteTable
+    forwarded_only: bool
+
+
+@dataclass(frozen=True)
+class SnatRule:
+    """SNAT of cross-cluster traffic leaving through ``out_interface`` to the Gateway IP."""
+
+    out_interface: str
+    destinations: tuple[IPv4Network, ...]
+    to_address: IPv4Address
+
+
+@dataclass(frozen=True)
+class WireGuardPeer:
+    """A remote Gateway reached over WireGuard."""
+
+    public_key: str
+    endpoint: IPv4Address
+    port: int
+    allowed_ips: tuple[IPv4Network, ...]
+
+
+@dataclass(frozen=True)
+class WireGuardDevice:
+    """The Gateway's WireGuard device and its peers."""
+
+    name: str
+    listen_port: int
+    peers: tuple[WireGuardPeer, ...]
+
+
+@dataclass(frozen=True)
+class ProbeTarget:
+    """A remote Gateway the active Gateway probes."""
+
+    cluster_id: str
+    gateway_ip: IPv4Address
+
+
+@dataclass(frozen=True)
+class DesiredDatapath:
+    """Everything the agent wants in the kernel of its Node. Empty means: nothing of ours."""
+
+    role: Role
+    tunnel: TunnelDevice | None = None
+    tunnel_peers: tuple[TunnelPeer, ...] = ()
+    wireguard: WireGuardDevice | None = None
+    routes: tuple[Route, ...] = ()
+    rules: tuple[PolicyRule, ...] = ()
+    snat: SnatRule | None = None
+    mss_clamp_interfaces: tuple[str, ...] = ()
+    """Interfaces whose forwarded TCP SYNs get their MSS clamped to the route MTU."""
+    probe_targets: tuple[ProbeTarget, ...] = ()
+    remote_clusters: tuple[str, ...] = ()
+    """Cluster IDs whose traffic is routed."""
+    exclusions: tuple[Exclusion, ...] = field(default=())
+
+    @property
+    def is_empty(self) -> bool:
+        return self.tunnel is None and self.wireguard is None and not self.routes and self.snat is None

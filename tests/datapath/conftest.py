@@ -1,0 +1,80 @@
+"""Fixtures of the datapath suite (root, Linux network namespaces).
+
+* ``topology``: three clusters (east, west, north) of two Nodes each, built from fresh
+  namespaces with names unique to the test run; every namespace (and so every link,
+  route and nft table in it) and every wireguard-go daemon of the run is removed
+  afterwards, whatever happened.
+* ``clusterset``: a ClusterSetDriver with one DatapathAgent per Node (VXLAN mode);
+  its agents are stopped with cleanup before the topology goes.
+* ``wireguard_clusterset``: the same in wireGuard mode (needs wireguard-go and wg).
+
+Traffic only ever flows between addresses inside these namespaces.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.datapath.driver import ClusterSetDriver
+from tests.datapath.topology import Topology, build_topology, destroy_topology
+
+
+def _why_no_netns() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to create network namespaces"
+    for tool in ("ip", "nft"):
+        if shutil.which(tool) is None:
+            return f"needs the Debian tool {tool!r}"
+    probe = f"mcprobe{os.getpid()}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, check=False)
+    if made.returncode != 0:
+        return f"cannot create network namespaces: {made.stderr.decode().strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True, check=False)
+    return None
+
+
+_NO_NETNS = _why_no_netns()
+requires_netns = pytest.mark.skipif(_NO_NETNS is not None, reason=_NO_NETNS or "")
+requires_wireguard = pytest.mark.skipif(
+    shutil.which("wireguard-go") is None or shutil.which("wg") is None,
+    reason="needs the Debian tools wireguard-go and wg",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/datapath/" in str(item.path):
+            item.add_marker(pytest.mark.root)
+            item.add_marker(requires_netns)
+
+
+@pytest.fixture
+async def topology() -> AsyncIterator[Topology]:
+    topo = await build_topology()
+    try:
+        yield topo
+    finally:
+        await destroy_topology(topo)
+
+
+@pytest.fixture
+async def clusterset(topology: Topology) -> AsyncIterator[ClusterSetDriver]:
+    driver = ClusterSetDriver(topology)
+    try:
+        yield driver
+    finally:
+        await driver.stop_all(cleanup=True)
+
+
+@pytest.fixture
+async def wireguard_clusterset(topology: Topology) -> AsyncIterator[ClusterSetDriver]:
+    driver = ClusterSetDriver(topology, wireguard=True)
+    try:
+        yield driver
+    finally:
+        await driver.stop_all(cleanup=True)

@@ -1,0 +1,108 @@
+"""Drives one DatapathAgent per Node of a namespace topology, as the kube wiring would.
+
+The driver holds the ClusterSet's "API state" (each cluster's active Gateway, which
+ClusterInfoImports each cluster has) and turns it into AgentInputs for every agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agent.config import AgentConfig, HealthConfig, TrafficEncryptionMode, WireGuardConfig
+from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
+from agent.runner import DatapathAgent, ReconcileOutcome
+from agent.wgkey import WireGuardKeyPair, generate_key_pair
+from tests.datapath.topology import ClusterNs, NodeNs, Topology
+
+FAST_HEALTH = HealthConfig(interval_seconds=0.05, miss_threshold=5)
+
+
+@dataclass
+class ClusterSetDriver:
+    topo: Topology
+    wireguard: bool = False
+    pod_to_pod: bool = True
+    gateways: dict[str, str] = field(default_factory=dict)
+    """cluster ID -> Node name of its active Gateway (absent: no Gateway)."""
+    withdrawn: set[tuple[str, str]] = field(default_factory=set)
+    """(importing cluster, exporting cluster) pairs whose ClusterInfoImport is gone."""
+    agents: dict[str, DatapathAgent] = field(default_factory=dict)
+    keys: dict[str, WireGuardKeyPair] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for cluster in self.topo.clusters.values():
+            self.gateways.setdefault(cluster.cluster_id, cluster.nodes[0].name)
+            for node in cluster.nodes:
+                self.keys[node.name] = generate_key_pair()
+                self.agents[node.name] = DatapathAgent(
+                    self.config_for(node),
+                    netns=node.netns,
+                    wireguard_private_key=self.keys[node.name].private_key,
+                )
+
+    def config_for(self, node: NodeNs) -> AgentConfig:
+        return AgentConfig(
+            enable_gateway=True,
+            enable_pod_to_pod_connectivity=self.pod_to_pod,
+            traffic_encryption_mode=TrafficEncryptionMode.WIREGUARD if self.wireguard else TrafficEncryptionMode.NONE,
+            wireguard=WireGuardConfig(interface=self.topo.wireguard_name(node)),
+            health=FAST_HEALTH,
+        )
+
+    def gateway_node(self, cluster: ClusterNs) -> NodeNs | None:
+        name = self.gateways.get(cluster.cluster_id)
+        return None if name is None else cluster.node(name)
+
+    def cluster_info(self, cluster: ClusterNs) -> RemoteCluster | None:
+        """What ``cluster`` exports (None while it has no Gateway)."""
+        gateway = self.gateway_node(cluster)
+        if gateway is None:
+            return None
+        return RemoteCluster(
+            cluster_id=cluster.cluster_id,
+            service_cidr=cluster.service_cidr,
+            gateway_ips=(gateway.underlay_ip,),
+            pod_cidrs=(cluster.pod_cidr,),
+            wireguard_public_key=self.keys[gateway.name].public_key,
+        )
+
+    def inputs_for(self, cluster: ClusterNs, node: NodeNs) -> AgentInputs:
+        gateway = self.gateway_node(cluster)
+        remotes = []
+        for other in self.topo.clusters.values():
+            info = self.cluster_info(other)
+            if other is cluster or info is None or (cluster.cluster_id, other.cluster_id) in self.withdrawn:
+                continue
+            remotes.append(info)
+        return AgentInputs(
+            node=LocalNode(node.name, node.underlay_ip, (node.pod_cidr,)),
+            cluster=LocalCluster(cluster.cluster_id, cluster.service_cidr, (cluster.pod_cidr,)),
+            gateway=None if gateway is None else ActiveGateway(gateway.name, gateway.underlay_ip, gateway.underlay_ip),
+            remotes=tuple(remotes),
+            wireguard_public_key=self.keys[node.name].public_key,
+        )
+
+    async def sync(self) -> dict[str, ReconcileOutcome]:
+        """Push current inputs to every agent; fail loudly if any reconcile failed."""
+        outcomes = {}
+        for cluster in self.topo.clusters.values():
+            for node in cluster.nodes:
+                outcome = await self.agents[node.name].update(self.inputs_for(cluster, node))
+                assert outcome.applied, f"{node.name}: {outcome.error!r}"
+                outcomes[node.name] = outcome
+        return outcomes
+
+    def move_gateway(self, cluster_id: str, node_name: str) -> None:
+        self.gateways[cluster_id] = node_name
+
+    def withdraw(self, importer: str, exporter: str) -> None:
+        self.withdrawn.add((importer, exporter))
+
+    async def stop_all(self, *, cleanup: bool = True) -> None:
+        errors = []
+        for name, agent in self.agents.items():
+            try:
+                await agent.stop(cleanup=cleanup)
+            except Exception as err:  # keep cleaning the others
+                errors.append(f"{name}: {err!r}")
+        assert not errors, errors

@@ -1,0 +1,105 @@
+"""Remote Gateway health probing across namespaces."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from ipaddress import IPv4Address
+
+from agent.health import GatewayProber, PeerHealth, ProbeResponder, Reachability
+from agent.state import ProbeTarget
+from tests.datapath.driver import FAST_HEALTH, ClusterSetDriver
+from tests.datapath.topology import Topology, sh
+
+PROBE_PORT = 51822
+
+
+async def next_verdict(changes: asyncio.Queue[PeerHealth], cluster_id: str, wanted: Reachability) -> PeerHealth:
+    """The next change of ``cluster_id`` to ``wanted`` (fails after 5 s)."""
+    async with asyncio.timeout(5):
+        while True:
+            health = await changes.get()
+            if health.cluster_id == cluster_id and health.reachability is wanted:
+                return health
+
+
+@contextlib.asynccontextmanager
+async def running(coro_task: asyncio.Task[None]) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        coro_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await coro_task
+
+
+async def test_a_remote_gateway_is_unreachable_after_five_misses_and_reachable_again_when_back(
+    topology: Topology,
+) -> None:
+    east_gateway, west_gateway = topology.clusters["east"].nodes[0], topology.clusters["west"].nodes[0]
+    responder = ProbeResponder(west_gateway.netns, PROBE_PORT)
+    await responder.start()
+    changes: asyncio.Queue[PeerHealth] = asyncio.Queue()
+    prober = GatewayProber(
+        east_gateway.netns, port=PROBE_PORT, interval=0.05, miss_threshold=5, on_change=changes.put_nowait
+    )
+    prober.set_targets([ProbeTarget("west", IPv4Address(west_gateway.underlay_ip))])
+    assert prober.snapshot()["west"].reachability is Reachability.UNKNOWN
+    try:
+        async with running(asyncio.create_task(prober.run())):
+            up = await next_verdict(changes, "west", Reachability.REACHABLE)
+            assert up.rtt_seconds is not None and 0 < up.rtt_seconds < 0.05
+            await sh("ip", "-n", west_gateway.netns, "link", "set", "ul0", "down")
+            down = await next_verdict(changes, "west", Reachability.UNREACHABLE)
+            assert down.consecutive_misses == 5
+            await sh("ip", "-n", west_gateway.netns, "link", "set", "ul0", "up")
+            back = await next_verdict(changes, "west", Reachability.REACHABLE)
+            assert back.consecutive_misses == 0
+            assert back.changed_at > down.changed_at
+    finally:
+        responder.close()
+
+
+async def test_a_gateway_whose_ip_changes_starts_over_as_unknown(topology: Topology) -> None:
+    prober = GatewayProber(topology.clusters["east"].nodes[0].netns, port=PROBE_PORT)
+    prober.set_targets([ProbeTarget("west", IPv4Address("198.18.2.1"))])
+    prober.set_targets(
+        [ProbeTarget("west", IPv4Address("198.18.2.2")), ProbeTarget("north", IPv4Address("198.18.3.1"))]
+    )
+    snapshot = prober.snapshot()
+    assert {cid: (h.gateway_ip, h.reachability) for cid, h in snapshot.items()} == {
+        "west": ("198.18.2.2", Reachability.UNKNOWN),
+        "north": ("198.18.3.1", Reachability.UNKNOWN),
+    }
+
+
+async def test_the_active_gateways_agent_reports_remote_gateways_answered_by_their_agents(
+    clusterset: ClusterSetDriver, topology: Topology
+) -> None:
+    assert FAST_HEALTH.interval_seconds < 1
+    await clusterset.sync()
+    changes: asyncio.Queue[PeerHealth] = asyncio.Queue()
+    tasks: dict[str, asyncio.Task[None]] = {}
+    for name, agent in clusterset.agents.items():
+        callback = changes.put_nowait if name == "east-a" else None
+        tasks[name] = asyncio.create_task(agent.run_health(callback))
+    try:
+        reachable: set[str] = set()
+        async with asyncio.timeout(5):
+            while reachable != {"west", "north"}:
+                health = await changes.get()
+                if health.reachability is Reachability.REACHABLE:
+                    reachable.add(health.cluster_id)
+        snapshot = clusterset.agents["east-a"].health()
+        assert all(h.rtt_seconds is not None for h in snapshot.values())
+        assert clusterset.agents["east-b"].health() == {}  # only the Gateway probes
+        for name in ("west-a", "west-b"):  # west's agents stop answering
+            tasks[name].cancel()
+        down = await next_verdict(changes, "west", Reachability.UNREACHABLE)
+        assert down.gateway_ip == topology.clusters["west"].nodes[0].underlay_ip
+        assert clusterset.agents["east-a"].health()["north"].reachability is Reachability.REACHABLE
+    finally:
+        for task in tasks.values():
+            task.cancel()
+        await asyncio.gather(*tasks.values(), return_exceptions=True)
