@@ -10,6 +10,7 @@ revisions in commit order.
 from __future__ import annotations
 
 import asyncio
+import math
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -138,7 +139,7 @@ class Engine:
         return pb.AnnounceResponse(
             leader_cluster_id=self._config.leader_cluster_id,
             cluster_set_id=self._config.cluster_set_id,
-            heartbeat_interval_seconds=int(self._config.heartbeat_interval),
+            heartbeat_interval_seconds=max(1, math.ceil(self._config.heartbeat_interval)),
             epoch=self.epoch,
         )
 

@@ -1,0 +1,300 @@
+"""HubSession: the whole conversation of one member cluster with its leader hub.
+
+The member says what it exports now (`set_export`, `remove_export`, `replace_all`) and
+is told what to import (an async consumer of `ImportEvent`s). Behind that, four loops
+share one channel and survive hub restarts and network failures on their own:
+
+- announce: at start and every heartbeat interval; its outcome is `state.connected`;
+- exports: one Export stream, a sync bracket on every (re)connect, then changes;
+- imports: one WatchImports stream, resumed from the last applied position;
+- import status reports: best effort, retried.
+
+Streams wait for the first successful Announce (the hub wants members joined before they
+export); a stream that loses the hub asks for an Announce at once, so `connected` comes back
+as soon as the hub does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from types import TracebackType
+
+import grpc
+
+from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
+from member.hubclient.announce import Announcer, AnnounceSettings
+from member.hubclient.connection import HubEndpoint
+from member.hubclient.desired import DesiredExports, ExportRejection
+from member.hubclient.events import ImportConsumer, WatchPosition
+from member.hubclient.export_stream import ExportPump, ExportSettings, RejectionListener, VerdictListener
+from member.hubclient.reports import ImportStatusReporter, ReportSettings
+from member.hubclient.state import ConnectionState, StateListener, StateTracker
+from member.hubclient.verdicts import VerdictBook
+from member.hubclient.watch import ImportWatch, WatchSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HubSessionConfig:
+    """Who the member is and how patiently it talks. Durations in seconds."""
+
+    cluster_id: str
+    cluster_set_id: str
+    leader_cluster_id: str = ""
+    # Reconnect backoff: capped exponential with +-20% jitter.
+    initial_backoff: float = 0.5
+    max_backoff: float = 30.0
+    # Between attempts while the hub refuses who we are (token, ClusterSet ID): the operator may fix it.
+    permanent_retry_delay: float = 30.0
+    # Deadline of each unary call (Announce, ReportImportStatus).
+    call_timeout: float = 10.0
+    # Announce this often instead of what the hub says (tests); None: the hub's interval.
+    heartbeat_interval: float | None = None
+    # Unanswered export writes allowed on the stream at once.
+    max_in_flight: int = 128
+    # Largest message; a larger export is rejected locally (RESOURCE_EXHAUSTED), never sent.
+    max_message_bytes: int = 4 * 1024 * 1024
+    # stop() lets in-flight export writes finish for this long, then cancels.
+    stop_timeout: float = 5.0
+
+    def validate(self) -> HubSessionConfig:
+        if not self.cluster_id or not self.cluster_set_id:
+            raise ValueError("a hub session needs a cluster ID and a ClusterSet ID")
+        if not 0 < self.initial_backoff <= self.max_backoff:
+            raise ValueError("backoff: 0 < initial_backoff <= max_backoff")
+        if self.max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        return self
+
+
+class HubSession:
+    """Start with `await start()` (or `async with`), stop with `await stop()`.
+
+    Listeners (`on_verdict`, `on_rejected`, `on_state_change`) are plain callables called on
+    the event loop; they must not block. `on_import_event` is awaited, one event at a time,
+    and returning acknowledges the event (see `member.hubclient.events`); without it the
+    session does not watch imports. `watch_from` and `known_imports` are what a restarted
+    member persisted (`import_position`, `known_imports`) so it resumes instead of resyncing.
+    Exports set and reports made before `start()` are kept and sent once connected (the
+    first sync bracket then already holds the member's whole desired set).
+    """
+
+    def __init__(
+        self,
+        endpoint: HubEndpoint,
+        config: HubSessionConfig,
+        *,
+        on_import_event: ImportConsumer | None = None,
+        on_verdict: VerdictListener | None = None,
+        on_rejected: RejectionListener | None = None,
+        on_state_change: StateListener | None = None,
+        watch_from: WatchPosition | None = None,
+        known_imports: Iterable[str] | None = None,
+    ) -> None:
+        self._endpoint = endpoint
+        self._config = config.validate()
+        self._on_rejected = on_rejected
+        self._tracker = StateTracker(on_state_change)
+        self._desired = DesiredExports(config.max_message_bytes - 1024)  # room for the request envelope
+        self._verdicts = VerdictBook()
+        self._channel: grpc.aio.Channel | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._export_task: asyncio.Task[None] | None = None
+        self._announcer: Announcer | None = None
+        self._exports: ExportPump | None = None
+        self._watch: ImportWatch | None = None
+        self._reports = ImportStatusReporter(
+            config.cluster_id, ReportSettings(config.initial_backoff, config.max_backoff, config.call_timeout)
+        )
+        self._consumer = on_import_event
+        self._on_verdict = on_verdict
+        self._watch_from = watch_from
+        self._known_imports = known_imports
+
+    # ---- lifecycle -----------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._channel is not None:
+            raise RuntimeError("the hub session is already started")
+        cfg = self._config
+        channel = self._endpoint.open_channel(
+            reconnect_initial=cfg.initial_backoff,
+            reconnect_max=cfg.max_backoff,
+            max_message_bytes=cfg.max_message_bytes,
+        )
+        self._channel = channel
+        stub = pb_grpc.CommonAreaServiceStub(channel)
+        self._announcer = Announcer(
+            stub,
+            pb.AnnounceRequest(
+                cluster_id=cfg.cluster_id, cluster_set_id=cfg.cluster_set_id, leader_cluster_id=cfg.leader_cluster_id
+            ),
+            self._tracker,
+            AnnounceSettings(
+                cfg.initial_backoff,
+                cfg.max_backoff,
+                cfg.permanent_retry_delay,
+                cfg.call_timeout,
+                cfg.heartbeat_interval,
+            ),
+        )
+        self._exports = ExportPump(
+            stub,
+            self._desired,
+            self._verdicts,
+            self._tracker,
+            ExportSettings(cfg.initial_backoff, cfg.max_backoff, cfg.permanent_retry_delay, cfg.max_in_flight),
+            on_verdict=self._on_verdict,
+            on_rejected=self._on_rejected,
+            on_not_joined=self._announcer.poke,
+        )
+        self._tasks = [
+            asyncio.create_task(self._announcer.run(), name=f"hubclient-announce-{cfg.cluster_id}"),
+            asyncio.create_task(self._reports.run(stub), name=f"hubclient-reports-{cfg.cluster_id}"),
+        ]
+        self._export_task = asyncio.create_task(self._exports.run(), name=f"hubclient-exports-{cfg.cluster_id}")
+        if self._watch is not None:  # started again after a stop: carry on from where it was
+            self._watch_from, self._known_imports = self._watch.position, self._watch.known_imports
+        if self._consumer is not None:
+            self._watch = ImportWatch(
+                stub,
+                cfg.cluster_id,
+                self._consumer,
+                self._tracker,
+                WatchSettings(cfg.initial_backoff, cfg.max_backoff, cfg.permanent_retry_delay),
+                position=self._watch_from,
+                known_imports=self._known_imports,
+                on_lost=self._announcer.poke,
+            )
+            self._tasks.append(asyncio.create_task(self._watch.run(), name=f"hubclient-imports-{cfg.cluster_id}"))
+        log.info("hub session started", extra={"clusterID": cfg.cluster_id, "hub": self._endpoint.target})
+
+    async def stop(self) -> None:
+        """Let in-flight export writes and reports finish (up to stop_timeout), then close everything."""
+        if self._channel is None:
+            return
+        timeout = self._config.stop_timeout
+        if self._exports is not None and self._export_task is not None:
+            await self._exports.close(self._export_task, timeout)
+        if self._tracker.state.connected:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._reports.wait_idle()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks, self._export_task = [], None
+        await self._channel.close()
+        self._channel = None
+        self._tracker.update(connected=False, last_error="stopped", exports_synced=False, imports_synced=False)
+        log.info("hub session stopped", extra={"clusterID": self._config.cluster_id})
+
+    async def __aenter__(self) -> HubSession:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    # ---- exports -------------------------------------------------------------
+
+    def set_export(self, export: pb.ResourceExport) -> None:
+        """Export this (replacing any earlier value of the same export_name)."""
+        rejection = self._desired.put(export)
+        if rejection is not None:
+            self._tell_rejected(export.export_name, rejection)
+
+    def remove_export(self, export_name: str) -> None:
+        self._desired.remove(export_name)
+
+    def replace_all(self, exports: Iterable[pb.ResourceExport]) -> None:
+        """Make the desired set exactly `exports`."""
+        for name, rejection in self._desired.replace_all(exports):
+            self._tell_rejected(name, rejection)
+
+    def exports(self) -> frozenset[str]:
+        """Names of the desired exports (rejected ones included)."""
+        return self._desired.names()
+
+    def verdict(self, export_name: str) -> pb.ExportStatus | None:
+        """The hub's latest verdict on this export, None before its first answer."""
+        return self._verdicts.get(export_name)
+
+    def rejection(self, export_name: str) -> ExportRejection | None:
+        """Why this export is not being sent, while it stays unchanged."""
+        return self._desired.rejection(export_name)
+
+    async def wait_exports_settled(self) -> None:
+        """Until the hub has been sent and has answered every desired change (bound it with asyncio.timeout)."""
+        if self._exports is None:
+            raise RuntimeError("the hub session is not started")
+        await self._exports.wait_idle()
+
+    def _tell_rejected(self, name: str, rejection: ExportRejection) -> None:
+        log.warning("export rejected", extra={"exportName": name, "code": rejection.code.name})
+        if self._on_rejected is not None:
+            try:
+                self._on_rejected(name, rejection)
+            except Exception:
+                log.exception("rejection listener failed", extra={"exportName": name})
+
+    # ---- imports -------------------------------------------------------------
+
+    @property
+    def import_position(self) -> WatchPosition:
+        """Persist this with `known_imports` to resume after a member restart."""
+        if self._watch is None:
+            return self._watch_from or WatchPosition()
+        return self._watch.position
+
+    @property
+    def known_imports(self) -> frozenset[str] | None:
+        """Imports delivered and not deleted since; None when the session cannot know."""
+        if self._watch is None:
+            return frozenset(self._known_imports) if self._known_imports is not None else None
+        return self._watch.known_imports
+
+    async def wait_imports_applied(self, revision: int) -> None:
+        """Until the member applied every import change up to this hub revision (bound it with asyncio.timeout)."""
+        if self._watch is None:
+            raise RuntimeError("the hub session does not watch imports")
+        await self._watch.wait_applied(revision)
+
+    def report_import_status(self, import_name: str, succeeded: bool, reason: str = "", message: str = "") -> None:
+        """Tell the hub whether this import could be applied; sent in the background, retried."""
+        self._reports.report(import_name, succeeded, reason, message)
+
+    async def wait_reports_sent(self) -> None:
+        """Until every import status report was delivered (or refused for good)."""
+        await self._reports.wait_idle()
+
+    # ---- state ---------------------------------------------------------------
+
+    @property
+    def state(self) -> ConnectionState:
+        return self._tracker.state
+
+    async def wait_for_state(self, predicate: Callable[[ConnectionState], bool]) -> ConnectionState:
+        """Until `predicate(state)` holds (bound it with asyncio.timeout)."""
+        await self._tracker.wait_until(predicate)
+        return self._tracker.state
+
+    @property
+    def export_streams_opened(self) -> int:
+        return self._exports.streams_opened if self._exports is not None else 0
+
+    @property
+    def watch_streams_opened(self) -> int:
+        return self._watch.streams_opened if self._watch is not None else 0
+
+    @property
+    def announce_attempts(self) -> int:
+        return self._announcer.attempts if self._announcer is not None else 0

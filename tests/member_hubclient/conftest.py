@@ -1,0 +1,153 @@
+"""Fixtures for the member's hub client against a real in-process hub (TLS, SQLite, tokens).
+
+- `hubs`: a `HubRunner` whose gRPC port is picked up front, so the hub can be stopped and
+  started again on the same address (`restart()`), on the same data dir or a fresh one
+  (`replace_data_dir()`, which keeps the TLS material and tokens, as an operator who wiped
+  only the store would). Short heartbeat, bookmark and shutdown intervals.
+- `hub`: the runner's first hub, started.
+- `sessions`: `await sessions.open(cluster_id, **listeners)` gives a started `HubSession` with
+  its own member token and short backoffs; every session is stopped at teardown.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hub.app import HubApp
+from hub.config import HubConfig
+from member.hubclient import HubEndpoint, HubSession, HubSessionConfig
+
+# Fast enough for a ~30 s suite, slow enough that a tight loop would show.
+SESSION_CONFIG = HubSessionConfig(
+    cluster_id="placeholder",
+    cluster_set_id="test-clusterset",
+    leader_cluster_id="leader",
+    initial_backoff=0.05,
+    max_backoff=0.3,
+    permanent_retry_delay=0.5,
+    call_timeout=2.0,
+    stop_timeout=2.0,
+)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class HubRunner:
+    data_dir: Path
+    port: int = field(default_factory=free_port)
+    current: HubApp | None = None
+
+    def config(self) -> HubConfig:
+        return HubConfig(
+            data_dir=self.data_dir,
+            grpc_address=f"127.0.0.1:{self.port}",
+            rest_address="127.0.0.1:0",
+            # Whole seconds: AnnounceResponse carries an int32 of seconds.
+            heartbeat_interval=1.0,
+            disconnect_after=3.0,
+            bookmark_interval=0.2,
+            status_interval=0.5,
+            shutdown_grace=0.5,
+        )
+
+    @property
+    def hub(self) -> HubApp:
+        assert self.current is not None, "no hub is running"
+        return self.current
+
+    async def start(self) -> HubApp:
+        assert self.current is None
+        app = HubApp(self.config())
+        await app.start()
+        self.current = app
+        return app
+
+    async def stop(self) -> None:
+        if self.current is not None:
+            app, self.current = self.current, None
+            await app.stop()
+
+    async def restart(self) -> HubApp:
+        await self.stop()
+        return await self.start()
+
+    async def replace_data_dir(self) -> HubApp:
+        """Stop, then start on a new, empty store that keeps the TLS material and the tokens."""
+        await self.stop()
+        old, self.data_dir = self.data_dir, self.data_dir.with_name(self.data_dir.name + "-new")
+        self.data_dir.mkdir()
+        shutil.copytree(old / "tls", self.data_dir / "tls")
+        for name in ("tokens.db", "admin.token"):
+            shutil.copy2(old / name, self.data_dir / name)
+        return await self.start()
+
+    def endpoint(self, token: str) -> HubEndpoint:
+        ca = (self.data_dir / "tls" / "ca.crt").read_bytes()
+        return HubEndpoint(server=f"https://127.0.0.1:{self.port}", token=token, ca_cert=ca)
+
+
+@dataclass
+class SessionFactory:
+    hubs: HubRunner
+    opened: list[HubSession] = field(default_factory=list)
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def token_for(self, cluster_id: str) -> str:
+        """One token per cluster, kept in the hub's token DB (which survives restarts)."""
+        if cluster_id not in self.tokens:
+            self.tokens[cluster_id] = self.hubs.hub.tokens.create(f"member-{cluster_id}", cluster_id=cluster_id)
+        return self.tokens[cluster_id]
+
+    def build(self, cluster_id: str, *, token: str | None = None, **kwargs: Any) -> HubSession:
+        """A session not yet started (the test starts it; teardown stops it)."""
+        config_overrides = kwargs.pop("config", {})
+        config = replace(SESSION_CONFIG, cluster_id=cluster_id, **config_overrides)
+        endpoint = self.hubs.endpoint(token if token is not None else self.token_for(cluster_id))
+        session = HubSession(endpoint, config, **kwargs)
+        self.opened.append(session)
+        return session
+
+    async def open(self, cluster_id: str, *, token: str | None = None, **kwargs: Any) -> HubSession:
+        session = self.build(cluster_id, token=token, **kwargs)
+        await session.start()
+        return session
+
+    async def close(self) -> None:
+        for session in self.opened:
+            await session.stop()
+
+
+@pytest.fixture
+async def hubs(tmp_path: Path) -> AsyncIterator[HubRunner]:
+    runner = HubRunner(tmp_path / "hub")
+    try:
+        yield runner
+    finally:
+        await runner.stop()
+
+
+@pytest.fixture
+async def hub(hubs: HubRunner) -> HubApp:
+    return await hubs.start()
+
+
+@pytest.fixture
+async def sessions(hubs: HubRunner) -> AsyncIterator[SessionFactory]:
+    factory = SessionFactory(hubs)
+    try:
+        yield factory
+    finally:
+        await factory.close()
