@@ -1,0 +1,32 @@
+"""What every import writer needs to know about the cluster it writes into."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from kube.client import KubeClient
+from kube.resources import SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1, Resource
+from mcapi import names
+from member.imports.discovery import ApiDiscovery
+
+# v1beta1 first: only it carries internalTrafficPolicy and trafficDistribution (the
+# mcs-api conformance suite checks both, and a v1alpha1 schema would prune them).
+# Both versions are one stored object, so v1alpha1 readers (Antrea's tools) still see it;
+# a cluster with only Antrea's v1alpha1 CRD gets v1alpha1.
+SERVICE_IMPORT_VERSIONS = {"v1beta1": SERVICE_IMPORTS_V1BETA1, "v1alpha1": SERVICE_IMPORTS}
+
+
+@dataclass(frozen=True)
+class ImportContext:
+    client: KubeClient
+    cluster_id: str
+    member_namespace: str
+    apis: ApiDiscovery
+    clock: Callable[[], datetime]
+
+    async def service_import_resource(self) -> Resource | None:
+        """The MCS ServiceImport version to write, None when the MCS CRD is not installed."""
+        version = await self.apis.pick_version(names.MCS_GROUP, "serviceimports", tuple(SERVICE_IMPORT_VERSIONS))
+        return SERVICE_IMPORT_VERSIONS.get(version) if version else None

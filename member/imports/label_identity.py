@@ -1,0 +1,23 @@
+"""A LabelIdentity import -> the cluster-scoped LabelIdentity named by the import (its
+label hash), spec = label and ID. Every LabelIdentity is the importer's, as in Antrea."""
+
+from __future__ import annotations
+
+from kube.resources import LABEL_IDENTITIES, Obj
+from mcapi.mchub.v1 import common_area_pb2 as pb
+from member.imports.context import ImportContext
+from member.imports.ownership import delete_owned, ensure_owned
+
+
+def desired_label_identity(message: pb.ResourceImport) -> Obj:
+    identity = message.label_identity
+    return {"metadata": {"name": message.import_name}, "spec": {"label": identity.label, "id": identity.id}}
+
+
+async def apply_label_identity(ctx: ImportContext, message: pb.ResourceImport) -> None:
+    desired = desired_label_identity(message)
+    await ensure_owned(ctx.client, LABEL_IDENTITIES, desired, None, import_name=message.import_name)
+
+
+async def delete_label_identity(ctx: ImportContext, import_name: str) -> None:
+    await delete_owned(ctx.client, LABEL_IDENTITIES, import_name, None, None)

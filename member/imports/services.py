@@ -1,0 +1,144 @@
+"""A ServiceImport import -> the Service ``antrea-mc-<name>`` and the MCS ServiceImport ``<name>``.
+
+The Service is selectorless (its Endpoints and EndpointSlices come from the Endpoints
+import); its ClusterIP becomes the ServiceImport's ClusterSetIP, as in Antrea. A
+Headless import gets a headless Service and a ServiceImport without IPs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, cast
+
+from kube.apply import ensure_status
+from kube.errors import NotFound
+from kube.resources import SERVICES, Obj, Resource
+from mcapi import names
+from mcapi.convert import build_service_import
+from mcapi.convert.errors import ConversionError
+from mcapi.crds.mcs import SERVICE_IMPORT_HEADLESS
+from mcapi.mchub.v1 import common_area_pb2 as pb
+from member.imports.context import ImportContext
+from member.imports.outcome import ImportBlocked, ImportReason
+from member.imports.ownership import (
+    ANNOTATION_LOCAL_CLUSTER_ID,
+    delete_exact,
+    delete_owned,
+    ensure_owned,
+    imported_service_annotations,
+    is_imported_service,
+    require_namespace,
+)
+
+# Spec fields the importer owns on each version: one the import leaves unset must be absent.
+_SPEC_FIELDS = {
+    "v1alpha1": ("ports", "ips", "type", "sessionAffinity", "sessionAffinityConfig", "ipFamilies"),
+    "v1beta1": (
+        "ports",
+        "ips",
+        "type",
+        "sessionAffinity",
+        "sessionAffinityConfig",
+        "ipFamilies",
+        "internalTrafficPolicy",
+        "trafficDistribution",
+    ),
+}
+
+
+def is_headless(spec: pb.ServiceImportSpec) -> bool:
+    return spec.type == SERVICE_IMPORT_HEADLESS
+
+
+def desired_service(message: pb.ResourceImport) -> Obj:
+    spec = message.service_import
+    ports: list[dict[str, Any]] = []
+    for port in spec.ports:
+        entry: dict[str, Any] = {"port": port.port, "protocol": port.protocol or "TCP"}
+        if port.name:
+            entry["name"] = port.name
+        if port.app_protocol:
+            entry["appProtocol"] = port.app_protocol
+        ports.append(entry)
+    service_spec: dict[str, Any] = {"type": "ClusterIP", "ports": ports or None, "selector": None}
+    if is_headless(spec):
+        service_spec["clusterIP"] = "None"
+    else:
+        # kube-proxy honours affinity on the Service; MCS ignores it for Headless imports.
+        service_spec["sessionAffinity"] = spec.session_affinity or "None"
+        timeout = spec.session_affinity_timeout_seconds
+        service_spec["sessionAffinityConfig"] = (
+            {"clientIP": {"timeoutSeconds": timeout}} if spec.session_affinity == "ClientIP" and timeout else None
+        )
+    return {
+        "metadata": {
+            "name": names.imported_object_name(message.name),
+            "namespace": message.namespace,
+            "annotations": imported_service_annotations(),
+        },
+        "spec": service_spec,
+    }
+
+
+def cluster_set_ips(service: Obj) -> list[str]:
+    spec = service.get("spec") or {}
+    ips = spec.get("clusterIPs") or ([spec["clusterIP"]] if spec.get("clusterIP") else [])
+    return [ip for ip in ips if ip and ip != "None"][:2]
+
+
+def desired_service_import(
+    message: pb.ResourceImport, resource: Resource, ips: list[str], cluster_id: str
+) -> tuple[Obj, dict[str, Any]]:
+    """The ServiceImport (without status) and its desired status."""
+    version = cast(Literal["v1alpha1", "v1beta1"], resource.version)
+    try:
+        model = build_service_import(message.service_import, message.namespace, message.name, ips, version)
+    except ConversionError as err:
+        raise ImportBlocked(ImportReason.INVALID, f"import {message.import_name}: {err}") from None
+    document = model.to_dict()
+    status = document.pop("status", None) or {}
+    spec = document.setdefault("spec", {})
+    for field in _SPEC_FIELDS[version]:
+        spec.setdefault(field, None)
+    document["metadata"]["annotations"] = {
+        **imported_service_annotations(),
+        ANNOTATION_LOCAL_CLUSTER_ID: cluster_id,
+    }
+    return document, {"clusters": status.get("clusters") or None}
+
+
+async def apply_service_import(ctx: ImportContext, message: pb.ResourceImport) -> None:
+    await require_namespace(ctx.client, message.namespace, ctx.cluster_id)
+    service = await _apply_service(ctx, message)
+    resource = await ctx.service_import_resource()
+    if resource is None:
+        raise ImportBlocked(
+            ImportReason.CRD_NOT_INSTALLED,
+            "ServiceImport CRD (multicluster.x-k8s.io) not installed: "
+            f"Service {message.namespace}/{names.imported_object_name(message.name)} was imported without it",
+        )
+    ips = [] if is_headless(message.service_import) else cluster_set_ips(service)
+    desired, status = desired_service_import(message, resource, ips, ctx.cluster_id)
+    live = await ensure_owned(ctx.client, resource, desired, is_imported_service, import_name=message.import_name)
+    await ensure_status(ctx.client, resource, live, status)
+
+
+async def _apply_service(ctx: ImportContext, message: pb.ResourceImport) -> Obj:
+    desired = desired_service(message)
+    name = desired["metadata"]["name"]
+    try:
+        live = await ctx.client.get(SERVICES, name, message.namespace)
+    except NotFound:
+        live = None
+    if live is not None and is_imported_service(live):
+        # ClusterIP is immutable: an import that turned Headless (or back) needs a new Service.
+        live_headless = (live.get("spec") or {}).get("clusterIP") == "None"
+        if live_headless != is_headless(message.service_import):
+            await delete_exact(ctx.client, SERVICES, live)
+    return await ensure_owned(ctx.client, SERVICES, desired, is_imported_service, import_name=message.import_name)
+
+
+async def delete_service_import(ctx: ImportContext, namespace: str, name: str) -> None:
+    await delete_owned(ctx.client, SERVICES, names.imported_object_name(name), namespace, is_imported_service)
+    resource = await ctx.service_import_resource()
+    if resource is not None:
+        await delete_owned(ctx.client, resource, name, namespace, is_imported_service)

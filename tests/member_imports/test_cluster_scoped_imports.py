@@ -1,0 +1,192 @@
+"""ClusterNetworkPolicy, LabelIdentity and ClusterInfo imports, and a cluster that serves only
+the MCS v1beta1 ServiceImport."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import suppress
+from typing import Any
+
+import yaml
+
+from kube.client import KubeClient
+from kube.errors import NotFound
+from kube.resources import (
+    CLUSTER_INFO_IMPORTS,
+    CRDS,
+    LABEL_IDENTITIES,
+    SERVICE_IMPORTS,
+    SERVICE_IMPORTS_V1BETA1,
+    Obj,
+    Resource,
+)
+from mcapi import names
+from member.hubclient import Delete
+from tests.kubeenv.cluster import CRD_DIR
+from tests.member_imports.conftest import MEMBER_NAMESPACE, Appliers, Reports, eventually
+from tests.member_imports.messages import acnp_import, cluster_info_import, label_identity_import, service_import
+from tests.member_imports.test_service_imports import eventually_applied
+
+ACNP = Resource("crd.antrea.io", "v1beta1", "clusternetworkpolicies", "ClusterNetworkPolicy", False)
+TIER = Resource("crd.antrea.io", "v1beta1", "tiers", "Tier", False)
+ISOLATION: dict[str, Any] = {
+    "priority": 1,
+    "tier": "securityops",
+    "appliedTo": [{"namespaceSelector": {}}],
+    "ingress": [{"action": "Pass", "from": [{"namespaces": {"match": "Self"}}], "name": "PassFromSameNS"}],
+}
+
+
+def _minimal_crd(plural: str, kind: str) -> Obj:
+    """A CRD of Antrea's crd.antrea.io group that accepts any spec, as a test stand-in for Antrea's."""
+    return {
+        "metadata": {"name": f"{plural}.crd.antrea.io"},
+        "spec": {
+            "group": "crd.antrea.io",
+            "scope": "Cluster",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [
+                {
+                    "name": "v1beta1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
+
+
+async def _install(client: KubeClient, crd: Obj, resource: Resource) -> None:
+    await client.create(CRDS, crd)
+
+    async def served() -> bool:
+        try:
+            await client.list(resource)
+        except NotFound:
+            return False
+        return True
+
+    await eventually(served)
+
+
+async def test_a_policy_import_fails_without_antreas_crd_and_is_created_once_it_is_installed(
+    member: KubeClient, appliers: Appliers, reports: Reports
+) -> None:
+    applier = await appliers.new()
+    upsert = acnp_import("strict-namespace-isolation", ISOLATION)
+    await applier.handle(upsert)
+    assert reports.last(upsert.import_name) == (
+        False,
+        "CRDNotInstalled",
+        "ClusterNetworkPolicy CRD not installed: is Antrea running?",
+    )
+
+    await _install(member, _minimal_crd("clusternetworkpolicies", "ClusterNetworkPolicy"), ACNP)
+    await eventually_applied(reports, upsert.import_name)
+    policy = await member.get(ACNP, "antrea-mc-strict-namespace-isolation")
+    assert policy["metadata"]["annotations"][names.ANNOTATION_IMPORTED_ACNP] == "true"
+    assert policy["spec"] == ISOLATION
+
+    changed = {k: v for k, v in ISOLATION.items() if k != "ingress"} | {"egress": ISOLATION["ingress"]}
+    await applier.handle(acnp_import("strict-namespace-isolation", changed))
+    assert (await member.get(ACNP, "antrea-mc-strict-namespace-isolation"))["spec"] == changed
+
+    await applier.handle(Delete(upsert.import_name))
+    assert (await member.list(ACNP)).items == []
+
+
+async def test_a_policy_whose_tier_is_missing_fails_and_is_created_when_the_tier_appears(
+    member: KubeClient, appliers: Appliers, reports: Reports
+) -> None:
+    await _install(member, _minimal_crd("clusternetworkpolicies", "ClusterNetworkPolicy"), ACNP)
+    await _install(member, _minimal_crd("tiers", "Tier"), TIER)
+    applier = await appliers.new()
+    upsert = acnp_import("strict-namespace-isolation", ISOLATION)
+    await applier.handle(upsert)
+    assert reports.last(upsert.import_name) == (
+        False,
+        "TierNotFound",
+        "ACNP Tier securityops does not exist in the importing cluster west",
+    )
+    assert (await member.list(ACNP)).items == []
+
+    await member.create(TIER, {"metadata": {"name": "securityops"}, "spec": {"priority": 100}})
+    await eventually_applied(reports, upsert.import_name)
+    assert (await member.get(ACNP, "antrea-mc-strict-namespace-isolation"))["spec"]["tier"] == "securityops"
+
+
+async def test_a_label_identity_import_creates_a_cluster_scoped_label_identity(
+    member: KubeClient, appliers: Appliers, reports: Reports
+) -> None:
+    applier = await appliers.new()
+    label = "ns:kubernetes.io/metadata.name=default&pod:app=web"
+    upsert = label_identity_import(label, 42)
+    await applier.handle(upsert)
+
+    identity = await member.get(LABEL_IDENTITIES, names.label_hash(label))
+    assert identity["spec"] == {"label": label, "id": 42}
+    assert reports.last(upsert.import_name) == (True, "Succeeded", "")
+
+
+async def test_a_cluster_info_import_creates_a_ready_cluster_info_import_in_the_member_namespace(
+    member: KubeClient, appliers: Appliers, reports: Reports
+) -> None:
+    applier = await appliers.new()
+    await applier.handle(cluster_info_import("east"))
+    await applier.handle(cluster_info_import("west"))  # the member's own: never imported
+
+    assert {o["metadata"]["name"] for o in (await member.list(CLUSTER_INFO_IMPORTS, MEMBER_NAMESPACE)).items} == {
+        "east-clusterinfo"
+    }
+    imported = await member.get(CLUSTER_INFO_IMPORTS, "east-clusterinfo", MEMBER_NAMESPACE)
+    assert imported["spec"] == {
+        "clusterID": "east",
+        "serviceCIDR": "10.112.0.0/16",
+        "gatewayInfos": [{"gatewayIP": "172.18.0.2"}],
+        "podCIDRs": ["10.244.0.0/16"],
+    }
+    [ready] = imported["status"]["conditions"]
+    assert (ready["type"], ready["status"]) == ("Ready", "True") and ready["lastTransitionTime"]
+    assert reports.last("east-clusterinfo") == (True, "Succeeded", "")
+    assert reports.last("west-clusterinfo") is None
+
+    await applier.handle(cluster_info_import("east", gateway_ip="172.18.0.9"))
+    moved = await member.get(CLUSTER_INFO_IMPORTS, "east-clusterinfo", MEMBER_NAMESPACE)
+    assert moved["spec"]["gatewayInfos"] == [{"gatewayIP": "172.18.0.9"}]
+    assert moved["status"]["conditions"] == imported["status"]["conditions"]
+
+
+async def _serve_only_v1beta1_service_imports(client: KubeClient) -> None:
+    crd = yaml.safe_load((CRD_DIR / "multicluster.x-k8s.io_serviceimports.yaml").read_text())
+    versions: Sequence[Obj] = crd["spec"]["versions"]
+    crd["spec"]["versions"] = [v for v in versions if v["name"] == "v1beta1"]
+    await client.delete(CRDS, crd["metadata"]["name"])
+
+    async def deleted() -> bool:
+        with suppress(NotFound):
+            await client.get(CRDS, crd["metadata"]["name"])
+            return False
+        return True
+
+    await eventually(deleted)
+    await _install(client, crd, SERVICE_IMPORTS_V1BETA1)
+
+
+async def test_a_cluster_serving_only_v1beta1_gets_v1beta1_service_imports_with_ip_families(
+    member: KubeClient, appliers: Appliers
+) -> None:
+    await _serve_only_v1beta1_service_imports(member)
+    applier = await appliers.new()
+    await applier.handle(service_import("default", "nginx", ip_families=["IPv4"]))
+
+    imported = await member.get(SERVICE_IMPORTS_V1BETA1, "nginx", "default")
+    assert imported["spec"]["ipFamilies"] == ["IPv4"]
+    assert imported["spec"]["type"] == "ClusterSetIP" and len(imported["spec"]["ips"]) == 1
+    assert imported["status"]["clusters"] == [{"cluster": "east"}]
+    try:
+        await member.list(SERVICE_IMPORTS, "default")
+    except NotFound:
+        pass
+    else:
+        raise AssertionError("v1alpha1 is still served")
