@@ -10,8 +10,8 @@ revisions in commit order.
 from __future__ import annotations
 
 import asyncio
-import math
 import logging
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from member.app import MemberApp
 
 from hub.app import HubApp
 from hub.config import HubConfig
@@ -26,6 +25,7 @@ from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists
 from kube.resources import CLUSTER_SETS, CRDS, SECRETS
 from mcapi import names
+from member.app import MemberApp
 from sandbox.server import SandboxServer
 
 log = logging.getLogger(__name__)
@@ -62,19 +62,31 @@ class LocalClusterSet:
     clusters: dict[str, LocalCluster] = field(default_factory=dict)
 
     async def start(self, *, join: bool = True) -> None:
+        await self.start_hub()
+        for index, name in enumerate(self.cluster_names):
+            await self.add_cluster(name, SERVICE_CIDRS[index % len(SERVICE_CIDRS)])
+            if join:
+                await self.join(name)
+
+    async def start_hub(self, grpc_port: int = 0) -> HubApp:
         config = HubConfig(
             data_dir=self.work_dir / "hub",
-            grpc_address="127.0.0.1:0",
+            grpc_address=f"127.0.0.1:{grpc_port}",
             rest_address=self.rest_address,
             cluster_set_id=self.clusterset_id,
             leader_cluster_id=self.leader_cluster_id,
         )
         self.hub = HubApp(replace(config, **self.hub_overrides))
         await self.hub.start()
-        for index, name in enumerate(self.cluster_names):
-            await self.add_cluster(name, SERVICE_CIDRS[index % len(SERVICE_CIDRS)])
-            if join:
-                await self.join(name)
+        return self.hub
+
+    async def restart_hub(self) -> HubApp:
+        """Stop the hub and start a new one on the same data dir and port (members reconnect)."""
+        hub = self._hub()
+        port = hub.grpc_port
+        await hub.stop()
+        self.hub = None
+        return await self.start_hub(port)
 
     async def add_cluster(self, name: str, service_cidr: str) -> LocalCluster:
         server = SandboxServer(name=name, service_cidr=service_cidr, work_dir=self.work_dir / name)

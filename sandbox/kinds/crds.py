@@ -6,9 +6,10 @@ real apiserver takes a moment, so clients that wait for Established work on both
 Deleting a CRD first deletes its custom resources (honouring their finalizers) under
 the `customresourcecleanup.apiextensions.k8s.io` finalizer, then stops serving it.
 
-Custom resources are pruned and defaulted by the storage version's schema (see
-structural_schema). Faithfulness notes: the schema does not validate types, enums or
-required fields; conversion is always None (only apiVersion is rewritten).
+Custom resources are pruned and defaulted by the storage version's schema widened
+with the fields other served versions declare (see served_schema, structural_schema).
+Faithfulness notes: the schema does not validate types, enums or required fields;
+conversion is always None (only apiVersion is rewritten).
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ class CRDController:
     def _serve(self, crd: Obj) -> None:
         name = crd["metadata"]["name"]
         key = (crd["spec"]["group"], _names_with_defaults(crd["spec"])["plural"])
-        self.registry.register_behaviour(key, CustomResourceBehaviour(storage_schema(crd)))
+        self.registry.register_behaviour(key, CustomResourceBehaviour(served_schema(crd)))
         self.catalog.remove_where(lambda rt: rt.from_crd and rt.storage_key == self._served.get(name, key))
         for rt in resource_types_of(crd):
             self.catalog.add(rt)
@@ -219,6 +220,41 @@ def storage_schema(crd: Obj) -> dict[str, Any]:
             schema: dict[str, Any] = (version.get("schema") or {}).get("openAPIV3Schema") or {}
             return schema
     return {}
+
+
+def served_schema(crd: Obj) -> dict[str, Any]:
+    """The storage version's schema widened by every served version's fields.
+
+    A real apiserver prunes with the schema of the version a request names, and with
+    conversion None keeps those fields in storage even when the storage version does
+    not declare them: an object written as v1alpha1 keeps its v1alpha1-only fields
+    (a legacy ClusterClaim's `name`, a v1alpha1 ClusterSet's `members`). Pruning
+    with the union of the served schemas keeps them too.
+    """
+    merged = storage_schema(crd)
+    for version in crd["spec"].get("versions") or []:
+        if version.get("served", True) and not version.get("storage"):
+            merged = merge_schemas(merged, (version.get("schema") or {}).get("openAPIV3Schema") or {})
+    return merged
+
+
+def merge_schemas(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Structural union: properties of both (recursively); `first` wins on anything else."""
+    if not first:
+        return dict(second)
+    if not second:
+        return dict(first)
+    merged = {**second, **first}
+    if second.get("x-kubernetes-preserve-unknown-fields"):
+        merged["x-kubernetes-preserve-unknown-fields"] = True
+    properties = dict(second.get("properties") or {})
+    for key, schema in (first.get("properties") or {}).items():
+        properties[key] = merge_schemas(schema, properties[key]) if key in properties else schema
+    if properties:
+        merged["properties"] = properties
+    if isinstance(first.get("items"), dict) and isinstance(second.get("items"), dict):
+        merged["items"] = merge_schemas(first["items"], second["items"])
+    return merged
 
 
 def _version_priority(versions: list[dict[str, Any]]) -> list[str]:

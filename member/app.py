@@ -1,0 +1,217 @@
+"""MemberApp: one member controller — ClusterSet join/leave, ServiceExports out, imports in.
+
+``await start()`` reads the MultiClusterConfig (ConfigError when invalid) and watches the
+member Namespace for its ClusterSet; ``await stop()`` stops everything without leaving (the
+hub keeps this member's exports; a restarted member re-syncs them in one sync bracket).
+
+Joining (the ClusterSetController decides when): ServiceExport informers synced, the full
+desired set of exports handed to a new HubSession before it starts (so its first bracket
+sweeps only what really went away), imports applied by an ImportApplier. Leaving (ClusterSet
+deleted): exports withdrawn and acknowledged by the hub, session stopped, imported objects
+removed. Several MemberApps may run in one process, each with its own KubeClient.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kube.client import KubeClient
+from kube.events import EventRecorder
+from mcapi.config import MultiClusterConfig
+from mcapi.names import DEFAULT_MEMBER_NAMESPACE
+from member.config import MemberOptions, load_multicluster_config
+from member.exports.controller import ServiceExportController
+from member.hubclient import ConnectionState, HubEndpoint, HubSession, HubSessionConfig, ImportEvent
+from member.imports import ImportApplier
+from member.join.controller import ClusterSetController
+from member.join.spec import JoinSpec
+from member.join.status import LeaderLink
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "mchub-member"
+
+
+@dataclass
+class _Joined:
+    spec: JoinSpec
+    session: HubSession
+    exports: ServiceExportController
+    importer: ImportApplier
+
+
+class _ImportRelay:
+    """Hands the session's import events to the importer, which is built after the session
+    (it reports through it)."""
+
+    def __init__(self) -> None:
+        self.importer: ImportApplier | None = None
+
+    async def __call__(self, event: ImportEvent) -> None:
+        if self.importer is None:
+            raise RuntimeError("import event before the importer exists")
+        await self.importer.handle(event)
+
+
+class MemberApp:
+    def __init__(
+        self,
+        client: KubeClient,
+        namespace: str = DEFAULT_MEMBER_NAMESPACE,
+        *,
+        options: MemberOptions | None = None,
+        session_overrides: Mapping[str, Any] | None = None,
+    ) -> None:
+        """``session_overrides``: HubSessionConfig fields (backoffs, heartbeat...) for every session."""
+        base = options or MemberOptions()
+        overrides = {**base.session_overrides, **(session_overrides or {})}
+        self.options = dataclasses.replace(base, namespace=namespace, session_overrides=overrides)
+        self.client = client
+        self.config = MultiClusterConfig()
+        self.recorder = EventRecorder(client, COMPONENT)
+        self._clusterset: ClusterSetController | None = None
+        self._joined: _Joined | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def namespace(self) -> str:
+        return self.options.namespace
+
+    # ---- lifecycle -----------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the config (ConfigError when invalid) and start watching for the ClusterSet."""
+        if self._clusterset is not None:
+            raise RuntimeError("the member is already started")
+        self.config = await load_multicluster_config(self.client, self.namespace)
+        controller = ClusterSetController(self.client, self.namespace, self, status_resync=self.options.status_resync)
+        await controller.start()
+        self._clusterset = controller
+        log.info(
+            "member started",
+            extra={"namespace": self.namespace, "endpointIPType": self.config.endpoint_ip_type},
+        )
+
+    async def stop(self) -> None:
+        """Stop watching and disconnect; exports stay at the hub (this is not a leave)."""
+        if self._clusterset is not None:
+            await self._clusterset.stop()
+            self._clusterset = None
+        await self.leave(withdraw=False)
+        log.info("member stopped", extra={"namespace": self.namespace})
+
+    # ---- what tests and the CLI look at --------------------------------------
+
+    @property
+    def joined(self) -> JoinSpec | None:
+        return self._joined.spec if self._joined is not None else None
+
+    @property
+    def session(self) -> HubSession | None:
+        return self._joined.session if self._joined is not None else None
+
+    @property
+    def exports(self) -> ServiceExportController | None:
+        return self._joined.exports if self._joined is not None else None
+
+    @property
+    def importer(self) -> ImportApplier | None:
+        return self._joined.importer if self._joined is not None else None
+
+    # ---- Membership ----------------------------------------------------------
+
+    async def join(self, spec: JoinSpec, endpoint: HubEndpoint) -> None:
+        async with self._lock:
+            if self._joined is not None:
+                raise RuntimeError(f"already joined {self._joined.spec.ref}")
+            exports = ServiceExportController(self.client, spec.cluster_id, self.config.endpoint_ip_type)
+            await exports.start_watching(self.options.sync_timeout)
+            session: HubSession | None = None
+            importer: ImportApplier | None = None
+            try:
+                session, importer = self._connect(spec, endpoint, exports)
+                # The whole desired set before the first bracket: only what really went away is swept.
+                session.replace_all(exports.desired_exports())
+                await importer.start()
+                await session.start()
+                exports.attach(session)
+            except BaseException:
+                await exports.stop()
+                if session is not None:
+                    await session.stop()
+                if importer is not None:
+                    await importer.stop()
+                raise
+            self._joined = _Joined(spec, session, exports, importer)
+            log.info("member joined", extra={"clusterSet": spec.ref, "clusterID": spec.cluster_id})
+
+    def _connect(
+        self, spec: JoinSpec, endpoint: HubEndpoint, exports: ServiceExportController
+    ) -> tuple[HubSession, ImportApplier]:
+        """A hub session (not started) and the importer it feeds."""
+        relay = _ImportRelay()
+        session = HubSession(
+            endpoint,
+            HubSessionConfig(
+                cluster_id=spec.cluster_id,
+                cluster_set_id=spec.cluster_set_id,
+                leader_cluster_id=spec.leader_cluster_id,
+                **self.options.session_overrides,
+            ),
+            on_import_event=relay,
+            on_verdict=exports.on_verdict,
+            on_rejected=exports.on_rejected,
+            on_state_change=self._on_state_change,
+        )
+        importer = ImportApplier(
+            self.client,
+            cluster_id=spec.cluster_id,
+            member_namespace=self.namespace,
+            report=session.report_import_status,
+            recorder=self.recorder,
+        )
+        relay.importer = importer
+        return session, importer
+
+    async def leave(self, *, withdraw: bool) -> None:
+        async with self._lock:
+            joined, self._joined = self._joined, None
+            if joined is None:
+                return
+            await joined.exports.stop()
+            if withdraw:
+                await self._withdraw(joined)
+            await joined.session.stop()
+            if withdraw:
+                await joined.importer.remove_all()
+            await joined.importer.stop()
+            log.info("member left", extra={"clusterSet": joined.spec.ref, "withdrawn": withdraw})
+
+    async def _withdraw(self, joined: _Joined) -> None:
+        """Take back every export and wait (bounded) until the hub has deleted them."""
+        joined.session.replace_all([])
+        try:
+            async with asyncio.timeout(self.options.leave_timeout):
+                await joined.session.wait_exports_settled()
+        except TimeoutError:
+            log.warning(
+                "hub did not acknowledge the withdrawal of exports",
+                extra={"clusterSet": joined.spec.ref, "timeoutSeconds": self.options.leave_timeout},
+            )
+
+    def link(self) -> LeaderLink:
+        joined = self._joined
+        if joined is None:
+            return LeaderLink("", connected=False, why="not joined")
+        state = joined.session.state
+        why = "" if state.connected else (state.last_error or "connecting to the leader")
+        return LeaderLink(joined.spec.leader_cluster_id, connected=state.connected, why=why)
+
+    def _on_state_change(self, state: ConnectionState) -> None:
+        if self._clusterset is not None:
+            self._clusterset.status_changed()

@@ -1,0 +1,65 @@
+"""The member's configuration: the MultiClusterConfig of its ConfigMap, and process options.
+
+``antrea-mc-controller-config`` (key ``controller_manager_config.yaml``) in the member
+Namespace holds the options users know (endpointIPType, serviceCIDR, ...). It is read once
+at start: an invalid one stops the member with ConfigError naming the field, a missing one
+means the defaults (Antrea's member works without it too).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from kube.client import KubeClient
+from kube.errors import NotFound
+from kube.resources import CONFIG_MAPS
+from mcapi.config import ConfigError, MultiClusterConfig, parse_configmap_data
+from mcapi.names import DEFAULT_MEMBER_NAMESPACE, MC_CONTROLLER_CONFIGMAP
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ConfigError", "MemberOptions", "load_multicluster_config"]
+
+
+@dataclass(frozen=True)
+class MemberOptions:
+    """How one member process behaves; durations in seconds.
+
+    ``session_overrides`` are HubSessionConfig fields (backoffs, heartbeat, timeouts) applied
+    to every hub session this member opens; tests shorten them, production keeps the defaults.
+    """
+
+    namespace: str = DEFAULT_MEMBER_NAMESPACE
+    session_overrides: dict[str, Any] = field(default_factory=dict)
+    # Leaving: how long to wait for the hub to acknowledge that our exports are withdrawn.
+    leave_timeout: float = 10.0
+    # How long a join waits for the local informers' first list before it retries.
+    sync_timeout: float = 30.0
+    # Re-read the ClusterSet and rewrite its status this often even without events (Antrea: 30 s).
+    status_resync: float = 30.0
+
+
+async def load_multicluster_config(client: KubeClient, namespace: str) -> MultiClusterConfig:
+    """The validated MultiClusterConfig of the member Namespace; defaults when there is no ConfigMap.
+
+    Raises ConfigError (with the ConfigMap named) when it cannot be used.
+    """
+    try:
+        configmap = await client.get(CONFIG_MAPS, MC_CONTROLLER_CONFIGMAP, namespace)
+    except NotFound:
+        log.info(
+            "no multicluster config, using defaults", extra={"configMap": f"{namespace}/{MC_CONTROLLER_CONFIGMAP}"}
+        )
+        return MultiClusterConfig()
+    data = configmap.get("data") or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"ConfigMap {namespace}/{MC_CONTROLLER_CONFIGMAP} has no usable data")
+    try:
+        config = parse_configmap_data(data)
+    except ConfigError as err:
+        raise ConfigError(f"ConfigMap {namespace}/{MC_CONTROLLER_CONFIGMAP}: {err}") from None
+    for warning in config.warnings:
+        log.warning("multicluster config warning", extra={"configMap": MC_CONTROLLER_CONFIGMAP, "warning": warning})
+    return config

@@ -1,0 +1,236 @@
+"""ServiceExportController: ServiceExports (+ their Services and Endpoints) -> the hub session's
+desired exports, and the hub's verdicts -> ServiceExport conditions.
+
+Informers watch ServiceExports (multicluster.x-k8s.io, v1alpha1 when served, else v1beta1),
+Services and Endpoints in every Namespace; a work queue keyed by (namespace, name) runs
+one reconcile per ServiceExport: get (gone means withdraw) -> evaluate into exports or a
+reason -> hand the exports to the session (it sends only what changed) -> write the
+conditions if they differ. Verdicts, solicited or not, re-queue the ServiceExport.
+
+Start order, so a restarted member does not churn: ``start_watching()`` (informers synced),
+``desired_exports()`` (everything, for the session's first sync bracket), then ``attach()``
+the started session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from kube.client import KubeClient, WatchEvent
+from kube.errors import NotFound, PermanentError
+from kube.informer import Informer, cache_key
+from kube.resources import ENDPOINTS, SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1, SERVICES, Resource
+from kube.workqueue import WorkQueue, run_reconciler
+from mcapi.config import EndpointIPType
+from mcapi.mchub.v1 import common_area_pb2 as pb
+from member.exports.conditions import HubAnswer, apply_conditions, wanted_conditions
+from member.exports.evaluate import Evaluation, Key, evaluate, export_names
+from member.hubclient import ExportRejection
+from member.join.discovery import first_served
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+class ExportSink(Protocol):
+    """The part of HubSession this controller uses."""
+
+    def set_export(self, export: pb.ResourceExport) -> None: ...
+    def remove_export(self, export_name: str) -> None: ...
+    def verdict(self, export_name: str) -> pb.ExportStatus | None: ...
+    def rejection(self, export_name: str) -> ExportRejection | None: ...
+
+
+def _key(obj: Obj) -> Key:
+    return cache_key(obj)
+
+
+class ServiceExportController:
+    def __init__(self, client: KubeClient, cluster_id: str, ip_type: EndpointIPType, *, workers: int = 2) -> None:
+        self._client = client
+        self._cluster_id = cluster_id
+        self._ip_type = ip_type
+        self._workers = workers
+        self._queue: WorkQueue[Key] = WorkQueue(f"serviceexport-{cluster_id}")
+        self._resource: Resource = SERVICE_EXPORTS
+        self._service_exports: Informer | None = None
+        self._services: Informer | None = None
+        self._endpoints: Informer | None = None
+        self._sink: ExportSink | None = None
+        self._worker: asyncio.Task[None] | None = None
+        # Keys whose exports the session holds; export name -> its ServiceExport.
+        self._exported: set[Key] = set()
+        self._owners: dict[str, Key] = {}
+
+    @property
+    def resource(self) -> Resource:
+        """The ServiceExport version this controller reads and writes."""
+        return self._resource
+
+    # ---- lifecycle -----------------------------------------------------------
+
+    async def start_watching(self, sync_timeout: float) -> None:
+        served = await first_served(self._client, (SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1))
+        if served is None:
+            raise PermanentError("the MCS ServiceExport CRD (multicluster.x-k8s.io) is not installed")
+        self._resource = served
+        self._service_exports = Informer(self._client, served, handler=self._on_service_export)
+        self._services = Informer(self._client, SERVICES, handler=self._on_backing_object)
+        self._endpoints = Informer(self._client, ENDPOINTS, handler=self._on_backing_object)
+        try:
+            async with asyncio.timeout(sync_timeout):
+                for informer in self._informers():
+                    await informer.wait_synced()
+        except BaseException:
+            await self.stop()
+            raise
+
+    def desired_exports(self) -> list[pb.ResourceExport]:
+        """Every export the ServiceExports make now (call once the informers synced, before attach)."""
+        assert self._service_exports is not None
+        exports: list[pb.ResourceExport] = []
+        for obj in self._service_exports.list():
+            if (obj.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            evaluation = self._evaluate(_key(obj))
+            if evaluation.valid:
+                exports.extend(evaluation.exports)
+                self._remember(evaluation.key)
+        return exports
+
+    def attach(self, sink: ExportSink) -> None:
+        """Start reconciling into ``sink`` (the started session); every ServiceExport gets its status."""
+        assert self._service_exports is not None
+        self._sink = sink
+        self._worker = asyncio.create_task(
+            run_reconciler(self._queue, self._reconcile, workers=self._workers), name=self._queue.name
+        )
+        for obj in self._service_exports.list():
+            self._queue.add(_key(obj))
+
+    async def stop(self) -> None:
+        self._queue.shutdown()
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+            self._worker = None
+        for informer in self._informers():
+            await informer.stop()
+        self._sink = None
+
+    async def wait_idle(self) -> None:
+        await self._queue.wait_idle()
+
+    def _informers(self) -> list[Informer]:
+        return [i for i in (self._service_exports, self._services, self._endpoints) if i is not None]
+
+    # ---- what the session tells ----------------------------------------------
+
+    def on_verdict(self, export_name: str, status: pb.ExportStatus) -> None:
+        key = self._owners.get(export_name)
+        if key is not None:
+            self._queue.add(key)
+
+    def on_rejected(self, export_name: str, rejection: ExportRejection) -> None:
+        self.on_verdict(export_name, pb.ExportStatus())
+
+    # ---- events --------------------------------------------------------------
+
+    async def _on_service_export(self, event: WatchEvent) -> None:
+        self._queue.add(_key(event.object))
+
+    async def _on_backing_object(self, event: WatchEvent) -> None:
+        key = _key(event.object)
+        assert self._service_exports is not None
+        if key in self._exported or self._service_exports.get(key[1], key[0]) is not None:
+            self._queue.add(key)
+
+    # ---- reconcile -----------------------------------------------------------
+
+    def _evaluate(self, key: Key) -> Evaluation:
+        assert self._services is not None and self._endpoints is not None
+        namespace, name = key
+        return evaluate(
+            self._cluster_id,
+            self._ip_type,
+            key,
+            self._services.get(name, namespace),
+            self._endpoints.get(name, namespace),
+        )
+
+    def _remember(self, key: Key) -> None:
+        self._exported.add(key)
+        for name in export_names(self._cluster_id, key):
+            self._owners[name] = key
+
+    def _withdraw(self, key: Key) -> None:
+        if key not in self._exported:
+            return
+        assert self._sink is not None
+        self._exported.discard(key)
+        for name in export_names(self._cluster_id, key):
+            self._sink.remove_export(name)
+            self._owners.pop(name, None)
+        log.info("service export withdrawn", extra={"serviceExport": f"{key[0]}/{key[1]}"})
+
+    async def _reconcile(self, key: Key) -> float | None:
+        assert self._service_exports is not None and self._sink is not None
+        namespace, name = key
+        service_export = self._service_exports.get(name, namespace)
+        if service_export is None or (service_export.get("metadata") or {}).get("deletionTimestamp"):
+            self._withdraw(key)
+            return None
+        evaluation = self._evaluate(key)
+        if evaluation.valid:
+            for export in evaluation.exports:
+                self._sink.set_export(export)
+            self._remember(key)
+        else:
+            self._withdraw(key)
+        await self._write_status(service_export, evaluation)
+        return None
+
+    def _answer(self, export_name: str) -> HubAnswer:
+        assert self._sink is not None
+        return HubAnswer(self._sink.verdict(export_name), self._sink.rejection(export_name))
+
+    def _conditions(self, obj: Obj, evaluation: Evaluation) -> tuple[list[dict[str, Any]], bool]:
+        service_name, endpoints_name = export_names(self._cluster_id, evaluation.key)
+        current = (obj.get("status") or {}).get("conditions")
+        wanted = wanted_conditions(evaluation, self._answer(service_name), self._answer(endpoints_name), current)
+        generation = (obj.get("metadata") or {}).get("generation")
+        return apply_conditions(current, wanted, generation if isinstance(generation, int) else None, datetime.now(UTC))
+
+    async def _write_status(self, cached: Obj, evaluation: Evaluation) -> None:
+        _, changed = self._conditions(cached, evaluation)
+        if not changed:
+            return
+        # The cache may lag behind our last write: compare with the live object before writing.
+        namespace, name = evaluation.key
+        try:
+            live = await self._client.get(self._resource, name, namespace)
+        except NotFound:
+            return
+        conditions, changed = self._conditions(live, evaluation)
+        if not changed:
+            return
+        patch = {
+            "metadata": {"resourceVersion": live["metadata"]["resourceVersion"]},
+            "status": {"conditions": conditions},
+        }
+        try:
+            await self._client.patch_status(self._resource, name, patch, namespace)
+        except NotFound:
+            return
+        log.info(
+            "service export status updated",
+            extra={
+                "serviceExport": f"{namespace}/{name}",
+                "valid": evaluation.valid,
+                "reason": str(evaluation.invalid or ""),
+            },
+        )

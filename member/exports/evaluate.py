@@ -1,0 +1,114 @@
+"""What one ServiceExport means for the hub: valid or not (and why), and the exports it makes.
+
+Pure: the caller passes the ServiceExport's Service and Endpoints as the API server returns
+them (or None). A valid ServiceExport makes two exports, as Antrea's member does:
+
+- ``<clusterID>-<ns>-<name>-service``: the Service's spec;
+- ``<clusterID>-<ns>-<name>-endpoints``: with endpointIPType ClusterIP, the one address is
+  the Service's ClusterIP with the Service's ports (traffic enters through the exporting
+  cluster's Service); with PodIP, the ready addresses of the Endpoints. A headless Service
+  has no ClusterIP, so its Pod IPs are exported in either mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from mcapi import names
+from mcapi.config import EndpointIPType
+from mcapi.convert import ConversionError, endpoints_from_endpoints_json, service_spec_from_service_json
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+Obj = dict[str, Any]
+Key = tuple[str, str]  # (namespace, name) of the ServiceExport and its Service
+
+HEADLESS = "None"
+
+
+class InvalidReason(StrEnum):
+    """Why a ServiceExport is not valid (its Valid=False reason)."""
+
+    NO_SERVICE = "NoService"  # MCS
+    INVALID_SERVICE_TYPE = "InvalidServiceType"  # MCS
+    IMPORTED_SERVICE = "ImportedService"  # Antrea: a Service the member itself imported
+    INVALID_SERVICE = "InvalidService"  # the Service cannot be read as a Service spec
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    key: Key
+    exports: tuple[pb.ResourceExport, ...] = ()
+    invalid: InvalidReason | None = None
+    message: str = ""
+
+    @property
+    def valid(self) -> bool:
+        return self.invalid is None
+
+
+def export_names(cluster_id: str, key: Key) -> tuple[str, str]:
+    """The service and endpoints export names of a ServiceExport, whether it exports or not."""
+    namespace, name = key
+    return (
+        names.service_export_name(cluster_id, namespace, name),
+        names.endpoints_export_name(cluster_id, namespace, name),
+    )
+
+
+def _invalid(key: Key, reason: InvalidReason, message: str) -> Evaluation:
+    return Evaluation(key=key, invalid=reason, message=message)
+
+
+def _endpoints_spec(spec: pb.ServiceSpec, endpoints: Obj | None, ip_type: EndpointIPType) -> pb.EndpointsSpec:
+    cluster_ip = spec.cluster_ip
+    if ip_type == "ClusterIP" and cluster_ip and cluster_ip != HEADLESS:
+        ports = [pb.EndpointPort(name=p.name, port=p.port, protocol=p.protocol) for p in spec.ports]
+        return pb.EndpointsSpec(subsets=[pb.EndpointSubset(addresses=[pb.EndpointAddress(ip=cluster_ip)], ports=ports)])
+    return endpoints_from_endpoints_json(endpoints or {})
+
+
+def evaluate(
+    cluster_id: str,
+    ip_type: EndpointIPType,
+    key: Key,
+    service: Obj | None,
+    endpoints: Obj | None,
+) -> Evaluation:
+    namespace, name = key
+    if service is None or (service.get("metadata") or {}).get("deletionTimestamp"):
+        return _invalid(key, InvalidReason.NO_SERVICE, f"Service {namespace}/{name} does not exist")
+    annotations = (service.get("metadata") or {}).get("annotations") or {}
+    if names.ANNOTATION_IMPORTED_SERVICE in annotations:
+        return _invalid(
+            key,
+            InvalidReason.IMPORTED_SERVICE,
+            f"Service {namespace}/{name} was imported from the ClusterSet; an imported Service cannot be exported",
+        )
+    service_type = (service.get("spec") or {}).get("type") or "ClusterIP"
+    if service_type == "ExternalName":
+        return _invalid(
+            key, InvalidReason.INVALID_SERVICE_TYPE, "Service type ExternalName is not supported for export"
+        )
+    try:
+        spec = service_spec_from_service_json(service)
+        endpoints_spec = _endpoints_spec(spec, endpoints, ip_type)
+    except ConversionError as err:
+        return _invalid(key, InvalidReason.INVALID_SERVICE, str(err))
+    service_name, endpoints_name = export_names(cluster_id, key)
+    return Evaluation(
+        key=key,
+        exports=(
+            pb.ResourceExport(
+                export_name=service_name, cluster_id=cluster_id, namespace=namespace, name=name, service=spec
+            ),
+            pb.ResourceExport(
+                export_name=endpoints_name,
+                cluster_id=cluster_id,
+                namespace=namespace,
+                name=name,
+                endpoints=endpoints_spec,
+            ),
+        ),
+    )

@@ -1,0 +1,253 @@
+"""GatewayController: elects the Gateway Node, keeps its Gateway CR, exports ClusterInfo,
+and flags ClusterInfoImports whose ranges overlap.
+
+Three informers (Nodes; Gateways and ClusterInfoImports in the member Namespace) feed one
+work queue with two keys:
+
+* ``election``: candidates from the Nodes -> ``elect`` (keep the current Gateway while it
+  is eligible, else the lowest-named eligible candidate) -> the Gateway CR named after it
+  (gatewayIP, internalIP, serviceCIDR, wireGuard.publicKey), every other Gateway CR in the
+  Namespace deleted first (at most one Gateway at a time, as Antrea's webhook enforces) ->
+  the ClusterInfo export follows (withdrawn while there is no Gateway).
+* ``overlap``: the condition ``CIDRConflict`` on every ClusterInfoImport (status
+  subresource only; the importer's ``Ready`` and everything else is left alone).
+
+Start order, so a restarted member does not churn its ClusterInfo: ``start()`` (Service
+CIDR known, informers synced, one election done), ``desired_exports()`` for the session's
+first sync bracket, then ``attach(set_export, remove_export)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from kube.apply import delete_if_owned, ensure
+from kube.client import KubeClient, WatchEvent
+from kube.conditions import find_condition
+from kube.errors import NotFound
+from kube.events import EventRecorder
+from kube.informer import Informer
+from kube.resources import CLUSTER_INFO_IMPORTS, GATEWAYS, NODES, Obj, name_of
+from kube.workqueue import WorkQueue, run_reconciler
+from mcapi.config import MultiClusterConfig
+from mcapi.mchub.v1 import common_area_pb2 as pb
+from member.gateway.cluster_info import ClusterInfoPublisher, ClusterRanges, RemoveExport, SetExport
+from member.gateway.election import Candidate, candidates_from_nodes, elect
+from member.gateway.overlap import CONDITION_CIDR_CONFLICT, Ranges, find_overlaps, ranges_from_import
+from member.gateway.service_cidr import discover_service_cidr
+from member.imports.cluster_info_status import set_cluster_info_import_condition
+
+log = logging.getLogger(__name__)
+
+Key = Literal["election", "overlap"]
+ELECTION: Key = "election"
+OVERLAP: Key = "overlap"
+
+
+def desired_gateway(gateway: Candidate, namespace: str, service_cidr: str) -> Obj:
+    """The Gateway CR for an eligible candidate (wireGuard absent without a key)."""
+    body: Obj = {
+        "apiVersion": GATEWAYS.api_version,
+        "kind": GATEWAYS.kind,
+        "metadata": {"name": gateway.name, "namespace": namespace},
+        "gatewayIP": gateway.gateway_ip,
+        "internalIP": gateway.internal_ip,
+        "serviceCIDR": service_cidr,
+    }
+    if gateway.wireguard_public_key:
+        body["wireGuard"] = {"publicKey": gateway.wireguard_public_key}
+    return body
+
+
+class GatewayController:
+    def __init__(
+        self,
+        client: KubeClient,
+        namespace: str,
+        config: MultiClusterConfig,
+        cluster_id: str,
+        *,
+        recorder: EventRecorder | None = None,
+    ) -> None:
+        self._client = client
+        self._namespace = namespace
+        self._config = config
+        self._recorder = recorder
+        self._publisher = ClusterInfoPublisher(cluster_id, namespace)
+        self._queue: WorkQueue[Key] = WorkQueue(f"gateway-{cluster_id}")
+        self._nodes: Informer | None = None
+        self._gateways: Informer | None = None
+        self._imports: Informer | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._ranges: ClusterRanges | None = None
+        self._active: Candidate | None = None
+
+    # ---- what the lead and tests look at --------------------------------------
+
+    @property
+    def active(self) -> Candidate | None:
+        """The Gateway as last written (None: no eligible candidate)."""
+        return self._active
+
+    @property
+    def ranges(self) -> ClusterRanges | None:
+        return self._ranges
+
+    def desired_exports(self) -> Sequence[pb.ResourceExport]:
+        """The ClusterInfo export now (empty without a Gateway); call after start()."""
+        return self._publisher.desired_exports()
+
+    # ---- lifecycle -----------------------------------------------------------
+
+    async def start(self, sync_timeout: float = 30.0) -> None:
+        """Discover the Service CIDR (unless configured), sync the informers, elect once.
+
+        Raises ServiceCIDRUnknown when the Service CIDR cannot be found, a KubeError when the
+        API cannot be read, TimeoutError when the informers do not sync in time."""
+        service_cidr = self._config.service_cidr or await discover_service_cidr(self._client, self._namespace)
+        self._ranges = ClusterRanges(service_cidr, tuple(self._config.pod_cidrs))
+        self._nodes = Informer(self._client, NODES, handler=self._on_election_input)
+        self._gateways = Informer(self._client, GATEWAYS, namespace=self._namespace, handler=self._on_election_input)
+        self._imports = Informer(self._client, CLUSTER_INFO_IMPORTS, namespace=self._namespace, handler=self._on_import)
+        try:
+            async with asyncio.timeout(sync_timeout):
+                for informer in self._informers():
+                    await informer.wait_synced()
+        except BaseException:
+            await self.stop()
+            raise
+        try:
+            await self._reconcile_election()
+        except Exception as err:  # the worker retries it
+            log.warning("gatewayElectionDeferred", extra={"namespace": self._namespace, "error": str(err)})
+        self._worker = asyncio.create_task(run_reconciler(self._queue, self._reconcile), name=self._queue.name)
+        self._queue.add(ELECTION)
+        self._queue.add(OVERLAP)
+
+    def attach(self, set_export: SetExport, remove_export: RemoveExport) -> None:
+        """Publish ClusterInfo through these (HubSession.set_export / remove_export) from now on."""
+        self._publisher.attach(set_export, remove_export)
+
+    def detach(self) -> None:
+        self._publisher.detach()
+
+    async def stop(self) -> None:
+        self._queue.shutdown()
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+            self._worker = None
+        for informer in self._informers():
+            await informer.stop()
+        self._publisher.detach()
+
+    async def remove_gateways(self) -> None:
+        """Delete every Gateway CR of the Namespace (when leaving the ClusterSet); call after stop()."""
+        listed = await self._client.list(GATEWAYS, self._namespace)
+        for obj in listed.items:
+            await delete_if_owned(self._client, GATEWAYS, name_of(obj), self._namespace)
+        self._active = None
+
+    async def wait_idle(self) -> None:
+        await self._queue.wait_idle()
+
+    def _informers(self) -> list[Informer]:
+        return [i for i in (self._nodes, self._gateways, self._imports) if i is not None]
+
+    # ---- events --------------------------------------------------------------
+
+    async def _on_election_input(self, event: WatchEvent) -> None:
+        self._queue.add(ELECTION)
+
+    async def _on_import(self, event: WatchEvent) -> None:
+        self._queue.add(OVERLAP)
+
+    # ---- reconcile -----------------------------------------------------------
+
+    async def _reconcile(self, key: Key) -> float | None:
+        if key == ELECTION:
+            await self._reconcile_election()
+        else:
+            await self._reconcile_overlap()
+        return None
+
+    def _current_name(self) -> str | None:
+        if self._active is not None:
+            return self._active.name
+        assert self._gateways is not None
+        names = sorted(name_of(obj) for obj in self._gateways.list(self._namespace))
+        return names[0] if names else None
+
+    async def _reconcile_election(self) -> None:
+        assert self._nodes is not None and self._gateways is not None and self._ranges is not None
+        candidates = candidates_from_nodes(self._nodes.list(), self._config.gateway_ip_precedence)
+        previous = self._active
+        winner = elect(candidates, self._current_name())
+        for obj in self._gateways.list(self._namespace):
+            if winner is None or name_of(obj) != winner.name:
+                await delete_if_owned(self._client, GATEWAYS, name_of(obj), self._namespace)
+        if winner is not None:
+            await ensure(self._client, GATEWAYS, desired_gateway(winner, self._namespace, self._ranges.service_cidr))
+        self._active = winner
+        self._publisher.publish(winner, self._ranges)
+        if (previous.name if previous else None) != (winner.name if winner else None):
+            await self._announce(previous, winner, candidates)
+
+    async def _announce(
+        self, previous: Candidate | None, winner: Candidate | None, candidates: list[Candidate]
+    ) -> None:
+        problems = {c.name: c.problem for c in candidates if c.problem}
+        extra: dict[str, Any] = {
+            "namespace": self._namespace,
+            "previous": previous.name if previous else "",
+            "gateway": winner.name if winner else "",
+            "ineligible": problems,
+        }
+        if winner is None:
+            log.warning("noEligibleGateway", extra=extra)
+            return
+        log.info("gatewayElected", extra={**extra, "gatewayIP": winner.gateway_ip, "internalIP": winner.internal_ip})
+        if self._recorder is not None and self._nodes is not None:
+            node = self._nodes.get(winner.name)
+            if node is not None:
+                why = f"replaces {previous.name} ({problems.get(previous.name, 'gone')})" if previous else "first"
+                await self._recorder.normal(
+                    node, "GatewayElected", f"Node is the active Multi-cluster Gateway ({why})", NODES
+                )
+
+    async def _reconcile_overlap(self) -> None:
+        assert self._imports is not None and self._ranges is not None
+        imports = {name_of(obj): obj for obj in self._imports.list(self._namespace)}
+        local = Ranges("", self._ranges.service_cidr, self._ranges.pod_cidrs)
+        verdicts = find_overlaps(local, {name: ranges_from_import(obj) for name, obj in imports.items()})
+        for name, verdict in verdicts.items():
+            live = imports[name]
+            if live.get("metadata", {}).get("deletionTimestamp"):
+                continue
+            current = find_condition((live.get("status") or {}).get("conditions"), CONDITION_CIDR_CONFLICT)
+            wanted = {"status": verdict.status, "reason": verdict.reason, "message": verdict.message}
+            if current is not None and all(current.get(k) == v for k, v in wanted.items()):
+                continue
+            try:
+                await set_cluster_info_import_condition(
+                    self._client,
+                    live,
+                    CONDITION_CIDR_CONFLICT,
+                    "True" if verdict.status == "True" else "False",
+                    reason=verdict.reason,
+                    message=verdict.message,
+                )
+            except NotFound:
+                continue
+            if verdict.status == "True":
+                log.warning(
+                    "clusterInfoImportOverlaps",
+                    extra={
+                        "clusterInfoImport": f"{self._namespace}/{name}",
+                        "reason": verdict.reason,
+                        "detail": verdict.message,
+                    },
+                )

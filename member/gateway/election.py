@@ -1,0 +1,123 @@
+"""Gateway election, pure: Nodes in, the Node that should be the active Gateway out.
+
+Rules (Antrea's NodeReconciler, made deterministic):
+
+* A Node is a candidate while it carries the annotation ``multicluster.antrea.io/gateway``
+  (any value but ``false``: Antrea tests only for the key; an explicit ``false`` reading
+  as "yes" would surprise an operator).
+* A candidate is eligible when it is Ready and has a usable IPv4 ``internalIP`` (its first
+  IPv4 InternalIP) and ``gatewayIP``: the ``multicluster.antrea.io/gateway-ip`` annotation
+  when set, else by ``gatewayIPPrecedence``: ``internal``/``private`` take the InternalIP,
+  ``external``/``public`` the ExternalIP (no fallback, as in Antrea: a Node without one is
+  not eligible). Only IPv4 Gateways are supported.
+* The current Gateway stays while it is eligible; otherwise the eligible candidate with
+  the lowest name takes over (Antrea picks any; the lowest name makes every replay agree).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from ipaddress import IPv4Address, ip_address
+from typing import Any
+
+from mcapi.config import GatewayIPPrecedence
+from mcapi.names import ANNOTATION_GATEWAY, ANNOTATION_GATEWAY_IP
+
+ANNOTATION_WIREGUARD_PUBLIC_KEY = "multicluster.antrea.io/wireguard-public-key"
+"""Written by the agent on its own Node when trafficEncryptionMode is wireGuard; the
+elected Node's value becomes the Gateway's ``wireGuard.publicKey``. Kept in step with
+agent/kubewatch/node_key.py (member and agent share no module but mcapi)."""
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A Node annotated as a Gateway candidate, and whether it can serve."""
+
+    name: str
+    ready: bool
+    internal_ip: str | None
+    gateway_ip: str | None
+    wireguard_public_key: str | None = None
+    problem: str | None = None
+    """Why the Node cannot be the Gateway (None: eligible)."""
+
+    @property
+    def eligible(self) -> bool:
+        return self.problem is None
+
+
+def is_candidate(node: Mapping[str, Any]) -> bool:
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(ANNOTATION_GATEWAY)
+    return value is not None and str(value).strip().lower() != "false"
+
+
+def node_is_ready(node: Mapping[str, Any]) -> bool:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
+
+
+def _first_ipv4(node: Mapping[str, Any], address_type: str) -> str | None:
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") != address_type:
+            continue
+        if _ipv4(str(address.get("address", ""))) is not None:
+            return str(address["address"])
+    return None
+
+
+def _ipv4(text: str) -> IPv4Address | None:
+    try:
+        parsed = ip_address(text.strip())
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, IPv4Address) else None
+
+
+def candidate_from_node(node: Mapping[str, Any], precedence: GatewayIPPrecedence) -> Candidate | None:
+    """The Node as a candidate; None when it is not annotated as one."""
+    if not is_candidate(node):
+        return None
+    meta = node.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    annotations = meta.get("annotations") or {}
+    ready = node_is_ready(node)
+    internal_ip = _first_ipv4(node, "InternalIP")
+    key = str(annotations.get(ANNOTATION_WIREGUARD_PUBLIC_KEY) or "").strip() or None
+    override = annotations.get(ANNOTATION_GATEWAY_IP)
+    problem: str | None = None
+    gateway_ip: str | None
+    if override is not None:
+        gateway_ip = str(override).strip()
+        if _ipv4(gateway_ip) is None:
+            problem = f"annotation {ANNOTATION_GATEWAY_IP}={override!r} is not an IPv4 address"
+    elif precedence in ("external", "public"):
+        gateway_ip = _first_ipv4(node, "ExternalIP")
+        if gateway_ip is None:
+            problem = f"no IPv4 ExternalIP (gatewayIPPrecedence {precedence})"
+    else:
+        gateway_ip = internal_ip
+    if internal_ip is None:
+        problem = "no IPv4 InternalIP"
+    elif problem is None and not ready:
+        problem = "not Ready"
+    return Candidate(name, ready, internal_ip, gateway_ip, key, problem)
+
+
+def candidates_from_nodes(nodes: Iterable[Mapping[str, Any]], precedence: GatewayIPPrecedence) -> list[Candidate]:
+    found = (candidate_from_node(node, precedence) for node in nodes)
+    return sorted((c for c in found if c is not None), key=lambda c: c.name)
+
+
+def elect(candidates: Iterable[Candidate], current: str | None) -> Candidate | None:
+    """The Gateway: ``current`` while eligible, else the eligible candidate with the lowest name."""
+    eligible = sorted((c for c in candidates if c.eligible), key=lambda c: c.name)
+    for candidate in eligible:
+        if candidate.name == current:
+            return candidate
+    return eligible[0] if eligible else None

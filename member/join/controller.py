@@ -1,0 +1,227 @@
+"""ClusterSetController: join when the member Namespace has a ClusterSet, leave when it goes,
+and keep its status current.
+
+One work queue, one worker, two keys: ``membership`` (read the ClusterSet, its claims and
+token Secret; join, rejoin or leave) and ``status`` (rewrite the ClusterSet status from the
+hub session's state). One worker serialises them, so a status is never written for a
+session being torn down. What joining means (the hub session, exports, imports) is the
+``Membership``'s business: this controller only decides when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from kube.client import KubeClient, WatchEvent
+from kube.errors import KubeError, NotFound, PermanentError, TemporaryError
+from kube.informer import Informer
+from kube.resources import (
+    CLUSTER_CLAIMS,
+    CLUSTER_CLAIMS_V1ALPHA1,
+    CLUSTER_SETS,
+    CLUSTER_SETS_V1ALPHA1,
+    SECRETS,
+    Resource,
+    name_of,
+)
+from kube.workqueue import WorkQueue, run_reconciler
+from member.hubclient import HubEndpoint
+from member.join.credentials import read_endpoint
+from member.join.discovery import first_served
+from member.join.spec import InvalidClusterSet, JoinSpec, parse_join_spec
+from member.join.status import LeaderLink, desired_status, status_differs, status_merge_patch
+
+log = logging.getLogger(__name__)
+
+KEY_MEMBERSHIP = "membership"
+KEY_STATUS = "status"
+
+Obj = dict[str, Any]
+
+
+class Membership(Protocol):
+    """The joined state of a member: what joining starts and leaving stops."""
+
+    async def join(self, spec: JoinSpec, endpoint: HubEndpoint) -> None:
+        """Connect to the hub as ``spec`` says; raise to be retried (nothing left half-started)."""
+
+    async def leave(self, *, withdraw: bool) -> None:
+        """Disconnect; with ``withdraw``, first take back every export and imported object."""
+
+    def link(self) -> LeaderLink:
+        """The hub session's state, for the ClusterSet status."""
+
+
+class ClusterSetController:
+    def __init__(self, client: KubeClient, namespace: str, membership: Membership, *, status_resync: float) -> None:
+        self._client = client
+        self._namespace = namespace
+        self._membership = membership
+        self._status_resync = status_resync
+        self._queue: WorkQueue[str] = WorkQueue("clusterset")
+        self._informers: list[Informer] = []
+        self._cluster_sets: Informer | None = None
+        self._claims: Informer | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._resource: Resource = CLUSTER_SETS
+        # What we joined with (None: not joined), and why we could not join the ClusterSet seen.
+        self._joined: tuple[JoinSpec, HubEndpoint] | None = None
+        self._problem = ""
+        # Status reconciles done (written or not): lets tests see a pass happened.
+        self.status_passes = 0
+
+    @property
+    def joined(self) -> JoinSpec | None:
+        return self._joined[0] if self._joined is not None else None
+
+    # ---- lifecycle -----------------------------------------------------------
+
+    async def start(self) -> None:
+        ns = self._namespace
+        served = await first_served(self._client, (CLUSTER_SETS, CLUSTER_SETS_V1ALPHA1), ns)
+        if served is None:
+            raise PermanentError("the ClusterSet CRD (multicluster.crd.antrea.io) is not installed")
+        self._resource = served
+        self._cluster_sets = Informer(self._client, served, namespace=ns, handler=self._on_event)
+        self._informers = [self._cluster_sets]
+        # Legacy claims carry their well-known name in a v1alpha1-only field: read them as v1alpha1.
+        claims = await first_served(self._client, (CLUSTER_CLAIMS_V1ALPHA1, CLUSTER_CLAIMS), ns)
+        if claims is not None:
+            self._claims = Informer(self._client, claims, namespace=ns, handler=self._on_event)
+            self._informers.append(self._claims)
+        self._informers.append(Informer(self._client, SECRETS, namespace=ns, handler=self._on_secret))
+        try:
+            for informer in self._informers:
+                await informer.wait_synced()
+        except BaseException:
+            await self._stop_informers()
+            raise
+        self._worker = asyncio.create_task(
+            run_reconciler(self._queue, self._reconcile, workers=1), name=f"clusterset-{ns}"
+        )
+        self._queue.add(KEY_MEMBERSHIP)
+
+    async def stop(self) -> None:
+        """Stop watching; the membership itself is left to the caller (a process stop is not a leave)."""
+        self._queue.shutdown()
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+            self._worker = None
+        await self._stop_informers()
+
+    async def _stop_informers(self) -> None:
+        for informer in self._informers:
+            await informer.stop()
+        self._informers = []
+
+    def status_changed(self) -> None:
+        """The hub session's state changed: the ClusterSet status follows."""
+        self._queue.add(KEY_STATUS)
+
+    # ---- events --------------------------------------------------------------
+
+    async def _on_event(self, event: WatchEvent) -> None:
+        self._queue.add(KEY_MEMBERSHIP)
+
+    async def _on_secret(self, event: WatchEvent) -> None:
+        # Only the token Secret matters: a rotated token or a Secret created after the ClusterSet.
+        wanted = self._joined[0].secret if self._joined else None
+        if wanted is None or name_of(event.object) == wanted or self._problem:
+            self._queue.add(KEY_MEMBERSHIP)
+
+    # ---- reconcile -----------------------------------------------------------
+
+    async def _reconcile(self, key: str) -> float | None:
+        if key == KEY_MEMBERSHIP:
+            try:
+                await self._reconcile_membership()
+            finally:
+                self._queue.add(KEY_STATUS)
+            return None
+        return await self._reconcile_status()
+
+    def _current_cluster_sets(self) -> list[Obj]:
+        assert self._cluster_sets is not None
+        found = self._cluster_sets.list(self._namespace)
+        return [o for o in found if not (o.get("metadata") or {}).get("deletionTimestamp")]
+
+    async def _reconcile_membership(self) -> None:
+        cluster_sets = self._current_cluster_sets()
+        if not cluster_sets:
+            self._problem = ""
+            if self._joined is not None:
+                log.info("clusterset deleted, leaving", extra={"clusterSet": self._joined[0].ref})
+                await self._membership.leave(withdraw=True)
+                self._joined = None
+            return
+        if len(cluster_sets) > 1:
+            names = sorted(name_of(o) for o in cluster_sets)
+            self._problem = f"Namespace {self._namespace} has {len(names)} ClusterSets ({', '.join(names)}); only one"
+            raise InvalidClusterSet(self._problem)
+        claims = self._claims.list(self._namespace) if self._claims is not None else []
+        try:
+            spec = parse_join_spec(cluster_sets[0], claims)
+            endpoint = await read_endpoint(self._client, spec)
+        except (PermanentError, TemporaryError, KubeError) as err:
+            self._problem = str(err)
+            raise
+        self._problem = ""
+        if self._joined == (spec, endpoint):
+            return
+        if self._joined is not None:
+            withdraw = self._joined[0].identity != spec.identity
+            log.info(
+                "clusterset changed, reconnecting",
+                extra={"clusterSet": spec.ref, "clusterID": spec.cluster_id, "withdraw": withdraw},
+            )
+            await self._membership.leave(withdraw=withdraw)
+            self._joined = None
+        log.info(
+            "joining clusterset",
+            extra={"clusterSet": spec.ref, "clusterID": spec.cluster_id, "leader": spec.server, "legacy": spec.legacy},
+        )
+        await self._membership.join(spec, endpoint)
+        self._joined = (spec, endpoint)
+
+    def _link(self, cluster_set: Obj) -> LeaderLink:
+        if self._joined is not None:
+            return self._membership.link()
+        leaders = (cluster_set.get("spec") or {}).get("leaders") or [{}]
+        leader_id = str(leaders[0].get("clusterID") or "") if isinstance(leaders[0], dict) else ""
+        return LeaderLink(leader_id, connected=False, why=self._problem or "not joined yet")
+
+    async def _reconcile_status(self) -> float | None:
+        try:
+            return await self._write_status()
+        finally:
+            self.status_passes += 1
+
+    async def _write_status(self) -> float | None:
+        cluster_sets = self._current_cluster_sets()
+        if len(cluster_sets) != 1:
+            return None
+        name = name_of(cluster_sets[0])
+        try:
+            live = await self._client.get(self._resource, name, self._namespace)
+        except NotFound:
+            return None
+        generation = (live.get("metadata") or {}).get("generation")
+        current = live.get("status")
+        desired = desired_status(
+            current, generation if isinstance(generation, int) else None, self._link(live), datetime.now(UTC)
+        )
+        if status_differs(current, desired):
+            patch = {
+                "metadata": {"resourceVersion": live["metadata"]["resourceVersion"]},
+                "status": status_merge_patch(current, desired),
+            }
+            await self._client.patch_status(self._resource, name, patch, self._namespace)
+            log.info(
+                "clusterset status updated",
+                extra={"clusterSet": f"{self._namespace}/{name}", "readyClusters": desired["readyClusters"]},
+            )
+        return self._status_resync

@@ -1,0 +1,140 @@
+"""Member restarts and leaving the ClusterSet."""
+
+from __future__ import annotations
+
+import base64
+import sqlite3
+from typing import Any
+
+from hub.app import HubApp
+from hub.store.sqlite import SqliteStore
+from kube.errors import NotFound
+from kube.resources import ENDPOINTS, SECRETS, SERVICES
+from mcapi import names
+from tests.kubeenv.cluster import ensure_namespace
+from tests.member.conftest import MemberFactory
+from tests.member.harness import MEMBER_NAMESPACE, JoinedMember, eventually
+
+NS = "shop"
+
+
+def _stored_export_revisions(hub: HubApp) -> dict[str, int]:
+    """Each export's revision as the hub's SQLite store holds it (read-only, beside the hub)."""
+    store = hub.store
+    assert isinstance(store, SqliteStore)
+    with sqlite3.connect(f"file:{store.db_path}?mode=ro", uri=True) as conn:
+        return dict(conn.execute("SELECT export_name, revision FROM exports").fetchall())
+
+
+def _exports_of(hub: HubApp, cluster_id: str) -> list[str]:
+    return sorted(n for n, e in hub.engine.index.exports.items() if e.cluster_id == cluster_id)
+
+
+async def _export_two_services(member: JoinedMember) -> None:
+    for name in ("web", "api"):
+        await member.create_service(NS, name)
+        await member.export(NS, name)
+        await member.wait_condition(NS, name, "Ready", "True", "Exported")
+
+
+async def test_a_restarted_member_resyncs_its_exports_without_rewriting_them(
+    hub: HubApp, members: MemberFactory
+) -> None:
+    east = await members.join("east")
+    await _export_two_services(east)
+    revisions = _stored_export_revisions(hub)
+    assert sorted(revisions) == _exports_of(hub, "east") and len(revisions) == 4
+    statuses: dict[str, Any] = {n: await east.service_export(NS, n) for n in ("web", "api")}
+
+    await east.stop_member()
+    await east.start_member()
+    await east.wait_connected()
+
+    assert _exports_of(hub, "east") == sorted(revisions)
+    assert _stored_export_revisions(hub) == revisions
+    exports = east.member.exports
+    assert exports is not None
+    await exports.wait_idle()
+    for name, before in statuses.items():
+        after = await east.service_export(NS, name)
+        assert after is not None and before is not None
+        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+async def test_an_export_deleted_while_the_member_was_down_is_swept_at_restart(
+    hub: HubApp, members: MemberFactory
+) -> None:
+    east = await members.join("east")
+    await _export_two_services(east)
+    await east.stop_member()
+    await east.client.delete(SERVICES, "api", NS)
+
+    await east.start_member()
+
+    async def swept() -> bool:
+        return names.service_export_name("east", NS, "api") not in hub.engine.index.exports
+
+    await eventually(swept, what="api swept from the hub")
+    assert names.service_export_name("east", NS, "web") in hub.engine.index.exports
+
+
+async def test_deleting_the_cluster_set_withdraws_every_export_and_imported_object(
+    hub: HubApp, members: MemberFactory
+) -> None:
+    east = await members.join("east")
+    await _export_two_services(east)
+    west = await members.join("west")
+    await ensure_namespace(west.client, NS)
+    imported = names.imported_object_name("web")
+
+    async def imported_in_west() -> bool:
+        try:
+            await west.client.get(SERVICES, imported, NS)
+        except NotFound:
+            return False
+        return True
+
+    await eventually(imported_in_west, what="web imported into west")
+
+    await west.delete_cluster_set(hub)
+
+    async def west_cleaned() -> bool:
+        for resource in (SERVICES, ENDPOINTS):
+            try:
+                await west.client.get(resource, imported, NS)
+            except NotFound:
+                continue
+            return False
+        return west.member.joined is None
+
+    await eventually(west_cleaned, what="west's imported objects removed")
+
+    await east.delete_cluster_set(hub)
+
+    async def east_withdrawn() -> bool:
+        return not _exports_of(hub, "east") and east.member.joined is None
+
+    await eventually(east_withdrawn, what="east's exports gone from the hub")
+    # The user's objects stay: the Services and ServiceExports east exported are untouched.
+    assert await east.service_export(NS, "web") is not None
+    await east.client.get(SERVICES, "web", NS)
+
+
+async def test_a_rotated_token_reconnects_the_member_without_withdrawing_its_exports(
+    hub: HubApp, members: MemberFactory
+) -> None:
+    east = await members.join("east")
+    await _export_two_services(east)
+    revisions = _stored_export_revisions(hub)
+    first_session = east.member.session
+
+    token = hub.tokens.create("member-east-rotated", cluster_id="east")
+    data = {"token": base64.b64encode(token.encode()).decode()}
+    await east.client.patch(SECRETS, "member-east-token", {"data": data}, MEMBER_NAMESPACE)
+
+    async def reconnected() -> bool:
+        session = east.member.session
+        return session is not None and session is not first_session and session.state.exports_synced
+
+    await eventually(reconnected, what="a new session with the rotated token")
+    assert _stored_export_revisions(hub) == revisions
