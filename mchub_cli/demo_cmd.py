@@ -87,8 +87,6 @@ def _instructions(clusterset: LocalClusterSet) -> str:
         "",
         f"Hub REST:   curl -H 'Authorization: Bearer {hub.admin_token}' {hub.rest_url}/api/v1/resourceimports",
         f"Dashboard:  {hub.rest_url}/  (admin token: {hub.admin_token})",
-        "",
-        "Press Ctrl-C to stop; everything is cleaned up.",
     ]
     return "\n".join(lines)
 
@@ -122,6 +120,7 @@ async def demo(args: argparse.Namespace) -> int:
         await wait_imported(east)
         print(_instructions(clusterset), flush=True)
         if not args.exit_when_ready:
+            print("\nPress Ctrl-C to stop; everything is cleaned up.", flush=True)
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):

@@ -1,0 +1,88 @@
+"""`mchub agent`: run the multicluster datapath agent of one Node until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent.config import AgentConfig, load_agent_config
+from agent.errors import ConfigError
+from agent.main import DEFAULT_KEY_PATH, run_agent
+from kube.client import connect
+from kube.errors import KubeError
+from mcapi.names import DEFAULT_MEMBER_NAMESPACE
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "agent", help="run the datapath agent of one Node (tunnels, routes, SNAT, WireGuard to remote Gateways)"
+    )
+    parser.add_argument("--kubeconfig", type=Path, help="the member cluster (default: in-cluster)")
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--node", required=True, help="the Kubernetes Node this agent runs on")
+    parser.add_argument(
+        "--config", type=Path, help="antrea-agent.conf (or its multicluster section); default: gateway disabled"
+    )
+    parser.add_argument(
+        "--namespace",
+        default=DEFAULT_MEMBER_NAMESPACE,
+        help=f"the member Namespace with the Gateway and ClusterInfoImports (default {DEFAULT_MEMBER_NAMESPACE})",
+    )
+    parser.add_argument("--netns", help="program this named network namespace instead of the agent's own (tests)")
+    parser.add_argument(
+        "--key-path",
+        type=Path,
+        default=DEFAULT_KEY_PATH,
+        help=f"WireGuard private key file (default {DEFAULT_KEY_PATH})",
+    )
+    parser.add_argument("--cleanup", action="store_true", help="remove everything the agent created when it stops")
+    parser.set_defaults(func=run_agent_command)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    try:
+        config = load_agent_config(args.config) if args.config else AgentConfig()
+    except ConfigError as exc:
+        print(f"mchub agent: {exc}", file=sys.stderr)
+        return 2
+    try:
+        client = await connect(args.kubeconfig, args.context)
+    except KubeError as exc:
+        print(f"mchub agent: {exc}", file=sys.stderr)
+        return 2
+    try:
+        task = asyncio.create_task(
+            run_agent(
+                client,
+                args.node,
+                config,
+                namespace=args.namespace,
+                netns=args.netns,
+                cleanup_on_stop=args.cleanup,
+                key_path=args.key_path,
+            )
+        )
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, task.cancel)
+        print(f"agent: Node {args.node}, watching Namespace {args.namespace} of {client.host}", flush=True)
+        try:
+            await task
+        except asyncio.CancelledError:
+            return 0
+        except (ConfigError, KubeError) as exc:
+            print(f"mchub agent: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    finally:
+        await client.close()
+
+
+def run_agent_command(args: argparse.Namespace) -> int:
+    return asyncio.run(serve(args))
