@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test lint proto crds manifests bench clean
+.PHONY: setup demo test lint proto crds manifests image bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +33,17 @@ proto: setup
 crds: setup
 	$(BIN)/python hack/gen_crds.py
 
+manifests: setup
+	$(BIN)/python hack/render_manifests.py
+
+# Needs a Docker engine (not required for anything else here).
+image:
+	docker build -f deploy/Dockerfile -t mchub:latest .
+
 bench: setup
-	$(BIN)/python bench/hub_fanout.py
+	$(BIN)/python bench/hub_fanout.py --json bench/results/hub_fanout.json
+	$(BIN)/python bench/propagation.py --json bench/results/propagation.json
+	$(BIN)/python bench/datapath.py > bench/results/datapath.json
 
 clean:
 	rm -rf $(VENV) mchub-data .pytest_cache .mypy_cache .ruff_cache

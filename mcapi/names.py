@@ -30,6 +30,8 @@ ANNOTATION_IMPORTED_ACNP = "multicluster.antrea.io/imported-acnp"
 ANNOTATION_CLUSTER_ID = "multicluster.antrea.io/cluster-id"
 ANNOTATION_TOUCH_TS = "touch-ts"
 ANNOTATION_CREATED_BY_ANTCTL = "multicluster.antrea.io/created-by-antctl"
+# On a Node: the agent's WireGuard public key, which the member copies into the Gateway.
+ANNOTATION_WIREGUARD_PUBLIC_KEY = "multicluster.antrea.io/wireguard-public-key"
 
 # Labels on ResourceExports.
 LABEL_SOURCE_NAME = "sourceName"

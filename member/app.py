@@ -26,6 +26,7 @@ from mcapi.config import MultiClusterConfig
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 from member.config import MemberOptions, load_multicluster_config
 from member.exports.controller import ServiceExportController
+from member.gateway.controller import GatewayController
 from member.hubclient import ConnectionState, HubEndpoint, HubSession, HubSessionConfig, ImportEvent
 from member.imports import ImportApplier
 from member.join.controller import ClusterSetController
@@ -43,6 +44,7 @@ class _Joined:
     session: HubSession
     exports: ServiceExportController
     importer: ImportApplier
+    gateway: GatewayController
 
 
 class _ImportRelay:
@@ -123,6 +125,10 @@ class MemberApp:
     def importer(self) -> ImportApplier | None:
         return self._joined.importer if self._joined is not None else None
 
+    @property
+    def gateway(self) -> GatewayController | None:
+        return self._joined.gateway if self._joined is not None else None
+
     # ---- Membership ----------------------------------------------------------
 
     async def join(self, spec: JoinSpec, endpoint: HubEndpoint) -> None:
@@ -130,24 +136,31 @@ class MemberApp:
             if self._joined is not None:
                 raise RuntimeError(f"already joined {self._joined.spec.ref}")
             exports = ServiceExportController(self.client, spec.cluster_id, self.config.endpoint_ip_type)
-            await exports.start_watching(self.options.sync_timeout)
+            gateway = GatewayController(
+                self.client, self.namespace, self.config, spec.cluster_id, recorder=self.recorder
+            )
             session: HubSession | None = None
             importer: ImportApplier | None = None
             try:
+                await exports.start_watching(self.options.sync_timeout)
+                await gateway.start(self.options.sync_timeout)
                 session, importer = self._connect(spec, endpoint, exports)
-                # The whole desired set before the first bracket: only what really went away is swept.
-                session.replace_all(exports.desired_exports())
+                # The whole desired set before the first bracket: only what really went away is
+                # swept, and an unchanged ClusterInfo is not dropped and re-added on a restart.
+                session.replace_all([*exports.desired_exports(), *gateway.desired_exports()])
                 await importer.start()
                 await session.start()
                 exports.attach(session)
+                gateway.attach(session.set_export, session.remove_export)
             except BaseException:
                 await exports.stop()
+                await gateway.stop()
                 if session is not None:
                     await session.stop()
                 if importer is not None:
                     await importer.stop()
                 raise
-            self._joined = _Joined(spec, session, exports, importer)
+            self._joined = _Joined(spec, session, exports, importer, gateway)
             log.info("member joined", extra={"clusterSet": spec.ref, "clusterID": spec.cluster_id})
 
     def _connect(
@@ -184,8 +197,10 @@ class MemberApp:
             if joined is None:
                 return
             await joined.exports.stop()
+            await joined.gateway.stop()
             if withdraw:
                 await self._withdraw(joined)
+                await joined.gateway.remove_gateways()
             await joined.session.stop()
             if withdraw:
                 await joined.importer.remove_all()

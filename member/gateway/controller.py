@@ -57,8 +57,7 @@ def desired_gateway(gateway: Candidate, namespace: str, service_cidr: str) -> Ob
         "internalIP": gateway.internal_ip,
         "serviceCIDR": service_cidr,
     }
-    if gateway.wireguard_public_key:
-        body["wireGuard"] = {"publicKey": gateway.wireguard_public_key}
+    body["wireGuard"] = {"publicKey": gateway.wireguard_public_key} if gateway.wireguard_public_key else None
     return body
 
 

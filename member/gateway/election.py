@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, ip_address
 from typing import Any
 
+from mcapi import names
 from mcapi.config import GatewayIPPrecedence
 from mcapi.names import ANNOTATION_GATEWAY, ANNOTATION_GATEWAY_IP
 
-ANNOTATION_WIREGUARD_PUBLIC_KEY = "multicluster.antrea.io/wireguard-public-key"
+ANNOTATION_WIREGUARD_PUBLIC_KEY = names.ANNOTATION_WIREGUARD_PUBLIC_KEY
 """Written by the agent on its own Node when trafficEncryptionMode is wireGuard; the
 elected Node's value becomes the Gateway's ``wireGuard.publicKey``. Kept in step with
 agent/kubewatch/node_key.py (member and agent share no module but mcapi)."""

@@ -1,0 +1,3 @@
+"""The agent's Kubernetes side: watching what feeds the datapath (``view``), publishing the
+Node's WireGuard key (``node_key``) and remote Gateway reachability (``reachability``).
+agent/main.py puts them together; agent/kube_inputs.py holds the pure conversion."""

@@ -1,0 +1,161 @@
+"""Remote Gateway reachability -> the ``GatewayReachable`` condition of each ClusterInfoImport.
+
+Only the agent on the active Gateway Node writes it (it is the one probing). Per import:
+
+* probed and answering: ``True``/``Reachable``, the round trip in the message;
+* probed, ``health.missThreshold`` probes in a row unanswered: ``False``/``Unreachable``;
+* probed, no verdict yet: ``Unknown``/``Probing``;
+* not routed at all (agent.desired excluded it): ``Unknown`` with the exclusion's reason
+  (``OverlapsLocalCIDR``, ``NoGatewayIP``, ...) and messages.
+
+Written only on change: the message of a verdict is fixed when the verdict starts (the
+RTT measured then), so a steady link is never rewritten, whatever its jitter. The CRD's
+status holds conditions only, so the RTT lives in the message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from agent.health import PeerHealth, Reachability
+from agent.state import DesiredDatapath, Exclusion, Role
+from kube.client import KubeClient
+from kube.conditions import Status, find_condition, set_condition
+from kube.errors import Conflict, KubeError, NotFound
+from kube.resources import CLUSTER_INFO_IMPORTS, name_of, namespace_of
+
+log = logging.getLogger(__name__)
+
+CONDITION_GATEWAY_REACHABLE = "GatewayReachable"
+RETRY_DELAY = 1.0
+
+
+@dataclass(frozen=True)
+class WantedCondition:
+    status: Status
+    reason: str
+    message: str
+
+
+_VerdictKey = tuple[str, str, str, datetime]
+
+
+def reachability_condition(node_name: str, health: PeerHealth) -> WantedCondition:
+    ip, cid = health.gateway_ip, health.cluster_id
+    if health.reachability is Reachability.REACHABLE:
+        rtt = f"{health.rtt_seconds * 1000:.3f} ms" if health.rtt_seconds is not None else "unknown"
+        return WantedCondition("True", "Reachable", f"Gateway {ip} of cluster {cid} answers {node_name}; RTT {rtt}")
+    if health.reachability is Reachability.UNREACHABLE:
+        return WantedCondition(
+            "False",
+            "Unreachable",
+            f"Gateway {ip} of cluster {cid} missed {health.consecutive_misses} probes in a row from {node_name}",
+        )
+    return WantedCondition("Unknown", "Probing", f"{node_name} is probing Gateway {ip} of cluster {cid}")
+
+
+def exclusion_condition(exclusions: Sequence[Exclusion]) -> WantedCondition:
+    reason = exclusions[-1].reason.value  # the cluster-level verdict comes last
+    return WantedCondition("Unknown", reason, "Not routed: " + "; ".join(e.message for e in exclusions) + ".")
+
+
+class ReachabilityPublisher:
+    """Writes GatewayReachable whenever poked and something differs."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        node_name: str,
+        imports: Callable[[], list[dict[str, Any]]],
+        desired: Callable[[], DesiredDatapath | None],
+        health: Callable[[], Mapping[str, PeerHealth]],
+    ) -> None:
+        self._client = client
+        self._node_name = node_name
+        self._imports = imports
+        self._desired = desired
+        self._health = health
+        self._poked = asyncio.Event()
+        self._messages: dict[str, tuple[_VerdictKey, WantedCondition]] = {}
+        self.writes = 0
+
+    def poke(self, *_: object) -> None:
+        """Look again (usable as the agent's on_health callback)."""
+        self._poked.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._poked.wait()
+            self._poked.clear()
+            try:
+                await self.publish()
+            except (Conflict, NotFound):
+                pass  # the informer brings the newer object, and a poke with it
+            except KubeError as err:
+                log.warning("reachabilityPublishFailed", extra={"error": str(err)})
+                loop = asyncio.get_running_loop()
+                loop.call_later(RETRY_DELAY, self._poked.set)
+
+    def wanted(self) -> dict[str, WantedCondition]:
+        """Cluster ID -> the condition its import should carry (empty unless this Node is the Gateway)."""
+        desired = self._desired()
+        if desired is None or desired.role is not Role.GATEWAY:
+            return {}
+        wanted: dict[str, WantedCondition] = {}
+        for cid, peer in self._health().items():
+            key = (peer.reachability.value, peer.gateway_ip, cid, peer.changed_at)
+            memo = self._messages.get(cid)
+            if memo is None or memo[0] != key:
+                memo = (key, reachability_condition(self._node_name, peer))
+                self._messages[cid] = memo
+            wanted[cid] = memo[1]
+        excluded: dict[str, list[Exclusion]] = {}
+        for exclusion in desired.exclusions:
+            excluded.setdefault(exclusion.cluster_id, []).append(exclusion)
+        for cid, items in excluded.items():
+            if cid not in desired.remote_clusters:
+                wanted[cid] = exclusion_condition(items)
+        return wanted
+
+    async def publish(self) -> None:
+        wanted = self.wanted()
+        if not wanted:
+            return
+        for live in self._imports():
+            cid = str((live.get("spec") or {}).get("clusterID") or "")
+            condition = wanted.get(cid)
+            if condition is None or (live.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            current = find_condition((live.get("status") or {}).get("conditions"), CONDITION_GATEWAY_REACHABLE)
+            if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
+                condition.status,
+                condition.reason,
+                condition.message,
+            ):
+                continue
+            conditions = copy.deepcopy((live.get("status") or {}).get("conditions") or [])
+            set_condition(
+                conditions, CONDITION_GATEWAY_REACHABLE, condition.status, condition.reason, condition.message
+            )
+            patch = {
+                "metadata": {"resourceVersion": live["metadata"]["resourceVersion"]},
+                "status": {"conditions": conditions},
+            }
+            with contextlib.suppress(NotFound):
+                await self._client.patch_status(CLUSTER_INFO_IMPORTS, name_of(live), patch, namespace_of(live))
+                self.writes += 1
+                log.info(
+                    "gatewayReachabilityPublished",
+                    extra={
+                        "clusterInfoImport": f"{namespace_of(live)}/{name_of(live)}",
+                        "status": condition.status,
+                        "reason": condition.reason,
+                    },
+                )

@@ -1,0 +1,91 @@
+"""ClusterView: informers over everything agent/kube_inputs.py reads, and one "changed" signal.
+
+Its own Node by field selector; Gateways, ClusterInfoImports, the member ConfigMap and the
+ClusterSet (when the CRD is served) in the member Namespace. ``changed`` is set by every
+event; the consumer clears it, reads ``inputs()`` and acts if they differ from the last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from agent.inputs import AgentInputs
+from agent.kube_inputs import build_inputs
+from kube.client import KubeClient, WatchEvent
+from kube.errors import Forbidden, NotFound
+from kube.informer import Informer
+from kube.resources import CLUSTER_INFO_IMPORTS, CLUSTER_SETS, CONFIG_MAPS, GATEWAYS, NODES, Obj
+from mcapi.names import MC_CONTROLLER_CONFIGMAP
+
+log = logging.getLogger(__name__)
+
+
+class ClusterView:
+    def __init__(self, client: KubeClient, node_name: str, namespace: str) -> None:
+        self.client = client
+        self.node_name = node_name
+        self.namespace = namespace
+        self.changed = asyncio.Event()
+        self.node_changed = asyncio.Event()
+        self._node = Informer(client, NODES, field_selector=f"metadata.name={node_name}", handler=self._on_node)
+        self._gateways = Informer(client, GATEWAYS, namespace=namespace, handler=self._on_event)
+        self._imports = Informer(client, CLUSTER_INFO_IMPORTS, namespace=namespace, handler=self._on_event)
+        self._configmap = Informer(
+            client,
+            CONFIG_MAPS,
+            namespace=namespace,
+            field_selector=f"metadata.name={MC_CONTROLLER_CONFIGMAP}",
+            handler=self._on_event,
+        )
+        self._cluster_sets: Informer | None = None
+
+    async def start(self, sync_timeout: float = 30.0) -> None:
+        """Sync every informer; raises the first informer's error (a missing CRD, RBAC)."""
+        try:
+            await self.client.list(CLUSTER_SETS, self.namespace, limit=1)
+        except (NotFound, Forbidden) as err:
+            log.info("clusterSetNotReadable", extra={"namespace": self.namespace, "error": str(err)})
+        else:
+            self._cluster_sets = Informer(self.client, CLUSTER_SETS, namespace=self.namespace, handler=self._on_event)
+        try:
+            async with asyncio.timeout(sync_timeout):
+                for informer in self._informers():
+                    await informer.wait_synced()
+        except BaseException:
+            await self.stop()
+            raise
+        self.changed.set()
+        self.node_changed.set()
+
+    async def stop(self) -> None:
+        for informer in self._informers():
+            await informer.stop()
+
+    def _informers(self) -> list[Informer]:
+        found = [self._node, self._gateways, self._imports, self._configmap]
+        return found + ([self._cluster_sets] if self._cluster_sets is not None else [])
+
+    async def _on_event(self, event: WatchEvent) -> None:
+        self.changed.set()
+
+    async def _on_node(self, event: WatchEvent) -> None:
+        self.changed.set()
+        self.node_changed.set()
+
+    @property
+    def node(self) -> Obj | None:
+        return self._node.get(self.node_name)
+
+    def imports(self) -> list[Obj]:
+        return self._imports.list(self.namespace)
+
+    def inputs(self, wireguard_public_key: str | None) -> AgentInputs | None:
+        return build_inputs(
+            self.node,
+            self._gateways.list(self.namespace),
+            self.imports(),
+            configmap=self._configmap.get(MC_CONTROLLER_CONFIGMAP, self.namespace),
+            cluster_sets=self._cluster_sets.list(self.namespace) if self._cluster_sets is not None else (),
+            wireguard_public_key=wireguard_public_key,
+        )

@@ -1,0 +1,145 @@
+"""run_agent: one Node's agent driven by its cluster's API.
+
+It watches (agent/kubewatch/view.py) the Node, the Gateway CR, the ClusterInfoImports, the
+member ConfigMap and the ClusterSet, turns them into AgentInputs (agent/kube_inputs.py)
+and feeds a DatapathAgent, one update per change. It publishes its WireGuard public key
+on its Node (agent/kubewatch/node_key.py) and, while the Node is the active Gateway, the
+reachability of every remote Gateway into the ClusterInfoImports (agent/kubewatch/
+reachability.py). Runs until cancelled; ``cleanup_on_stop`` removes the datapath then.
+
+RBAC it needs: get/list/watch nodes and patch its own Node; get/list/watch gateways,
+clusterinfoimports, clustersets and configmaps in the member Namespace; patch
+clusterinfoimports/status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from agent.config import AgentConfig
+from agent.inputs import AgentInputs
+from agent.kubewatch.node_key import publish_key
+from agent.kubewatch.reachability import ReachabilityPublisher
+from agent.kubewatch.view import ClusterView
+from agent.runner import Datapath, DatapathAgent, run_datapath_agent
+from agent.wgkey import load_or_create_key_pair
+from kube.client import KubeClient
+from kube.errors import KubeError
+from mcapi.names import DEFAULT_MEMBER_NAMESPACE
+
+log = logging.getLogger(__name__)
+
+DEFAULT_KEY_PATH = Path("/var/lib/mchub/agent/wireguard-private.key")
+KEY_RETRY_DELAY = 2.0
+
+
+class KubeAgent:
+    """The pieces of one running agent, for run_agent and for tests that watch it work."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        node_name: str,
+        config: AgentConfig,
+        *,
+        namespace: str = DEFAULT_MEMBER_NAMESPACE,
+        netns: str | None = None,
+        key_path: Path = DEFAULT_KEY_PATH,
+        datapath: Datapath | None = None,
+    ) -> None:
+        self.node_name = node_name
+        self.config = config
+        self.client = client
+        self.key = load_or_create_key_pair(key_path) if config.wireguard_enabled else None
+        self.agent = DatapathAgent(
+            config,
+            netns=netns,
+            wireguard_private_key=self.key.private_key if self.key else None,
+            datapath=datapath,
+        )
+        self.view = ClusterView(client, node_name, namespace)
+        self.publisher = ReachabilityPublisher(
+            client,
+            node_name,
+            imports=self.view.imports,
+            desired=lambda: self.agent.desired,
+            health=self.agent.health,
+        )
+        self.inputs: AgentInputs | None = None
+        self._updated = asyncio.Condition()
+
+    @property
+    def public_key(self) -> str | None:
+        return self.key.public_key if self.key else None
+
+    async def wait_until(self, predicate: Callable[[KubeAgent], bool]) -> None:
+        """Until ``predicate(self)`` holds, checked after every datapath update."""
+        async with self._updated:
+            await self._updated.wait_for(lambda: predicate(self))
+
+    async def run(self, *, cleanup_on_stop: bool = False, sync_timeout: float = 30.0) -> None:
+        await self.view.start(sync_timeout)
+        log.info("agentStarted", extra={"node": self.node_name, "namespace": self.view.namespace})
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self.publisher.run(), name=f"agent-reachability-{self.node_name}")
+                group.create_task(self._publish_key(), name=f"agent-node-key-{self.node_name}")
+                group.create_task(
+                    run_datapath_agent(
+                        self.agent, self._changes(), on_health=self.publisher.poke, cleanup_on_stop=cleanup_on_stop
+                    ),
+                    name=f"agent-datapath-{self.node_name}",
+                )
+        finally:
+            await self.view.stop()
+            log.info("agentStopped", extra={"node": self.node_name, "cleanedUp": cleanup_on_stop})
+
+    async def _changes(self) -> AsyncIterator[AgentInputs]:
+        waiting_logged = False
+        while True:
+            await self.view.changed.wait()
+            self.view.changed.clear()
+            current = self.view.inputs(self.public_key)
+            if current is None:
+                if not waiting_logged:
+                    log.info("agentWaitingForNode", extra={"node": self.node_name})
+                    waiting_logged = True
+                continue
+            if current != self.inputs:
+                self.inputs = current
+                yield current  # resumes once the agent applied it
+                async with self._updated:
+                    self._updated.notify_all()
+            self.publisher.poke()
+
+    async def _publish_key(self) -> None:
+        while True:
+            await self.view.node_changed.wait()
+            self.view.node_changed.clear()
+            node = self.view.node
+            if node is None:
+                continue
+            try:
+                await publish_key(self.client, node, self.public_key)
+            except KubeError as err:
+                log.warning("wireGuardKeyPublishFailed", extra={"node": self.node_name, "error": str(err)})
+                await asyncio.sleep(KEY_RETRY_DELAY)
+                self.view.node_changed.set()
+
+
+async def run_agent(
+    client: KubeClient,
+    node_name: str,
+    config: AgentConfig,
+    *,
+    namespace: str = DEFAULT_MEMBER_NAMESPACE,
+    netns: str | None = None,
+    cleanup_on_stop: bool = False,
+    key_path: Path = DEFAULT_KEY_PATH,
+) -> None:
+    """Run the agent of ``node_name`` until cancelled (ConfigError if the WireGuard key is unusable)."""
+    agent = KubeAgent(client, node_name, config, namespace=namespace, netns=netns, key_path=key_path)
+    await agent.run(cleanup_on_stop=cleanup_on_stop)

@@ -1,0 +1,159 @@
+"""The whole chain on one machine: sandbox API servers whose Nodes describe the namespace
+topology, members joined to a real in-process hub, the Gateway election and ClusterInfo
+exchange of member/gateway, and run_agent's KubeAgent per Node programming its namespace.
+
+East and west (two Nodes each, see topology.py): the Node objects carry the Nodes' underlay
+addresses as InternalIP and their Pod CIDRs; both Nodes of a cluster are Gateway candidates.
+The members are the harness's MemberApps (tests/member/harness.py); the GatewayController is
+attached to each member's HubSession by hand until MemberApp wires it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from agent.config import AgentConfig
+from agent.main import KubeAgent
+from agent.state import Role
+from kube.conditions import find_condition
+from kube.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
+from mcapi.names import ANNOTATION_GATEWAY, DEFAULT_MEMBER_NAMESPACE
+from member.gateway import GatewayController
+from tests.datapath.driver import FAST_HEALTH
+from tests.datapath.topology import ClusterNs, Topology, build_topology, destroy_topology
+from tests.datapath.traffic import eventually_seen_source, peer_reporting_server, unreachable
+from tests.member.harness import HubRunner, JoinedMember, join_member
+from tests.member_gateway.kubeobjects import annotate, create_node, named, only, set_ready, until
+
+NAMESPACE = DEFAULT_MEMBER_NAMESPACE
+WAIT = 20.0
+AGENT_CONFIG = AgentConfig(enable_gateway=True, enable_pod_to_pod_connectivity=True, health=FAST_HEALTH)
+
+
+@dataclass
+class Member:
+    cluster: ClusterNs
+    joined: JoinedMember
+    controller: GatewayController
+    agents: dict[str, KubeAgent] = field(default_factory=dict)
+
+
+@dataclass
+class ClusterSet:
+    topo: Topology
+    members: dict[str, Member]
+
+    def agent(self, node_name: str) -> KubeAgent:
+        cluster_id = node_name.rsplit("-", 1)[0]
+        return self.members[cluster_id].agents[node_name]
+
+
+@pytest.fixture
+async def clusterset(tmp_path: Path) -> AsyncIterator[ClusterSet]:
+    topo = await build_topology(("east", "west"))
+    tasks: list[asyncio.Task[None]] = []
+    async with AsyncExitStack() as stack:
+        stack.push_async_callback(destroy_topology, topo)
+        hubs = HubRunner(tmp_path / "hub")
+        hub = await hubs.start()
+        stack.push_async_callback(hubs.stop)
+        members: dict[str, Member] = {}
+        for cluster in topo.clusters.values():
+            config_yaml = f"serviceCIDR: {cluster.service_cidr}\npodCIDRs: ['{cluster.pod_cidr}']\n"
+            joined = await join_member(hub, cluster.cluster_id, tmp_path, config_yaml=config_yaml)
+            stack.push_async_callback(joined.aclose)
+            await joined.wait_connected()
+            for node in cluster.nodes:
+                await create_node(joined.client, node.name, node.underlay_ip, pod_cidr=node.pod_cidr)
+            controller = joined.member.gateway  # the MemberApp's own GatewayController
+            assert controller is not None
+            member = Member(cluster, joined, controller)
+            for node in cluster.nodes:
+                agent = KubeAgent(
+                    joined.client, node.name, AGENT_CONFIG, netns=node.netns, key_path=tmp_path / f"{node.name}.key"
+                )
+                member.agents[node.name] = agent
+                tasks.append(asyncio.create_task(agent.run(cleanup_on_stop=True), name=f"agent-{node.name}"))
+            members[cluster.cluster_id] = member
+
+        async def stop_agents() -> None:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+        stack.push_async_callback(stop_agents)  # runs first: agents clean up before the namespaces go
+        yield ClusterSet(topo, members)
+
+
+def routes_to(remote: str, gateway_ip: str, role: Role) -> Callable[[KubeAgent], bool]:
+    """This role, routing only ``remote``; a Gateway via ``gateway_ip`` (the remote Gateway), a
+    plain Node via its local Gateway (``gateway_ip`` then names it)."""
+
+    def check(agent: KubeAgent) -> bool:
+        desired = agent.agent.desired
+        if desired is None or desired.role is not role or desired.remote_clusters != (remote,):
+            return False
+        return bool(desired.routes) and all(str(r.via) == gateway_ip for r in desired.routes)
+
+    return check
+
+
+async def wait_agent(agent: KubeAgent, predicate: Callable[[KubeAgent], bool]) -> None:
+    async with asyncio.timeout(WAIT):
+        await agent.wait_until(predicate)
+
+
+async def test_pods_reach_across_gateways_elected_in_the_api_then_fail_over_and_stop_when_the_import_goes(
+    clusterset: ClusterSet,
+) -> None:
+    east, west = clusterset.members["east"], clusterset.members["west"]
+    east_a, east_b = east.cluster.nodes
+    west_a, west_b = west.cluster.nodes
+
+    # Election: the lowest-named Ready candidate of each cluster; the exchange reaches every agent.
+    await wait_agent(clusterset.agent("east-a"), routes_to("west", west_a.underlay_ip, Role.GATEWAY))
+    await wait_agent(clusterset.agent("west-a"), routes_to("east", east_a.underlay_ip, Role.GATEWAY))
+    await wait_agent(clusterset.agent("east-b"), routes_to("west", east_a.underlay_ip, Role.MEMBER))
+    await wait_agent(clusterset.agent("west-b"), routes_to("east", west_a.underlay_ip, Role.MEMBER))
+
+    # A Pod on east's plain Node reaches a Pod on west's plain Node through both Gateways.
+    async with peer_reporting_server(west_b.pod.netns):
+        assert await eventually_seen_source(east_b.pod.netns, west_b.pod.ip, deadline=WAIT) == east_a.underlay_ip
+
+    # West's Gateway agent probes east's Gateway and says so on the ClusterInfoImport.
+    def reachable(objs: list[dict[str, object]]) -> dict[str, object] | None:
+        obj = named("east-clusterinfo")(objs)
+        status = (obj or {}).get("status") or {}
+        assert isinstance(status, dict)
+        found = find_condition(status.get("conditions"), "GatewayReachable")
+        return found if found is not None and found["status"] == "True" else None
+
+    condition = await until(west.joined.client, CLUSTER_INFO_IMPORTS, reachable, namespace=NAMESPACE, within=WAIT)
+    assert east_a.underlay_ip in condition["message"] and "west-a" in condition["message"]
+
+    # East's Gateway Node turns NotReady: east-b takes over, west re-routes to it.
+    await set_ready(east.joined.client, "east-a", False)
+    await until(east.joined.client, GATEWAYS, only("east-b"), namespace=NAMESPACE, within=WAIT)
+    await wait_agent(clusterset.agent("east-b"), routes_to("west", west_a.underlay_ip, Role.GATEWAY))
+    await wait_agent(clusterset.agent("west-a"), routes_to("east", east_b.underlay_ip, Role.GATEWAY))
+    await wait_agent(clusterset.agent("east-a"), routes_to("west", east_b.underlay_ip, Role.MEMBER))
+    async with peer_reporting_server(west_b.pod.netns):
+        assert await eventually_seen_source(east_a.pod.netns, west_b.pod.ip, deadline=WAIT) == east_b.underlay_ip
+
+    # East has no candidate left: its ClusterInfo is withdrawn, west's import goes, and so do west's routes.
+    for node in east.cluster.nodes:
+        await annotate(east.joined.client, node.name, ANNOTATION_GATEWAY, None)
+    await until(west.joined.client, CLUSTER_INFO_IMPORTS, lambda objs: objs == [], namespace=NAMESPACE, within=WAIT)
+    for name in ("west-a", "west-b"):
+        await wait_agent(clusterset.agent(name), lambda a: a.agent.desired is not None and not a.agent.desired.routes)
+    async with peer_reporting_server(east_a.pod.netns):
+        assert await unreachable(west_b.pod.netns, east_a.pod.ip)

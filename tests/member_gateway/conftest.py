@@ -1,0 +1,80 @@
+"""Fixtures of the member Gateway suite (sandbox clusters, no root).
+
+* ``cluster``: a sandbox API server (Service CIDR 10.96.0.0/12) with the CRDs, and its client.
+* ``gateways``: ``await gateways.start(config=..., cluster_id=...)`` gives a started
+  GatewayController on ``cluster`` whose ClusterInfo goes to ``gateways.exported`` (a fake
+  exporter: the export by name, absent once withdrawn; ``gateways.changed`` is set on
+  every call). Every controller is stopped at teardown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from kube.client import KubeClient
+from mcapi.config import MultiClusterConfig
+from mcapi.mchub.v1 import common_area_pb2 as pb
+from member.gateway import GatewayController
+from sandbox.server import SandboxServer
+from tests.kubeenv.cluster import sandbox_cluster
+
+NAMESPACE = "kube-system"
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[tuple[SandboxServer, KubeClient]]:
+    async with sandbox_cluster(tmp_path / "east", "east") as pair:
+        yield pair
+
+
+@dataclass
+class Gateways:
+    client: KubeClient
+    exported: dict[str, pb.ResourceExport] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    controllers: list[GatewayController] = field(default_factory=list)
+
+    def set_export(self, export: pb.ResourceExport) -> None:
+        self.exported[export.export_name] = export
+        self.calls.append(f"set {export.export_name}")
+        self.changed.set()
+
+    def remove_export(self, name: str) -> None:
+        self.exported.pop(name, None)
+        self.calls.append(f"remove {name}")
+        self.changed.set()
+
+    async def start(self, config: MultiClusterConfig | None = None, cluster_id: str = "east") -> GatewayController:
+        controller = GatewayController(self.client, NAMESPACE, config or MultiClusterConfig(), cluster_id)
+        self.controllers.append(controller)
+        await controller.start(sync_timeout=10.0)
+        controller.attach(self.set_export, self.remove_export)
+        return controller
+
+    async def export_where(
+        self, predicate: Callable[[pb.ResourceExport | None], bool], within: float = 10.0
+    ) -> pb.ResourceExport | None:
+        """Until the clusterinfo export (None: withdrawn) satisfies ``predicate``."""
+        async with asyncio.timeout(within):
+            while True:
+                current = self.exported.get("east-clusterinfo")
+                if predicate(current):
+                    return current
+                self.changed.clear()
+                await self.changed.wait()
+
+
+@pytest.fixture
+async def gateways(cluster: tuple[SandboxServer, KubeClient]) -> AsyncIterator[Gateways]:
+    found = Gateways(cluster[1])
+    try:
+        yield found
+    finally:
+        for controller in found.controllers:
+            await controller.stop()

@@ -1,0 +1,150 @@
+"""Gateway election on a sandbox cluster: the Gateway CR and the ClusterInfo export follow the Nodes."""
+
+from __future__ import annotations
+
+from kube.client import KubeClient
+from kube.errors import NotFound
+from kube.resources import GATEWAYS, NODES, SERVICES
+from mcapi.config import MultiClusterConfig
+from mcapi.names import ANNOTATION_GATEWAY, ANNOTATION_GATEWAY_IP
+from member.gateway import ANNOTATION_WIREGUARD_PUBLIC_KEY
+from member.gateway.service_cidr import PROBE_SERVICE_NAME
+from sandbox.server import SandboxServer
+from tests.member_gateway.conftest import NAMESPACE, Gateways
+from tests.member_gateway.kubeobjects import annotate, create_node, only, set_ready, until
+
+Cluster = tuple[SandboxServer, KubeClient]
+
+
+async def test_a_ready_candidate_becomes_the_gateway_and_its_cluster_info_is_exported(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    _, client = cluster
+    await create_node(client, "node-1", "192.168.1.11")
+    await create_node(client, "node-0", "192.168.1.10", gateway=False)
+    controller = await gateways.start(MultiClusterConfig(pod_cidrs=["10.10.0.0/16"]))
+
+    gateway = await until(client, GATEWAYS, only("node-1"), namespace=NAMESPACE, what="Gateway node-1")
+    assert (gateway["gatewayIP"], gateway["internalIP"], gateway["serviceCIDR"]) == (
+        "192.168.1.11",
+        "192.168.1.11",
+        "10.96.0.0/12",  # discovered from the invalid-ClusterIP error text
+    )
+    assert "wireGuard" not in gateway
+    export = gateways.exported["east-clusterinfo"]
+    info = export.cluster_info
+    assert (export.cluster_id, export.namespace, export.name) == ("east", NAMESPACE, "east")
+    assert (info.cluster_id, info.service_cidr, list(info.pod_cidrs)) == ("east", "10.96.0.0/12", ["10.10.0.0/16"])
+    assert [g.gateway_ip for g in info.gateway_infos] == ["192.168.1.11"]
+    assert not info.HasField("wire_guard")
+    assert controller.desired_exports() == [export]
+    try:
+        await client.get(SERVICES, PROBE_SERVICE_NAME, NAMESPACE)
+        raise AssertionError("the Service CIDR probe Service was left behind")
+    except NotFound:
+        pass
+
+
+async def test_a_gateway_node_turning_not_ready_hands_over_to_another_ready_candidate(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    _, client = cluster
+    await create_node(client, "node-a", "192.168.1.1")
+    await create_node(client, "node-b", "192.168.1.2")
+    await gateways.start()
+    await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE, what="lowest name elected")
+
+    await set_ready(client, "node-a", False)
+    await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="failover to node-b")
+    await gateways.export_where(lambda e: e is not None and e.cluster_info.gateway_infos[0].gateway_ip == "192.168.1.2")
+
+    await set_ready(client, "node-a", True)  # the current Gateway stays while it is valid
+    await until(client, NODES, lambda nodes: all(n["status"]["conditions"][0]["status"] == "True" for n in nodes))
+    await gateways.controllers[0].wait_idle()
+    assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == ["node-b"]
+
+
+async def test_removing_the_annotation_hands_over_and_without_candidates_the_export_is_withdrawn(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    _, client = cluster
+    await create_node(client, "node-a", "192.168.1.1")
+    await create_node(client, "node-b", "192.168.1.2", ready=False)
+    await gateways.start()
+    await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE)
+
+    await annotate(client, "node-a", ANNOTATION_GATEWAY, None)
+    await until(client, GATEWAYS, lambda gws: gws == [], namespace=NAMESPACE, what="no Gateway (node-b NotReady)")
+    await gateways.export_where(lambda e: e is None)
+    assert gateways.calls[-1] == "remove east-clusterinfo"
+
+    await set_ready(client, "node-b", True)
+    await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="node-b once Ready")
+    await gateways.export_where(lambda e: e is not None)
+
+
+async def test_external_precedence_takes_the_external_ip_and_the_gateway_ip_annotation_overrides_it(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    _, client = cluster
+    await create_node(client, "node-a", "192.168.1.1", external_ip="203.0.113.1")
+    await gateways.start(MultiClusterConfig(gateway_ip_precedence="external", service_cidr="10.96.0.0/16"))
+    gateway = await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE)
+    assert (gateway["gatewayIP"], gateway["internalIP"], gateway["serviceCIDR"]) == (
+        "203.0.113.1",
+        "192.168.1.1",
+        "10.96.0.0/16",  # configured: no discovery
+    )
+
+    await annotate(client, "node-a", ANNOTATION_GATEWAY_IP, "198.51.100.7")
+    gateway = await until(
+        client,
+        GATEWAYS,
+        lambda gws: gws and gws[0]["gatewayIP"] == "198.51.100.7" and gws[0],
+        namespace=NAMESPACE,
+        what="annotated gateway IP",
+    )
+    assert gateway["internalIP"] == "192.168.1.1"
+    await gateways.export_where(
+        lambda e: e is not None and e.cluster_info.gateway_infos[0].gateway_ip == "198.51.100.7"
+    )
+
+
+async def test_internal_precedence_ignores_the_external_ip(cluster: Cluster, gateways: Gateways) -> None:
+    _, client = cluster
+    await create_node(client, "node-a", "192.168.1.1", external_ip="203.0.113.1")
+    await gateways.start()
+    gateway = await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE)
+    assert gateway["gatewayIP"] == "192.168.1.1"
+
+
+async def test_the_agents_wireguard_key_reaches_the_gateway_and_the_cluster_info(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    _, client = cluster
+    await create_node(client, "node-a", "192.168.1.1")
+    await gateways.start()
+    await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE)
+
+    await annotate(client, "node-a", ANNOTATION_WIREGUARD_PUBLIC_KEY, "cHVibGljLWtleQ==")
+    await until(
+        client,
+        GATEWAYS,
+        lambda gws: gws and (gws[0].get("wireGuard") or {}).get("publicKey") == "cHVibGljLWtleQ==",
+        namespace=NAMESPACE,
+        what="wireGuard.publicKey",
+    )
+    await gateways.export_where(lambda e: e is not None and e.cluster_info.wire_guard.public_key == "cHVibGljLWtleQ==")
+
+    await annotate(client, "node-a", ANNOTATION_WIREGUARD_PUBLIC_KEY, None)
+    await until(client, GATEWAYS, lambda gws: gws and "wireGuard" not in gws[0], namespace=NAMESPACE, what="no key")
+    await gateways.export_where(lambda e: e is not None and not e.cluster_info.HasField("wire_guard"))
+
+
+async def test_a_stale_gateway_of_a_vanished_node_is_replaced_at_start(cluster: Cluster, gateways: Gateways) -> None:
+    _, client = cluster
+    stale = {"metadata": {"name": "gone", "namespace": NAMESPACE}, "gatewayIP": "1.1.1.1", "internalIP": "1.1.1.1"}
+    await client.create(GATEWAYS, stale)
+    await create_node(client, "node-a", "192.168.1.1")
+    await gateways.start()
+    await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE, what="stale Gateway replaced")

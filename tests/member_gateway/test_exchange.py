@@ -1,0 +1,72 @@
+"""ClusterInfo through a real hub: east's Gateway shows up as a ClusterInfoImport in west.
+
+The members are the harness's MemberApps (tests/member/harness.py), each running its own
+GatewayController; their Pod CIDRs come from antrea-mc-controller-config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import pytest
+
+from kube.conditions import find_condition
+from kube.resources import CLUSTER_INFO_IMPORTS
+from tests.member.harness import HubRunner, JoinedMember, join_member
+from tests.member_gateway.conftest import NAMESPACE
+from tests.member_gateway.kubeobjects import create_node, named, set_ready, until
+
+
+@pytest.fixture
+async def pair(tmp_path: Path) -> AsyncIterator[tuple[JoinedMember, JoinedMember]]:
+    async with AsyncExitStack() as stack:
+        hubs = HubRunner(tmp_path / "hub")
+        hub = await hubs.start()
+        stack.push_async_callback(hubs.stop)
+        east = await join_member(hub, "east", tmp_path, config_yaml=_config("10.1.0.0/16"))
+        stack.push_async_callback(east.aclose)
+        west = await join_member(hub, "west", tmp_path, config_yaml=_config("10.2.0.0/16"))
+        stack.push_async_callback(west.aclose)
+        await east.wait_connected()
+        await west.wait_connected()
+        yield east, west
+
+
+def _config(pod_cidr: str) -> str:
+    return f"apiVersion: multicluster.crd.antrea.io/v1alpha1\nkind: MultiClusterConfig\npodCIDRs:\n  - {pod_cidr}\n"
+
+
+async def test_easts_gateway_reaches_west_as_a_cluster_info_import_flagged_for_the_shared_service_cidr(
+    pair: tuple[JoinedMember, JoinedMember],
+) -> None:
+    east, west = pair
+    await create_node(east.client, "east-a", "192.168.10.1")
+    await create_node(east.client, "east-b", "192.168.10.2")
+    imported = await until(west.client, CLUSTER_INFO_IMPORTS, named("east-clusterinfo"), namespace=NAMESPACE, within=15)
+    spec = imported["spec"]
+    assert (spec["clusterID"], spec["serviceCIDR"], spec["podCIDRs"]) == ("east", "10.96.0.0/12", ["10.1.0.0/16"])
+    assert spec["gatewayInfos"] == [{"gatewayIP": "192.168.10.1"}]
+
+    # Both sandboxes use kube's default Service CIDR: west says so on the import.
+    def flagged(objs: list[dict[str, object]]) -> dict[str, object] | None:
+        obj = named("east-clusterinfo")(objs)
+        status = (obj or {}).get("status") or {}
+        assert isinstance(status, dict)
+        found = find_condition(status.get("conditions"), "CIDRConflict")
+        return obj if found is not None and found["reason"] == "ServiceCIDROverlap" else None
+
+    obj = await until(west.client, CLUSTER_INFO_IMPORTS, flagged, namespace=NAMESPACE, within=15)
+    ready = find_condition(obj["status"]["conditions"], "Ready")
+    assert ready is not None and ready["status"] == "True"
+
+    await set_ready(east.client, "east-a", False)
+    await until(
+        west.client,
+        CLUSTER_INFO_IMPORTS,
+        lambda objs: any(o["spec"]["gatewayInfos"] == [{"gatewayIP": "192.168.10.2"}] for o in objs),
+        namespace=NAMESPACE,
+        within=15,
+        what="west sees east's new Gateway",
+    )

@@ -1,0 +1,111 @@
+"""The agent's kube side, pure: objects -> AgentInputs, the Node key patch, GatewayReachable."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from agent.health import PeerHealth, Reachability
+from agent.inputs import ActiveGateway, RemoteCluster
+from agent.kube_inputs import build_inputs
+from agent.kubewatch.node_key import ANNOTATION_WIREGUARD_PUBLIC_KEY, key_patch
+from agent.kubewatch.reachability import ReachabilityPublisher, exclusion_condition, reachability_condition
+from agent.state import DesiredDatapath, Exclusion, ExclusionReason, Role
+from member.gateway.election import ANNOTATION_WIREGUARD_PUBLIC_KEY as MEMBER_ANNOTATION
+
+NODE: dict[str, Any] = {
+    "metadata": {"name": "east-b"},
+    "spec": {"podCIDR": "10.1.2.0/24"},
+    "status": {
+        "addresses": [{"type": "InternalIP", "address": "fd00::2"}, {"type": "InternalIP", "address": "198.18.1.2"}]
+    },
+}
+
+
+def gateway(name: str, ip: str, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "kube-system"}
+    if deleting:
+        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    return {"metadata": meta, "gatewayIP": ip, "internalIP": ip, "serviceCIDR": "10.101.0.0/16"}
+
+
+IMPORT: dict[str, Any] = {
+    "metadata": {"name": "west-clusterinfo", "namespace": "kube-system", "resourceVersion": "7"},
+    "spec": {
+        "clusterID": "west",
+        "serviceCIDR": "10.102.0.0/16",
+        "gatewayInfos": [{"gatewayIP": "198.18.2.1"}],
+        "podCIDRs": ["10.2.0.0/16"],
+        "wireGuard": {"publicKey": "wk="},
+    },
+}
+CONFIGMAP = {"data": {"controller_manager_config.yaml": "podCIDRs: ['10.1.0.0/16']\n"}}
+CLUSTER_SET = {"metadata": {"name": "set"}, "spec": {"clusterID": "east"}}
+
+
+def test_objects_become_agent_inputs() -> None:
+    inputs = build_inputs(
+        NODE,
+        [gateway("east-a", "198.18.1.1")],
+        [IMPORT],
+        configmap=CONFIGMAP,
+        cluster_sets=[CLUSTER_SET],
+        wireguard_public_key="mine=",
+    )
+    assert inputs is not None
+    assert (inputs.node.internal_ip, inputs.node.pod_cidrs) == ("198.18.1.2", ("10.1.2.0/24",))
+    assert inputs.gateway == ActiveGateway("east-a", "198.18.1.1", "198.18.1.1")
+    assert (inputs.cluster.cluster_id, inputs.cluster.service_cidr, inputs.cluster.pod_cidrs) == (
+        "east",
+        "10.101.0.0/16",
+        ("10.1.0.0/16",),
+    )
+    assert inputs.remotes == (RemoteCluster("west", "10.102.0.0/16", ("198.18.2.1",), ("10.2.0.0/16",), "wk="),)
+    assert inputs.wireguard_public_key == "mine="
+
+
+def test_without_its_node_the_agent_has_no_inputs_and_a_deleting_gateway_is_ignored() -> None:
+    assert build_inputs(None, [], []) is None
+    inputs = build_inputs(NODE, [gateway("a", "1.1.1.1", deleting=True), gateway("b", "2.2.2.2")], [])
+    assert inputs is not None and inputs.gateway is not None and inputs.gateway.node_name == "b"
+
+
+def test_the_key_annotation_is_patched_only_when_it_differs_and_agrees_with_the_member() -> None:
+    assert ANNOTATION_WIREGUARD_PUBLIC_KEY == MEMBER_ANNOTATION
+    assert key_patch(NODE, None) is None
+    assert key_patch(NODE, "k=") == {"metadata": {"annotations": {ANNOTATION_WIREGUARD_PUBLIC_KEY: "k="}}}
+    annotated = {"metadata": {"annotations": {ANNOTATION_WIREGUARD_PUBLIC_KEY: "k="}}}
+    assert key_patch(annotated, "k=") is None
+    assert key_patch(annotated, None) == {"metadata": {"annotations": {ANNOTATION_WIREGUARD_PUBLIC_KEY: None}}}
+
+
+def peer(reachability: Reachability, rtt: float | None = 0.0004, at: datetime | None = None) -> PeerHealth:
+    return PeerHealth("west", "198.18.2.1", reachability, rtt, 5, at or datetime(2024, 1, 1, tzinfo=UTC))
+
+
+def test_reachability_conditions_read_well() -> None:
+    up = reachability_condition("east-a", peer(Reachability.REACHABLE))
+    assert (up.status, up.reason) == ("True", "Reachable") and "RTT 0.400 ms" in up.message
+    down = reachability_condition("east-a", peer(Reachability.UNREACHABLE))
+    assert (down.status, down.reason) == ("False", "Unreachable") and "5 probes" in down.message
+    assert reachability_condition("east-a", peer(Reachability.UNKNOWN)).status == "Unknown"
+    excluded = exclusion_condition([Exclusion("west", ExclusionReason.NO_ROUTABLE_CIDR, "no CIDR left")])
+    assert (excluded.status, excluded.reason) == ("Unknown", "NoRoutableCIDR")
+
+
+def test_a_steady_link_keeps_its_message_whatever_the_rtt_does() -> None:
+    health = {"west": peer(Reachability.REACHABLE, rtt=0.0004)}
+    desired = DesiredDatapath(role=Role.GATEWAY, remote_clusters=("west",))
+    publisher = ReachabilityPublisher(None, "east-a", lambda: [IMPORT], lambda: desired, lambda: health)  # type: ignore[arg-type]
+    first = publisher.wanted()["west"]
+    health["west"] = peer(Reachability.REACHABLE, rtt=0.0009)
+    assert publisher.wanted()["west"] == first
+    health["west"] = peer(Reachability.REACHABLE, rtt=0.0009, at=datetime(2024, 1, 2, tzinfo=UTC))
+    assert "0.900 ms" in publisher.wanted()["west"].message
+
+
+def test_only_the_gateway_node_publishes() -> None:
+    desired = DesiredDatapath(role=Role.MEMBER, remote_clusters=("west",))
+    health = {"west": peer(Reachability.REACHABLE)}
+    publisher = ReachabilityPublisher(None, "east-b", lambda: [IMPORT], lambda: desired, lambda: health)  # type: ignore[arg-type]
+    assert publisher.wanted() == {}
