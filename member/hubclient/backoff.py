@@ -1,9 +1,11 @@
-"""Capped exponential backoff with jitter, so members do not reconnect in lockstep."""
+"""The session's reconnect pacing: kube's capped, jittered exponential backoff, counted
+per loop (so members do not reconnect in lockstep) and reset after a success."""
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
+
+from kube.backoff import Backoff as Policy
 
 
 @dataclass
@@ -14,13 +16,16 @@ class Backoff:
     cap: float = 30.0
     factor: float = 2.0
     jitter: float = 0.2
-    rng: random.Random = field(default_factory=random.Random)
     attempts: int = 0
+    _policy: Policy = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._policy = Policy(self.initial, self.cap, self.factor, self.jitter)
 
     def next_delay(self) -> float:
-        base = min(self.cap, self.initial * self.factor ** min(self.attempts, 64))
+        delay = min(self.cap, self._policy.delay(min(self.attempts, 64)))
         self.attempts += 1
-        return min(self.cap, base * self.rng.uniform(1 - self.jitter, 1 + self.jitter))
+        return delay
 
     def reset(self) -> None:
         self.attempts = 0

@@ -38,7 +38,9 @@ async def test_kubectl_lists_describes_and_watches_what_the_hub_stored(tmp_path:
 
         imports = await kubectl("get", "resourceimport", "-n", namespace)
         assert normalized(imports.stdout.splitlines()[0]) == "NAME KIND NAMESPACE NAME AGE"
-        assert normalized(imports.stdout.splitlines()[1]).startswith("default-nginx-service ServiceImport default nginx ")
+        assert normalized(imports.stdout.splitlines()[1]).startswith(
+            "default-nginx-service ServiceImport default nginx "
+        )
 
         described = await kubectl("describe", "resourceexport", "east-default-nginx-service", "-n", namespace)
         assert described.code == 0, described.stderr

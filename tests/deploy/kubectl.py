@@ -2,51 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import shutil
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
 
-# /usr/bin/kubectl here is a dispatcher that runs the kubectl matching the server's minor version.
-KUBECTL = shutil.which("kubectl")
+from tests.sandbox.kubectl_runner import KUBECTL, Kubectl, Result
+
+__all__ = ["KUBECTL", "Kubectl", "Result", "needs_kubectl"]
 
 needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="the kubectl binary is not installed (not on PATH)")
-
-
-@dataclass
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-    def check(self) -> Result:
-        assert self.code == 0, f"kubectl failed ({self.code}): {self.stderr or self.stdout}"
-        return self
-
-
-class Kubectl:
-    def __init__(self, kubeconfig: Path) -> None:
-        assert KUBECTL is not None
-        self.binary = KUBECTL
-        self.env = {**os.environ, "KUBECONFIG": str(kubeconfig), "KUBECACHEDIR": str(kubeconfig.parent / "cache")}
-
-    async def __call__(self, *args: str, stdin: str | None = None, within: float = 60) -> Result:
-        process = await asyncio.create_subprocess_exec(
-            self.binary,
-            *args,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self.env,
-        )
-        try:
-            async with asyncio.timeout(within):
-                out, err = await process.communicate(stdin.encode() if stdin is not None else None)
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-        return Result(process.returncode or 0, out.decode(), err.decode())

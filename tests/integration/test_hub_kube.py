@@ -100,9 +100,7 @@ async def export_services(hub: HubProcess, token: str, count: int) -> list[str]:
 async def imports_seen(hub: HubProcess, token: str) -> dict[str, pb.ResourceImport]:
     async with secure_channel(hub.target, hub.ca, token) as channel:
         stub = pb_grpc.CommonAreaServiceStub(channel)
-        snapshot, _ = await read_until_synced(
-            stub.WatchImports(pb.WatchImportsRequest(cluster_id="east")).__aiter__()
-        )
+        snapshot, _ = await read_until_synced(stub.WatchImports(pb.WatchImportsRequest(cluster_id="east")).__aiter__())
         return snapshot
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import random
-
 import grpc
 
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -80,7 +78,7 @@ def test_replace_all_removes_what_is_not_listed_and_reports_oversized_exports() 
 
 
 def test_the_backoff_grows_to_its_cap_with_jitter_and_starts_over_on_reset() -> None:
-    backoff = Backoff(initial=0.5, cap=30.0, rng=random.Random(7))
+    backoff = Backoff(initial=0.5, cap=30.0)
     delays = [backoff.next_delay() for _ in range(12)]
     assert 0.4 <= delays[0] <= 0.6
     assert all(d <= 30.0 for d in delays) and delays[-1] >= 24.0

@@ -17,6 +17,10 @@ class Result:
     stdout: str
     stderr: str
 
+    def check(self) -> Result:
+        assert self.code == 0, f"kubectl failed ({self.code}): {self.stderr or self.stdout}"
+        return self
+
 
 def normalized(line: str) -> str:
     """A table line with runs of spaces collapsed, so column widths do not matter."""
@@ -38,8 +42,13 @@ class Kubectl:
             stderr=asyncio.subprocess.PIPE,
             env=self.env,
         )
-        async with asyncio.timeout(within):
-            out, err = await process.communicate(stdin.encode() if stdin is not None else None)
+        try:
+            async with asyncio.timeout(within):
+                out, err = await process.communicate(stdin.encode() if stdin is not None else None)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
         return Result(process.returncode or 0, out.decode(), err.decode())
 
     async def start(self, *args: str) -> asyncio.subprocess.Process:
