@@ -45,6 +45,9 @@ LABEL_MCS_SOURCE_CLUSTER = "multicluster.kubernetes.io/source-cluster"
 
 FINALIZER_RESOURCE_EXPORT = "resourceexport.antrea.io/finalizer"
 
+# ClusterInfoImport condition the agent on the Gateway Node writes from its probes.
+CONDITION_GATEWAY_REACHABLE = "GatewayReachable"
+
 IMPORTED_PREFIX = "antrea-mc-"
 LABEL_IDENTITY_MAX_ID = 16777214
 

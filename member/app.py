@@ -151,7 +151,7 @@ class MemberApp:
                 await importer.start()
                 await session.start()
                 exports.attach(session)
-                gateway.attach(session.set_export, session.remove_export)
+                gateway.attach(session.set_export, session.remove_export, session.report_import_status)
             except BaseException:
                 await exports.stop()
                 await gateway.stop()

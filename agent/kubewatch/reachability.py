@@ -30,10 +30,11 @@ from kube.client import KubeClient
 from kube.conditions import Status, find_condition, set_condition
 from kube.errors import Conflict, KubeError, NotFound
 from kube.resources import CLUSTER_INFO_IMPORTS, name_of, namespace_of
+from mcapi import names
 
 log = logging.getLogger(__name__)
 
-CONDITION_GATEWAY_REACHABLE = "GatewayReachable"
+CONDITION_GATEWAY_REACHABLE = names.CONDITION_GATEWAY_REACHABLE
 RETRY_DELAY = 1.0
 
 

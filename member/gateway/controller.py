@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from kube.apply import delete_if_owned, ensure
@@ -32,6 +32,7 @@ from kube.events import EventRecorder
 from kube.informer import Informer
 from kube.resources import CLUSTER_INFO_IMPORTS, GATEWAYS, NODES, Obj, name_of
 from kube.workqueue import WorkQueue, run_reconciler
+from mcapi import names
 from mcapi.config import MultiClusterConfig
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.gateway.cluster_info import ClusterInfoPublisher, ClusterRanges, RemoveExport, SetExport
@@ -61,6 +62,9 @@ def desired_gateway(gateway: Candidate, namespace: str, service_cidr: str) -> Ob
     return body
 
 
+ReportStatus = Callable[[str, bool, str, str], None]
+
+
 class GatewayController:
     def __init__(
         self,
@@ -83,6 +87,9 @@ class GatewayController:
         self._worker: asyncio.Task[None] | None = None
         self._ranges: ClusterRanges | None = None
         self._active: Candidate | None = None
+        self._report: ReportStatus | None = None
+        # Reachability verdicts already told to the hub, by ClusterInfoImport name.
+        self._reported: dict[str, tuple[str, str, str]] = {}
 
     # ---- what the lead and tests look at --------------------------------------
 
@@ -126,9 +133,14 @@ class GatewayController:
         self._queue.add(ELECTION)
         self._queue.add(OVERLAP)
 
-    def attach(self, set_export: SetExport, remove_export: RemoveExport) -> None:
-        """Publish ClusterInfo through these (HubSession.set_export / remove_export) from now on."""
+    def attach(self, set_export: SetExport, remove_export: RemoveExport, report: ReportStatus | None = None) -> None:
+        """Publish ClusterInfo through these (HubSession.set_export / remove_export) from now on;
+        with `report` (HubSession.report_import_status), also tell the hub how each remote
+        Gateway answers our agent's probes, so its dashboard shows the links' health."""
         self._publisher.attach(set_export, remove_export)
+        self._report = report
+        self._reported.clear()
+        self._queue.add(OVERLAP)
 
     def detach(self) -> None:
         self._publisher.detach()
@@ -217,11 +229,24 @@ class GatewayController:
                     node, "GatewayElected", f"Node is the active Multi-cluster Gateway ({why})", NODES
                 )
 
+    def _forward_reachability(self, imports: dict[str, dict[str, Any]]) -> None:
+        if self._report is None:
+            return
+        for name, live in imports.items():
+            found = find_condition((live.get("status") or {}).get("conditions"), names.CONDITION_GATEWAY_REACHABLE)
+            if found is None or found.get("status") not in ("True", "False"):
+                continue
+            verdict = (str(found["status"]), str(found.get("reason", "")), str(found.get("message", "")))
+            if self._reported.get(name) != verdict:
+                self._report(name, verdict[0] == "True", verdict[1], verdict[2])
+                self._reported[name] = verdict
+
     async def _reconcile_overlap(self) -> None:
         assert self._imports is not None and self._ranges is not None
         imports = {name_of(obj): obj for obj in self._imports.list(self._namespace)}
         local = Ranges("", self._ranges.service_cidr, self._ranges.pod_cidrs)
         verdicts = find_overlaps(local, {name: ranges_from_import(obj) for name, obj in imports.items()})
+        self._forward_reachability(imports)
         for name, verdict in verdicts.items():
             live = imports[name]
             if live.get("metadata", {}).get("deletionTimestamp"):

@@ -6,21 +6,26 @@ GatewayController; their Pod CIDRs come from antrea-mc-controller-config.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
 
+from hub.app import HubApp
 from kube.conditions import find_condition
+from kube.errors import Conflict
 from kube.resources import CLUSTER_INFO_IMPORTS
+from mcapi import names
+from member.imports.cluster_info_status import set_cluster_info_import_condition
 from tests.member.harness import HubRunner, JoinedMember, join_member
 from tests.member_gateway.conftest import NAMESPACE
 from tests.member_gateway.kubeobjects import create_node, named, set_ready, until
 
 
 @pytest.fixture
-async def pair(tmp_path: Path) -> AsyncIterator[tuple[JoinedMember, JoinedMember]]:
+async def hub_and_pair(tmp_path: Path) -> AsyncIterator[tuple[HubApp, JoinedMember, JoinedMember]]:
     async with AsyncExitStack() as stack:
         hubs = HubRunner(tmp_path / "hub")
         hub = await hubs.start()
@@ -31,7 +36,12 @@ async def pair(tmp_path: Path) -> AsyncIterator[tuple[JoinedMember, JoinedMember
         stack.push_async_callback(west.aclose)
         await east.wait_connected()
         await west.wait_connected()
-        yield east, west
+        yield hub, east, west
+
+
+@pytest.fixture
+def pair(hub_and_pair: tuple[HubApp, JoinedMember, JoinedMember]) -> tuple[JoinedMember, JoinedMember]:
+    return hub_and_pair[1], hub_and_pair[2]
 
 
 def _config(pod_cidr: str) -> str:
@@ -70,3 +80,43 @@ async def test_easts_gateway_reaches_west_as_a_cluster_info_import_flagged_for_t
         within=15,
         what="west sees east's new Gateway",
     )
+
+
+async def test_the_agents_reachability_verdict_reaches_the_hub_for_its_dashboard(
+    hub_and_pair: tuple[HubApp, JoinedMember, JoinedMember],
+) -> None:
+    hub, east, west = hub_and_pair
+    await create_node(east.client, "east-a", "192.168.10.1")
+    await until(west.client, CLUSTER_INFO_IMPORTS, named("east-clusterinfo"), namespace=NAMESPACE, within=15)
+
+    async def write_verdict() -> bool:
+        """What west's agent writes on its Gateway Node after 5 missed probes (retried on a
+        conflict: the member writes its own conditions on the same object)."""
+        live = await west.client.get(CLUSTER_INFO_IMPORTS, "east-clusterinfo", NAMESPACE)
+        try:
+            await set_cluster_info_import_condition(
+                west.client,
+                live,
+                names.CONDITION_GATEWAY_REACHABLE,
+                "False",
+                reason="Unreachable",
+                message="no answer from 192.168.10.1 for 5 probes",
+            )
+        except Conflict:
+            return False
+        return True
+
+    await until_true(write_verdict)
+
+    async def reported() -> bool:
+        entry = hub.engine.import_status.get("east-clusterinfo", {}).get("west")
+        return entry is not None and not entry.succeeded and entry.reason == "Unreachable"
+
+    await until_true(reported)
+
+
+async def until_true(probe: Callable[[], Awaitable[bool]], within: float = 15) -> None:
+    deadline = asyncio.get_running_loop().time() + within
+    while not await probe():
+        assert asyncio.get_running_loop().time() < deadline, "not within the time allowed"
+        await asyncio.sleep(0.1)
