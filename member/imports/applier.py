@@ -22,7 +22,7 @@ from kube.client import KubeClient, WatchEvent
 from kube.errors import KubeError, TemporaryError
 from kube.events import EventRecorder
 from kube.informer import Informer
-from kube.resources import NAMESPACES, name_of
+from kube.resources import NAMESPACES, Obj, name_of
 from mcapi.convert.errors import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient.events import Delete, ImportEvent, Resumed, Synced, Upsert
@@ -65,7 +65,9 @@ class ImportApplier:
         changes (e.g. ``HubSession.report_import_status``). ``retry_interval``: seconds between
         attempts at blocked imports. ``discovery_ttl``: seconds a discovery answer (is the
         ClusterNetworkPolicy CRD served?) is reused."""
-        self._ctx = ImportContext(client, cluster_id, member_namespace, ApiDiscovery(client, discovery_ttl), clock)
+        self._ctx = ImportContext(
+            client, cluster_id, member_namespace, ApiDiscovery(client, discovery_ttl), clock, self._cached_namespace
+        )
         self._report_to = report
         self._recorder = recorder if recorder is not None else EventRecorder(client, EVENT_COMPONENT)
         self._retry_interval = retry_interval
@@ -262,6 +264,12 @@ class ImportApplier:
             return  # told once per object: retries must not pile up Events
         self._warned[import_name] = uid
         await self._recorder.warning(conflicting.object, EVENT_REASON_CONFLICT, blocked.message, conflicting.resource)
+
+    def _cached_namespace(self, name: str) -> Obj | None:
+        informer = self._namespaces
+        if informer is None or not informer.synced.is_set():
+            return None
+        return informer.get(name)
 
     # ---- background ----------------------------------------------------------
 

@@ -12,7 +12,7 @@ from mcapi.convert import build_cluster_info_import
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.imports.cluster_info_status import CONDITION_READY, set_cluster_info_import_condition
 from member.imports.context import ImportContext
-from member.imports.ownership import delete_owned, ensure_owned, require_namespace
+from member.imports.ownership import delete_owned, ensure_owned
 
 # ClusterInfo fields the spec carries: one the import leaves unset must be absent.
 _SPEC_FIELDS = ("clusterID", "serviceCIDR", "gatewayInfos", "podCIDRs", "wireGuard")
@@ -31,7 +31,7 @@ def desired_cluster_info_import(message: pb.ResourceImport, namespace: str) -> O
 async def apply_cluster_info(ctx: ImportContext, message: pb.ResourceImport) -> Obj:
     """Write the spec (every ClusterInfoImport in the member Namespace is the importer's, as in
     Antrea), then mark it Ready; returns the object as last written."""
-    await require_namespace(ctx.client, ctx.member_namespace, ctx.cluster_id)
+    await ctx.require_namespace(ctx.member_namespace)
     desired = desired_cluster_info_import(message, ctx.member_namespace)
     live = await ensure_owned(ctx.client, CLUSTER_INFO_IMPORTS, desired, None, import_name=message.import_name)
     return await set_cluster_info_import_condition(

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from kube.client import KubeClient
-from kube.resources import SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1, Resource
+from kube.resources import SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1, Obj, Resource
 from mcapi import names
 from member.imports.discovery import ApiDiscovery
+from member.imports.ownership import require_namespace
 
 # v1beta1 first: only it carries internalTrafficPolicy and trafficDistribution (the
 # mcs-api conformance suite checks both, and a v1alpha1 schema would prune them).
@@ -25,6 +26,12 @@ class ImportContext:
     member_namespace: str
     apis: ApiDiscovery
     clock: Callable[[], datetime]
+    # The Namespaces the applier's informer has seen (None until it synced): a Namespace
+    # found there needs no GET per import.
+    known_namespace: Callable[[str], Obj | None] = lambda _: None
+
+    async def require_namespace(self, namespace: str) -> None:
+        await require_namespace(self.client, namespace, self.cluster_id, self.known_namespace(namespace))
 
     async def service_import_resource(self) -> Resource | None:
         """The MCS ServiceImport version to write, None when the MCS CRD is not installed."""

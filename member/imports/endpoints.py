@@ -6,12 +6,12 @@ from kube.resources import ENDPOINT_SLICES, ENDPOINTS, name_of
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.imports.context import ImportContext
-from member.imports.ownership import delete_exact, delete_owned, ensure_owned, is_imported_service, require_namespace
+from member.imports.ownership import delete_exact, delete_owned, ensure_owned, is_imported_service
 from member.imports.slices import desired_endpoint_slices, desired_endpoints
 
 
 async def apply_endpoints(ctx: ImportContext, message: pb.ResourceImport) -> None:
-    await require_namespace(ctx.client, message.namespace, ctx.cluster_id)
+    await ctx.require_namespace(message.namespace)
     imported = message.import_name
     await ensure_owned(ctx.client, ENDPOINTS, desired_endpoints(message), is_imported_service, import_name=imported)
     wanted = desired_endpoint_slices(message)

@@ -49,13 +49,20 @@ def _ref(resource: Resource, namespace: str | None, name: str) -> str:
 
 
 async def ensure_owned(
-    client: KubeClient, resource: Resource, desired: Obj, owned: OwnedCheck | None, *, import_name: str
+    client: KubeClient,
+    resource: Resource,
+    desired: Obj,
+    owned: OwnedCheck | None,
+    *,
+    import_name: str,
+    exists: bool = False,
 ) -> Obj:
     """Create or update ``desired`` without churn; ImportBlocked if the name is taken by
-    someone else's object or the API server refuses the object."""
+    someone else's object or the API server refuses the object. ``exists``: the caller just
+    saw an object of that name, so no create is tried first."""
     name, namespace = name_of(desired), namespace_of(desired)
     try:
-        created = await _create_if_absent(client, resource, desired)
+        created = None if exists else await create_if_absent(client, resource, desired)
         if created is not None:
             return created
         return (await ensure(client, resource, desired, owned)).object
@@ -78,19 +85,11 @@ async def ensure_owned(
         raise ImportBlocked(ImportReason.INVALID, message) from None
 
 
-async def _create_if_absent(client: KubeClient, resource: Resource, desired: Obj) -> Obj | None:
-    """Create ``desired`` without its None ("must be absent") fields if nothing has its name.
-
-    kube.apply.ensure creates with the None values in the body, and the API server then
-    stores them as nulls (``"selector": null``); here they are dropped before the create.
-    """
+async def create_if_absent(client: KubeClient, resource: Resource, desired: Obj) -> Obj | None:
+    """Create ``desired`` (without its None, "must be absent", fields) unless something has
+    its name; None then. Create first, not GET first: most imports are new, and a create
+    that finds a name taken writes nothing (the caller then compares with what is there)."""
     name, namespace = name_of(desired), namespace_of(desired)
-    try:
-        await client.get(resource, name, namespace)
-    except NotFound:
-        pass
-    else:
-        return None
     try:
         created = await client.create(resource, _without_nones(desired), namespace)
     except AlreadyExists:
@@ -135,11 +134,12 @@ async def delete_exact(client: KubeClient, resource: Resource, live: Obj) -> boo
     return True
 
 
-async def require_namespace(client: KubeClient, namespace: str, cluster_id: str) -> None:
+async def require_namespace(client: KubeClient, namespace: str, cluster_id: str, cached: Obj | None = None) -> None:
     """ImportBlocked unless the Namespace exists and is not terminating (MCS namespace sameness:
-    a Service is imported only into clusters that have its Namespace)."""
+    a Service is imported only into clusters that have its Namespace). ``cached``: the Namespace
+    as a watch last saw it; without it (a cache lags creations) the API server is asked."""
     try:
-        ns = await client.get(NAMESPACES, namespace)
+        ns = cached if cached is not None else await client.get(NAMESPACES, namespace)
     except NotFound:
         raise ImportBlocked(
             ImportReason.NAMESPACE_NOT_FOUND,

@@ -21,12 +21,12 @@ from member.imports.context import ImportContext
 from member.imports.outcome import ImportBlocked, ImportReason
 from member.imports.ownership import (
     ANNOTATION_LOCAL_CLUSTER_ID,
+    create_if_absent,
     delete_exact,
     delete_owned,
     ensure_owned,
     imported_service_annotations,
     is_imported_service,
-    require_namespace,
 )
 
 # Spec fields the importer owns on each version: one the import leaves unset must be absent.
@@ -107,7 +107,7 @@ def desired_service_import(
 
 
 async def apply_service_import(ctx: ImportContext, message: pb.ResourceImport) -> None:
-    await require_namespace(ctx.client, message.namespace, ctx.cluster_id)
+    await ctx.require_namespace(message.namespace)
     service = await _apply_service(ctx, message)
     resource = await ctx.service_import_resource()
     if resource is None:
@@ -125,16 +125,23 @@ async def apply_service_import(ctx: ImportContext, message: pb.ResourceImport) -
 async def _apply_service(ctx: ImportContext, message: pb.ResourceImport) -> Obj:
     desired = desired_service(message)
     name = desired["metadata"]["name"]
+    created = await create_if_absent(ctx.client, SERVICES, desired)
+    if created is not None:
+        return created
     try:
         live = await ctx.client.get(SERVICES, name, message.namespace)
     except NotFound:
         live = None
+    exists = live is not None
     if live is not None and is_imported_service(live):
         # ClusterIP is immutable: an import that turned Headless (or back) needs a new Service.
         live_headless = (live.get("spec") or {}).get("clusterIP") == "None"
         if live_headless != is_headless(message.service_import):
             await delete_exact(ctx.client, SERVICES, live)
-    return await ensure_owned(ctx.client, SERVICES, desired, is_imported_service, import_name=message.import_name)
+            exists = False
+    return await ensure_owned(
+        ctx.client, SERVICES, desired, is_imported_service, import_name=message.import_name, exists=exists
+    )
 
 
 async def delete_service_import(ctx: ImportContext, namespace: str, name: str) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kube.client import KubeClient
+from kube.errors import NotFound
 from kube.resources import ENDPOINTS, SERVICES
 from mchub_cli.localset import LocalClusterSet
 from tests.e2e.mcs import eventually, export, imported_service, service, service_import, unexport
@@ -35,9 +36,18 @@ async def versions(client: KubeClient, namespace: str, name: str) -> dict[str, s
 
 
 async def both_imported(client: KubeClient, namespace: str) -> dict[str, Any] | None:
+    """Both ServiceImports there, and kept's Endpoints filled (they arrive after the Service):
+    only then has the import settled, so later writes would be churn."""
     kept = await service_import(client, namespace, "kept")
     dropped = await service_import(client, namespace, "dropped")
-    return kept if kept and dropped else None
+    if not (kept and dropped):
+        return None
+    try:
+        endpoints = await client.get(ENDPOINTS, "antrea-mc-kept", namespace)
+    except NotFound:
+        return None
+    filled = any(subset.get("addresses") for subset in endpoints.get("subsets") or [])
+    return kept if filled else None
 
 
 async def only_kept(client: KubeClient, namespace: str) -> bool:
