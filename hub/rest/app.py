@@ -15,7 +15,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from hub.auth.identity import ADMIN, Identity
-from hub.errors import Forbidden, HubError
+from hub.errors import Forbidden, HubError, NotLeader
 from hub.rest import shapes
 from hub.rest.dashboard import PUBLIC_PATHS as DASHBOARD_PUBLIC_PATHS
 from hub.rest.dashboard import add_dashboard_routes
@@ -108,6 +108,8 @@ async def list_imports(request: web.Request) -> web.Response:
 def _require_admin(request: web.Request) -> None:
     if _identity(request) != ADMIN:
         raise Forbidden("this call needs the admin token")
+    if not _hub(request).is_leader():
+        raise NotLeader("this hub replica is not the leader; send writes to the leader (the ready replica)")
 
 
 async def create_export(request: web.Request) -> web.Response:
@@ -137,6 +139,17 @@ async def delete_export(request: web.Request) -> web.Response:
     return web.json_response({"deleted": name, "revision": answer.revision})
 
 
+async def delete_member(request: web.Request) -> web.Response:
+    """Remove a member and everything it exported (after revoking its token)."""
+    _require_admin(request)
+    cluster_id = request.match_info["cluster_id"]
+    hub = _hub(request)
+    if cluster_id not in hub.engine.index.members:
+        return error_response(404, "NotFound", f"member {cluster_id!r} not found")
+    await hub.engine.forget_member(cluster_id)
+    return web.json_response({"deleted": cluster_id, "revision": hub.engine.revision})
+
+
 async def openapi(_: web.Request) -> web.Response:
     return web.json_response(OPENAPI)
 
@@ -149,6 +162,7 @@ def build_rest_app(hub: HubApp) -> web.Application:
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/api/v1/clusterset", clusterset)
     app.router.add_get("/api/v1/members", members)
+    app.router.add_delete("/api/v1/members/{cluster_id}", delete_member)
     app.router.add_get("/api/v1/resourceexports", list_exports)
     app.router.add_post("/api/v1/resourceexports", create_export)
     app.router.add_delete("/api/v1/resourceexports/{name}", delete_export)

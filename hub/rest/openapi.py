@@ -55,6 +55,17 @@ OPENAPI: dict[str, Any] = {
         "/metrics": {"get": {"responses": {"200": {"description": "Prometheus text format"}}}},
         "/api/v1/clusterset": {"get": {"responses": _ok(_OBJECT, "the ClusterSet with status")}},
         "/api/v1/members": {"get": {"responses": _ok(_LIST, "MemberClusterAnnounces")}},
+        "/api/v1/members/{clusterID}": {
+            "delete": {
+                "description": "admin only: remove a member and every export it made (revoke its token first)",
+                "parameters": [{"name": "clusterID", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {
+                    "200": {"description": "removed"},
+                    "403": {"description": "not the admin", "content": {"application/json": {"schema": _STATUS}}},
+                    "404": {"description": "no such member", "content": {"application/json": {"schema": _STATUS}}},
+                },
+            }
+        },
         "/api/v1/resourceexports": {
             "get": {"parameters": _FILTERS, "responses": _ok(_LIST, "ResourceExports")},
             "post": {

@@ -194,3 +194,21 @@ async def test_the_openapi_document_lists_every_route(hub: HubApp, http: aiohttp
     assert doc["openapi"].startswith("3.")
     for path in ("/api/v1/clusterset", "/api/v1/members", "/api/v1/resourceexports", "/api/v1/resourceimports"):
         assert path in doc["paths"]
+
+
+async def test_the_admin_removes_a_member_and_its_exports(
+    hub: HubApp, http: aiohttp.ClientSession, connect: MemberFactory
+) -> None:
+    east, west = await connect("east"), await connect("west")
+    await east.export(service_export("east", "default", "nginx"))
+    await west.export(service_export("west", "default", "nginx"))
+    async with http.delete("/api/v1/members/east", headers=bearer(east.token)) as response:
+        assert response.status == 403
+    async with http.delete("/api/v1/members/east", headers=bearer(hub.admin_token)) as response:
+        assert response.status == 200
+    assert "east" not in hub.engine.index.members
+    assert hub.engine.index.owned_by("east", admin=False) == set()
+    imp = hub.engine.index.imports[names.service_import_name("default", "nginx")]
+    assert list(imp.service_import.clusters) == ["west"]
+    async with http.delete("/api/v1/members/east", headers=bearer(hub.admin_token)) as response:
+        assert response.status == 404
