@@ -15,6 +15,7 @@ from kube.errors import KubeError, PermanentError
 from mcapi.config import ConfigError
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 from member.app import MemberApp
+from member.health import HealthServer
 
 
 def register(sub: Any) -> None:
@@ -28,6 +29,11 @@ def register(sub: Any) -> None:
         default=DEFAULT_MEMBER_NAMESPACE,
         help=f"the member Namespace holding the ClusterSet and token Secret (default {DEFAULT_MEMBER_NAMESPACE})",
     )
+    parser.add_argument(
+        "--health-address",
+        default="",
+        help="serve /healthz and /readyz on HOST:PORT (default: off; the Deployment uses 0.0.0.0:8081)",
+    )
     parser.set_defaults(func=run_member)
 
 
@@ -38,6 +44,7 @@ async def serve(args: argparse.Namespace) -> int:
         print(f"mchub member: {exc}", file=sys.stderr)
         return 2
     app = MemberApp(client, args.namespace)
+    health = HealthServer(args.health_address, app.readiness) if args.health_address else None
     try:
         try:
             await app.start()
@@ -45,6 +52,9 @@ async def serve(args: argparse.Namespace) -> int:
             print(f"mchub member: {exc}", file=sys.stderr)
             return 2
         print(f"member: watching Namespace {args.namespace} of {client.host} for its ClusterSet", flush=True)
+        if health is not None:
+            await health.start()
+            print(f"member: health on {args.health_address} (/healthz, /readyz)", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -53,6 +63,8 @@ async def serve(args: argparse.Namespace) -> int:
         await stop.wait()
         return 0
     finally:
+        if health is not None:
+            await health.stop()
         await app.stop()
         await client.close()
 

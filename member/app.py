@@ -219,6 +219,13 @@ class MemberApp:
                 extra={"clusterSet": joined.spec.ref, "timeoutSeconds": self.options.leave_timeout},
             )
 
+    def readiness(self) -> tuple[bool, str]:
+        """Ready with no ClusterSet to join yet, or once connected to the leader hub."""
+        if self._joined is None:
+            return True, "no ClusterSet joined; waiting for one"
+        link = self.link()
+        return link.connected, link.why or "connected to the leader hub"
+
     def link(self) -> LeaderLink:
         joined = self._joined
         if joined is None:

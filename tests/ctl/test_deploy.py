@@ -62,3 +62,18 @@ async def test_deploy_without_the_manifest_fails_with_what_to_do(mcctl: Mcctl, l
     ran = await mcctl("deploy", "membercluster", "-f", tmp_path / "absent.yml", "--kubeconfig", leader.kubeconfig)
     assert ran.code == 1
     assert "does not exist" in ran.err and "-f PATH" in ran.err
+
+
+async def test_deploy_applies_the_shipped_leader_and_member_manifests(mcctl: Mcctl, leader: Cluster) -> None:
+    """The default files in deploy/build: every object lands, and a second deploy changes nothing."""
+    for target in ("leadercluster", "membercluster"):
+        first = await mcctl("deploy", target, "--kubeconfig", leader.kubeconfig)
+        assert first.code == 0, first.err
+        assert " created" in first.out
+        again = await mcctl("deploy", target, "--kubeconfig", leader.kubeconfig)
+        assert again.code == 0, again.err
+        assert " created" not in again.out and " updated" not in again.out, again.out
+    hub_sa = await leader.client.get(SERVICE_ACCOUNTS, "antrea-mc-member-access-sa", NS)
+    assert hub_sa["metadata"]["annotations"]["multicluster.antrea.io/cluster-id"] == "*"
+    config = await leader.client.get(CONFIG_MAPS, "antrea-mc-controller-config", "kube-system")
+    assert "controller_manager_config.yaml" in config["data"]

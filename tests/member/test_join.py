@@ -8,12 +8,14 @@ import signal
 import sys
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from hub.app import HubApp
 from kube.resources import CLUSTER_SETS
 from mcapi.config import ConfigError
 from mchub_cli import member_cmd
+from member.health import HealthServer
 from tests.member.conftest import MemberFactory
 from tests.member.harness import (
     MEMBER_NAMESPACE,
@@ -161,7 +163,9 @@ async def test_the_member_command_exits_non_zero_on_an_invalid_config(
     hub: HubApp, members: MemberFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
     east = await members.join("east", config_yaml="serviceCIDR: not-a-cidr\n", start=False)
-    args = argparse.Namespace(kubeconfig=Path(east.server.kubeconfig_path), context=None, namespace=MEMBER_NAMESPACE)
+    args = argparse.Namespace(
+        kubeconfig=Path(east.server.kubeconfig_path), context=None, namespace=MEMBER_NAMESPACE, health_address=""
+    )
     assert await member_cmd.serve(args) == 2
     assert "serviceCIDR" in capsys.readouterr().err
 
@@ -196,6 +200,8 @@ async def test_the_member_command_joins_and_exits_cleanly_on_sigterm(hub: HubApp
         "member",
         "--kubeconfig",
         str(east.server.kubeconfig_path),
+        "--health-address",
+        "127.0.0.1:0",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -205,3 +211,27 @@ async def test_the_member_command_joins_and_exits_cleanly_on_sigterm(hub: HubApp
         process.send_signal(signal.SIGTERM)
         _, stderr = await asyncio.wait_for(process.communicate(), 15)
     assert process.returncode == 0, stderr.decode()
+
+
+async def test_the_member_reports_ready_once_connected_and_not_ready_when_the_hub_is_gone(
+    hubs: HubRunner, hub: HubApp, members: MemberFactory
+) -> None:
+    east = await members.join("east")
+    await east.wait_connected()
+    health = HealthServer("127.0.0.1:0", east.member.readiness)
+    await health.start()
+    try:
+        async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{health.port}") as http:
+            async with http.get("/healthz") as live:
+                assert live.status == 200
+            async with http.get("/readyz") as ready:
+                assert ready.status == 200
+            await hubs.stop()
+
+            async def not_ready() -> bool:
+                async with http.get("/readyz") as answer:
+                    return answer.status == 503
+
+            await eventually(not_ready, what="/readyz answers 503 with the hub gone")
+    finally:
+        await health.stop()

@@ -1,0 +1,49 @@
+"""The member's health endpoints, for the Deployment's probes.
+
+/healthz answers while the process serves requests (liveness); /readyz answers 200
+when the member has nothing to join yet or is connected to its leader hub, and 503
+with the reason otherwise (readiness: `kubectl get pods` then shows a member that
+cannot reach its hub).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+
+Readiness = Callable[[], tuple[bool, str]]
+
+
+class HealthServer:
+    def __init__(self, address: str, readiness: Readiness) -> None:
+        host, _, port = address.rpartition(":")
+        self._host = host.strip("[]") or "0.0.0.0"
+        self._port = int(port)
+        self._readiness = readiness
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self._host, self._port)
+        await site.start()
+        sockets = getattr(site._server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1] if sockets else self._port
+        self._runner = runner
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        ready, why = self._readiness()
+        return web.Response(status=200 if ready else 503, text=why or ("ok" if ready else "not ready"))
