@@ -188,7 +188,10 @@ class CommonAreaService:
                         return
                     if isinstance(item, BaseException):
                         raise item
-                    bracket = await self._handle_other(who, item, bracket, out)
+                    try:
+                        bracket = await self._handle_other(who, item, bracket, out)
+                    except HubError as exc:
+                        raise _naming_sequence(exc, getattr(item, "sequence", 0)) from None
                 await self._flush_upserts(who, upserts, bracket, out)
         except HubError as exc:
             log.info("export refused", extra={"caller": who.describe(), "error": str(exc)})
@@ -220,7 +223,7 @@ class CommonAreaService:
         for export, _ in upserts[: len(responses)]:
             self._metrics.exports_received.labels(kind=export.WhichOneof("payload") or "").inc()
         if refusal is not None:
-            raise refusal
+            raise _naming_sequence(refusal, upserts[len(responses)][1])
 
     async def _handle_other(
         self, who: Identity, request: object, bracket: set[str] | None, out: asyncio.Queue[object]
@@ -339,6 +342,13 @@ class CommonAreaService:
                     )
                 )
         return responses
+
+
+def _naming_sequence(error: HubError, sequence: int) -> HubError:
+    """The same refusal, saying which request it answers (the stream ends with it)."""
+    if not sequence:
+        return error
+    return type(error)(f"{error} (request sequence {sequence})")
 
 
 def handlers(service: CommonAreaService) -> grpc.GenericRpcHandler:

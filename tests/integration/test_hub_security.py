@@ -73,7 +73,8 @@ async def test_announcing_as_another_cluster_is_denied(hub: HubApp, east: Member
 
 async def test_exporting_for_another_cluster_is_denied(hub: HubApp, east: Member) -> None:
     export = service_export("west", "default", "nginx")
-    await _refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: _export_once(east, export), "west")
+    details = await _refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: _export_once(east, export), "west")
+    assert "(request sequence 1)" in details
 
 
 async def test_an_export_name_not_derived_from_the_callers_id_is_denied(hub: HubApp, east: Member) -> None:
