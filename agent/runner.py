@@ -208,7 +208,7 @@ async def run_datapath_agent(
 ) -> None:
     """Feed every new AgentInputs to ``agent`` while probing health; the entry point
     agent/main.py wraps around its kube watches. Ends when ``inputs`` ends or on cancel."""
-    health = asyncio.create_task(agent.run_health(on_health), name="datapath-health")
+    health = asyncio.create_task(_supervised_health(agent, on_health), name="datapath-health")
     try:
         async for current in inputs:
             await agent.update(current)
@@ -217,3 +217,21 @@ async def run_datapath_agent(
         with contextlib.suppress(asyncio.CancelledError):
             await health
         await agent.stop(cleanup=cleanup_on_stop)
+
+
+async def _supervised_health(agent: DatapathAgent, on_health: HealthCallback | None) -> None:
+    """run_health until cancelled; a failure (e.g. the probe port is taken) is logged and
+    retried with capped backoff, so it neither dies unnoticed nor escapes into the caller's
+    shutdown (where it would skip the cleanup)."""
+    delay, cap = agent._backoff
+    while True:
+        try:
+            await agent.run_health(on_health)
+            return
+        except Exception as err:
+            log.error(
+                "gatewayHealthFailed",
+                extra={"netns": agent.netns, "error": str(err), "errorType": type(err).__name__, "retryIn": delay},
+            )
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, cap)

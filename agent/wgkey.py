@@ -51,10 +51,23 @@ def load_or_create_key_pair(path: str | Path) -> WireGuardKeyPair:
     except OSError as err:
         raise ConfigError(f"cannot read WireGuard key {target}: {err}") from err
     pair = generate_key_pair()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(pair.private_key + "\n")
+    # Written whole to a private temporary file, then linked into place: a failed or interrupted
+    # write (a full disk, a crash) never leaves an empty key file that would refuse every later start.
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(pair.private_key + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.link(temporary, target)  # fails if another start created the key meanwhile
+    except FileExistsError:
+        return load_or_create_key_pair(target)
+    except OSError as err:
+        raise ConfigError(f"cannot write WireGuard key {target}: {err}") from err
+    finally:
+        temporary.unlink(missing_ok=True)
     return pair
 
 

@@ -16,7 +16,7 @@ from ctl.access import HubAccess, hub_access, open_cluster
 from ctl.clusterset import CLUSTERSET_HEADER, clusterset_rows, list_clustersets
 from ctl.errors import EXIT_FAILED, EXIT_OK, NotFoundError, UsageError
 from ctl.members import close_members, open_members
-from ctl.output import note, print_objects, say
+from ctl.output import note, print_objects, say, write_private
 from kube.client import KubeClient
 from kube.errors import NotFound
 from kube.resources import CLUSTER_SETS
@@ -147,17 +147,9 @@ async def create_membertoken(args: argparse.Namespace) -> int:
     say(f"Member token {args.name} created in Namespace {args.namespace} for cluster {args.cluster_id}")
     if args.output_file is not None:
         manifest = tokens.member_secret_manifest(secret, names.DEFAULT_MEMBER_NAMESPACE, hub_ca)
-        _write_private(args.output_file, tokens.secret_manifest_text(manifest))
+        write_private(args.output_file, tokens.secret_manifest_text(manifest))
         say(f"Saved the token Secret manifest to {args.output_file}: use it with `mcctl join --token-secret-file`")
     return EXIT_OK
-
-
-def _write_private(path: Path, text: str) -> None:
-    try:
-        path.touch(mode=0o600)
-        path.write_text(text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from exc
 
 
 async def delete_membertoken(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from ctl.cleanup import delete_created_by_ctl, delete_namespace_if_ours
 from ctl.clusterset import ANNOTATION_HUB_SERVER, created_by_ctl_meta, leader_clusterset, the_clusterset
 from ctl.errors import NotFoundError, OperationFailed, UsageError
 from ctl.joinconfig import JoinConfig, render
-from ctl.output import note, progress, say
+from ctl.output import note, progress, say, write_private
 from ctl.tokens import (
     DEFAULT_TOKEN,
     create_member_token,
@@ -77,7 +77,7 @@ async def init(client: KubeClient, req: InitRequest) -> None:
                 leaderAPIServer=req.hub_server,
                 secret=manifest,
             )
-            _write_private(req.join_config_file, render(config))
+            write_private(req.join_config_file, render(config))
             say(f"Saved ClusterSet join parameters to file: {req.join_config_file}")
     except BaseException:
         note("Failed to initialize the ClusterSet: deleting what this run created")
@@ -130,14 +130,6 @@ async def _rollback(client: KubeClient, namespace: str, created: list[tuple[str,
                 await delete_namespace_if_ours(client, namespace)
         except (NotFound, NotFoundError):
             pass
-
-
-def _write_private(path: Path, text: str) -> None:
-    try:
-        path.touch(mode=0o600)
-        path.write_text(text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from exc
 
 
 async def destroy(client: KubeClient, clusterset_id: str, namespace: str) -> None:

@@ -4,15 +4,19 @@ progress and notes on stderr, so `-o json` output stays parseable."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import yaml
 from rich import box
 from rich.console import Console
 from rich.table import Table
+
+from ctl.errors import UsageError
 
 FORMATS = ("table", "json", "yaml")
 
@@ -94,3 +98,15 @@ def progress(message: str) -> Iterator[None]:
     else:
         console.print(f"{message} ...", markup=False)
         yield
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file holding a token, readable by its owner only (also when it existed already:
+    opening an existing file keeps its mode, so the mode is set before anything is written)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            os.fchmod(fd, 0o600)
+            out.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from exc

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from kube.client import KubeClient
-from kube.resources import CLUSTER_SETS, NAMESPACES, SECRETS, SERVICE_ACCOUNTS, Resource
+from kube.resources import CLUSTER_SETS, CONFIG_MAPS, NAMESPACES, SECRETS, SERVICE_ACCOUNTS, Resource
 from mcapi import names
 from tests.ctl.conftest import Cluster, Mcctl
 
@@ -149,3 +149,20 @@ async def test_get_clusterset_prints_antctl_columns_and_json_that_parses_back(
     leader_table = await mcctl("get", "clusterset", "-A", "--kubeconfig", leader.kubeconfig)
     assert leader_table.code == 0
     assert "antrea-multicluster" in leader_table.out and "cs1" in leader_table.out
+
+
+async def test_destroy_keeps_a_namespace_it_created_once_others_put_objects_in_it(
+    mcctl: Mcctl, leader: Cluster
+) -> None:
+    init = ("init", "--clusterset", "cs1", "--clusterid", "north", "--no-create-token")
+    assert (await mcctl(*init, "--kubeconfig", leader.kubeconfig)).code == 0
+    ns = names.DEFAULT_LEADER_NAMESPACE
+    # Deployed into the Namespace after init created it (e.g. `mcctl deploy leadercluster`): not mcctl's to remove.
+    hub_config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "hub-config", "namespace": ns}}
+    await leader.client.create(CONFIG_MAPS, hub_config, ns)
+
+    destroy = await mcctl("destroy", "--clusterset", "cs1", "--kubeconfig", leader.kubeconfig)
+    assert destroy.code == 0, destroy.err
+    assert (await leader.client.get(CONFIG_MAPS, "hub-config", ns))["metadata"]["name"] == "hub-config"
+    assert "ConfigMap" in destroy.err and "hub-config" in destroy.err  # says why the Namespace stays
+    assert (await leader.client.list_all(CLUSTER_SETS, ns)).items == []

@@ -106,3 +106,33 @@ async def test_create_membertoken_without_the_leader_namespace_says_to_init_firs
     assert ran.code == 3
     assert "mcctl init" in ran.err
     assert "antrea-multicluster" not in [n["metadata"]["name"] for n in (await leader.client.list(NAMESPACES)).items]
+
+
+async def test_a_token_manifest_written_over_an_existing_readable_file_is_made_private(
+    mcctl: Mcctl, leader: Cluster, tmp_path: Path
+) -> None:
+    await ensure_namespace(leader.client, NS)
+    manifest = tmp_path / "east-token.yml"
+    manifest.write_text("old\n")
+    manifest.chmod(0o644)
+    ran = await mcctl(
+        "create", "membertoken", "east-token", "--cluster-id", "east", "-o", manifest, "--kubeconfig", leader.kubeconfig
+    )
+    assert ran.code == 0, ran.err
+    assert "token" in manifest.read_text()
+    assert manifest.stat().st_mode & 0o077 == 0
+
+
+async def test_init_writes_the_join_config_with_its_token_privately_even_over_an_existing_file(
+    mcctl: Mcctl, leader: Cluster, tmp_path: Path
+) -> None:
+    join_file = tmp_path / "join-config.yml"
+    join_file.write_text("old\n")
+    join_file.chmod(0o644)
+    ran = await mcctl(
+        "init", "--clusterset", "cs1", "--clusterid", "north", "--hub-server", "https://hub.example:50051",
+        "-j", join_file, "--kubeconfig", leader.kubeconfig,
+    )  # fmt: skip
+    assert ran.code == 0, ran.err
+    assert "default-member-token" in join_file.read_text()
+    assert join_file.stat().st_mode & 0o077 == 0

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import replace
 
-from agent.config import AgentConfig
+from agent.config import AgentConfig, HealthConfig
 from agent.errors import DatapathError
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
-from agent.runner import DatapathAgent
+from agent.runner import DatapathAgent, run_datapath_agent
 from agent.state import DesiredDatapath, Role
 
 CONFIG = AgentConfig(enable_gateway=True)
@@ -129,3 +132,26 @@ async def test_stop_without_cleanup_leaves_the_datapath_in_place() -> None:
     await agent.update(INPUTS)
     await agent.stop(cleanup=False)
     assert fake.cleanups == 0
+
+
+async def test_a_health_probe_that_cannot_start_neither_kills_the_agent_nor_skips_cleanup_on_stop() -> None:
+    # Another program holds the probe port: the health loop fails to bind and is retried,
+    # while updates are still applied and stop still cleans up.
+    taken = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    taken.bind(("0.0.0.0", 0))
+    config = replace(CONFIG, health=HealthConfig(port=taken.getsockname()[1], interval_seconds=0.01))
+    fake = FakeDatapath()
+    agent = DatapathAgent(config, datapath=fake)
+
+    async def inputs() -> AsyncIterator[AgentInputs]:
+        yield INPUTS
+        await asyncio.sleep(0.1)  # long enough for the health loop to fail (and retry)
+        taken.close()
+        await asyncio.sleep(0.1)
+
+    try:
+        await asyncio.wait_for(run_datapath_agent(agent, inputs(), cleanup_on_stop=True), 5)
+    finally:
+        taken.close()
+    assert len(fake.applied) == 1
+    assert fake.cleanups == 1

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import subprocess
 from ipaddress import IPv4Address
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,3 +53,22 @@ def test_a_corrupt_key_file_is_a_config_error(tmp_path: Path) -> None:
     path.write_text("not base64!")
     with pytest.raises(ConfigError):
         load_or_create_key_pair(path)
+
+
+def test_a_key_file_whose_write_failed_is_not_left_behind_to_block_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "wg" / "key"
+    real_fdopen = os.fdopen
+
+    def disk_full(fd: int, *args: Any, **kwargs: Any) -> Any:
+        real_fdopen(fd).close()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fdopen", disk_full)
+    with pytest.raises(ConfigError, match="cannot write"):
+        load_or_create_key_pair(path)
+    monkeypatch.undo()
+    pair = load_or_create_key_pair(path)  # the next start creates the key, as if the first had never run
+    assert load_or_create_key_pair(path) == pair
+    assert path.stat().st_mode & 0o777 == 0o600
