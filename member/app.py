@@ -196,16 +196,28 @@ class MemberApp:
             joined, self._joined = self._joined, None
             if joined is None:
                 return
-            await joined.exports.stop()
-            await joined.gateway.stop()
+            try:
+                await joined.exports.stop()
+                await joined.gateway.stop()
+                if withdraw:
+                    await self._withdraw(joined)
+            finally:
+                # Also when cancelled (the member stopped while waiting for the hub): the session
+                # and the importer are detached from self._joined, so nothing else would stop them.
+                await self._close(joined, withdraw=withdraw)
+            log.info("member left", extra={"clusterSet": joined.spec.ref, "withdrawn": withdraw})
+
+    async def _close(self, joined: _Joined, *, withdraw: bool) -> None:
+        """Stop the session and the importer; with ``withdraw``, remove the Gateways and imported objects."""
+        try:
             if withdraw:
-                await self._withdraw(joined)
                 await joined.gateway.remove_gateways()
             await joined.session.stop()
             if withdraw:
                 await joined.importer.remove_all()
+        finally:
+            await joined.session.stop()  # a no-op unless a step above failed before it
             await joined.importer.stop()
-            log.info("member left", extra={"clusterSet": joined.spec.ref, "withdrawn": withdraw})
 
     async def _withdraw(self, joined: _Joined) -> None:
         """Take back every export and wait (bounded) until the hub has deleted them."""
@@ -232,7 +244,8 @@ class MemberApp:
             return LeaderLink("", connected=False, why="not joined")
         state = joined.session.state
         why = "" if state.connected else (state.last_error or "connecting to the leader")
-        return LeaderLink(joined.spec.leader_cluster_id, connected=state.connected, why=why)
+        settled = state.connected or bool(state.last_error)
+        return LeaderLink(joined.spec.leader_cluster_id, connected=state.connected, why=why, settled=settled)
 
     def _on_state_change(self, state: ConnectionState) -> None:
         if self._clusterset is not None:

@@ -184,7 +184,15 @@ class ClusterSetController:
             "joining clusterset",
             extra={"clusterSet": spec.ref, "clusterID": spec.cluster_id, "leader": spec.server, "legacy": spec.legacy},
         )
-        await self._membership.join(spec, endpoint)
+        try:
+            await self._membership.join(spec, endpoint)
+        except Exception as err:
+            # The ClusterSet status says why; and even a "permanent" failure is tried again: what is
+            # missing (a CRD installed after the member, RBAC) gets fixed without touching the ClusterSet.
+            self._problem = f"cannot join: {err or type(err).__name__}"
+            if isinstance(err, PermanentError):
+                raise TemporaryError(self._problem, delay=self._status_resync) from err
+            raise
         self._joined = (spec, endpoint)
 
     def _link(self, cluster_set: Obj) -> LeaderLink:
@@ -209,11 +217,14 @@ class ClusterSetController:
             live = await self._client.get(self._resource, name, self._namespace)
         except NotFound:
             return None
+        link = self._link(live)
+        if not link.settled:
+            # A session that has not reached the hub yet knows nothing new: writing "Disconnected"
+            # now would flap the status of every restarted member. Its first answer re-queues us.
+            return self._status_resync
         generation = (live.get("metadata") or {}).get("generation")
         current = live.get("status")
-        desired = desired_status(
-            current, generation if isinstance(generation, int) else None, self._link(live), datetime.now(UTC)
-        )
+        desired = desired_status(current, generation if isinstance(generation, int) else None, link, datetime.now(UTC))
         if status_differs(current, desired):
             patch = {
                 "metadata": {"resourceVersion": live["metadata"]["resourceVersion"]},

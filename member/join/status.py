@@ -34,6 +34,9 @@ class LeaderLink:
     leader_cluster_id: str
     connected: bool
     why: str = ""  # why not connected, a sentence ("" when connected or unknown)
+    # False while a new hub session has had no answer yet (neither connected nor failed):
+    # nothing new is known, so the status written before (e.g. by the previous process) stays.
+    settled: bool = True
 
 
 def _disconnected_message(why: str) -> str:

@@ -6,19 +6,22 @@ import argparse
 import asyncio
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from hub.app import HubApp
-from kube.resources import CLUSTER_SETS
+from kube.resources import CLUSTER_SETS, CRDS
 from mcapi.config import ConfigError
 from mchub_cli import member_cmd
+from member.app import MemberApp
 from member.health import HealthServer
 from tests.member.conftest import MemberFactory
 from tests.member.harness import (
     MEMBER_NAMESPACE,
+    MEMBER_OPTIONS,
     HubRunner,
     JoinedMember,
     eventually,
@@ -235,3 +238,24 @@ async def test_the_member_reports_ready_once_connected_and_not_ready_when_the_hu
             await eventually(not_ready, what="/readyz answers 503 with the hub gone")
     finally:
         await health.stop()
+
+
+async def test_a_member_started_before_the_mcs_crds_says_why_and_joins_once_they_are_installed(
+    hub: HubApp, members: MemberFactory
+) -> None:
+    east = await members.join("east", start=False)
+    crd = await east.client.get(CRDS, "serviceexports.multicluster.x-k8s.io")
+    await east.client.delete(CRDS, "serviceexports.multicluster.x-k8s.io")
+    east.app = MemberApp(east.client, MEMBER_NAMESPACE, options=replace(MEMBER_OPTIONS, status_resync=0.5))
+    await east.app.start()
+
+    async def says_why() -> dict | None:  # type: ignore[type-arg]
+        ready = _condition(await east.cluster_set(hub), "Ready")
+        return ready if ready is not None and "ServiceExport CRD" in ready["message"] else None
+
+    ready = await eventually(says_why, what="Ready=False naming the missing CRD")
+    assert ready["status"] == "False"
+
+    del crd["metadata"]["resourceVersion"], crd["metadata"]["uid"]
+    await east.client.create(CRDS, crd)
+    await east.wait_connected()

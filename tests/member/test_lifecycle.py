@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import sqlite3
 from typing import Any
@@ -13,7 +14,7 @@ from kube.resources import ENDPOINTS, SECRETS, SERVICES
 from mcapi import names
 from tests.kubeenv.cluster import ensure_namespace
 from tests.member.conftest import MemberFactory
-from tests.member.harness import MEMBER_NAMESPACE, JoinedMember, eventually
+from tests.member.harness import MEMBER_NAMESPACE, HubRunner, JoinedMember, eventually
 
 NS = "shop"
 
@@ -138,3 +139,51 @@ async def test_a_rotated_token_reconnects_the_member_without_withdrawing_its_exp
 
     await eventually(reconnected, what="a new session with the rotated token")
     assert _stored_export_revisions(hub) == revisions
+
+
+async def test_a_restarted_member_does_not_flap_or_rewrite_its_cluster_set_status(
+    hub: HubApp, members: MemberFactory
+) -> None:
+    east = await members.join("east")
+    await east.wait_connected()
+
+    async def ready() -> dict[str, Any] | None:
+        obj = await east.cluster_set(hub)
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        return obj if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions) else None
+
+    before = await eventually(ready, what="ClusterSet Ready=True")
+
+    await east.stop_member()
+    await east.start_member()
+    await east.wait_connected()
+    clusterset = east.member._clusterset
+    assert clusterset is not None
+    passes = clusterset.status_passes
+    clusterset.status_changed()
+
+    async def passed() -> bool:
+        return clusterset.status_passes > passes
+
+    await eventually(passed, what="a status pass after the reconnect")
+    # The hub never went away: the member must not have said "Disconnected" in between.
+    after = await east.cluster_set(hub)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+async def test_stopping_the_member_while_it_leaves_leaves_no_hub_session_running(
+    hubs: HubRunner, hub: HubApp, members: MemberFactory
+) -> None:
+    east = await members.join("east")
+    await east.wait_connected()
+    await hubs.stop()  # the withdrawal now waits (leave_timeout) for a hub that does not answer
+    await east.delete_cluster_set(hub)
+
+    async def leaving() -> bool:
+        return east.member.joined is None
+
+    await eventually(leaving, what="east started leaving")
+    await east.stop_member()
+
+    running = [t.get_name() for t in asyncio.all_tasks() if not t.done() and "-east" in t.get_name()]
+    assert running == []
