@@ -10,7 +10,7 @@ from __future__ import annotations
 from kube.resources import CLUSTER_INFO_IMPORTS, Obj
 from mcapi.convert import build_cluster_info_import
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from member.imports.cluster_info_status import CONDITION_READY, set_cluster_info_import_condition
+from member.imports.cluster_info_status import CONDITION_READY, set_condition_retrying
 from member.imports.context import ImportContext
 from member.imports.ownership import delete_owned, ensure_owned
 
@@ -34,7 +34,7 @@ async def apply_cluster_info(ctx: ImportContext, message: pb.ResourceImport) -> 
     await ctx.require_namespace(ctx.member_namespace)
     desired = desired_cluster_info_import(message, ctx.member_namespace)
     live = await ensure_owned(ctx.client, CLUSTER_INFO_IMPORTS, desired, None, import_name=message.import_name)
-    return await set_cluster_info_import_condition(
+    return await set_condition_retrying(
         ctx.client, live, CONDITION_READY, "True", reason=REASON_IMPORTED, now=ctx.clock()
     )
 

@@ -22,6 +22,7 @@ from kube.resources import (
 )
 from mcapi import names
 from member.hubclient import Delete
+from member.imports.cluster_info_status import set_cluster_info_import_condition, set_condition_retrying
 from tests.kubeenv.cluster import CRD_DIR
 from tests.member_imports.conftest import MEMBER_NAMESPACE, Appliers, Reports, eventually
 from tests.member_imports.messages import acnp_import, cluster_info_import, label_identity_import, service_import
@@ -155,6 +156,22 @@ async def test_a_cluster_info_import_creates_a_ready_cluster_info_import_in_the_
     moved = await member.get(CLUSTER_INFO_IMPORTS, "east-clusterinfo", MEMBER_NAMESPACE)
     assert moved["spec"]["gatewayInfos"] == [{"gatewayIP": "172.18.0.9"}]
     assert moved["status"]["conditions"] == imported["status"]["conditions"]
+
+
+async def test_a_condition_written_by_another_controller_meanwhile_does_not_fail_the_import(
+    member: KubeClient,
+) -> None:
+    """The importer's Ready and the overlap/health conditions share one ClusterInfoImport:
+    a write from a stale read is re-read and retried instead of failing the import."""
+    created = await member.create(
+        CLUSTER_INFO_IMPORTS,
+        {"metadata": {"name": "east-clusterinfo"}, "spec": {"clusterID": "east", "serviceCIDR": "10.112.0.0/16"}},
+        namespace=MEMBER_NAMESPACE,
+    )
+    await set_cluster_info_import_condition(member, created, "CIDRConflict", "False", reason="NoOverlap")
+    written = await set_condition_retrying(member, created, "Ready", "True", reason="Imported")
+    kinds = {c["type"]: c["status"] for c in written["status"]["conditions"]}
+    assert kinds == {"CIDRConflict": "False", "Ready": "True"}
 
 
 async def _serve_only_v1beta1_service_imports(client: KubeClient) -> None:
