@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from agent.errors import ConfigError
+from agent.linux.ownership import REPLY_MARK
 
 # Every link the agent creates starts with this prefix, so that cleanup and humans can
 # tell ours from the primary CNI's. Linux allows at most 15 bytes in a link name.
@@ -59,6 +60,9 @@ class TunnelConfig:
     """Device name."""
     mtu: int | None = None
     """Device MTU in bytes; None: the underlay MTU minus the 50-byte VXLAN overhead."""
+    reply_mark: int = REPLY_MARK
+    """The one bit of the packet and conntrack marks that routes replies back into the
+    tunnel (see agent.linux.ownership.REPLY_MARK); Node-local, members need not agree."""
 
 
 @dataclass(frozen=True)
@@ -147,14 +151,22 @@ def _wireguard(raw: Mapping[str, Any], path: str) -> WireGuardConfig:
 
 
 def _tunnel(raw: Mapping[str, Any], path: str) -> TunnelConfig:
-    _reject_unknown(raw, {"vni", "port", "interface", "mtu"}, path)
+    _reject_unknown(raw, {"vni", "port", "interface", "mtu", "replyMark"}, path)
     default = TunnelConfig()
     return TunnelConfig(
         mtu=_mtu(raw, path),
         vni=_int(raw, "vni", default.vni, path, low=1, high=2**24 - 1),
         port=_int(raw, "port", default.port, path, low=1, high=65535),
         interface=_link_name(raw, "interface", default.interface, path),
+        reply_mark=_single_bit(raw, "replyMark", default.reply_mark, path),
     )
+
+
+def _single_bit(raw: Mapping[str, Any], key: str, default: int, path: str) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**32 or value & (value - 1):
+        raise ConfigError(f"{path}.{key}: must be a single bit of a 32-bit mark, e.g. 0x2000; got {value!r}")
+    return value
 
 
 def _health(raw: Mapping[str, Any], path: str) -> HealthConfig:

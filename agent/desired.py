@@ -2,12 +2,15 @@
 
 Gateway Node (VXLAN): one route per remote CIDR via the remote Gateway IP through the
 tunnel device, permanent neighbour/FDB entries for each remote Gateway, /32 routes to
-the remote Gateway IPs for forwarded replies, SNAT to the local Gateway IP.
+the remote Gateway IPs for the replies of connections that came in through the tunnel
+(marked, see agent.state.ReplyMarking), SNAT to the local Gateway IP.
 Gateway Node (WireGuard): the same routes through the WireGuard device, whose peers
 are the remote Gateways (allowed IPs: their CIDRs and Gateway IP, which is the inner
 source of SNATed traffic); the VXLAN device stays for the local Nodes' tunnels.
-Other Nodes: the remote CIDRs and Gateway IPs via the local Gateway's internalIP
-through the tunnel device, no SNAT (the Gateway does it).
+Other Nodes: the remote CIDRs via the local Gateway's internalIP through the tunnel
+device, and the remote Gateway IPs the same way for the replies of connections from
+them (which the Gateway handed over through the primary CNI); no SNAT (the Gateway
+does it).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from agent.state import (
     DesiredDatapath,
     PolicyRule,
     ProbeTarget,
+    ReplyMarking,
     Role,
     Route,
     RouteTable,
@@ -36,10 +40,12 @@ from agent.state import (
 )
 from agent.tunnel_mac import gateway_tunnel_mac, node_tunnel_mac
 
-_RULES = (
-    PolicyRule(RULE_PRIORITY[RouteTable.REPLY], RouteTable.REPLY, forwarded_only=True),
-    PolicyRule(RULE_PRIORITY[RouteTable.REMOTE], RouteTable.REMOTE, forwarded_only=False),
-)
+
+def _rules(reply_mark: int) -> tuple[PolicyRule, ...]:
+    return (
+        PolicyRule(RULE_PRIORITY[RouteTable.REPLY], RouteTable.REPLY, fwmark=reply_mark),
+        PolicyRule(RULE_PRIORITY[RouteTable.REMOTE], RouteTable.REMOTE),
+    )
 
 
 def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath:
@@ -77,10 +83,11 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
     tunnel = TunnelDevice(
         config.tunnel.interface, config.tunnel.vni, config.tunnel.port, own_mac, node_ip, config.tunnel.mtu
     )
+    mark, remote_gateways = config.tunnel.reply_mark, tuple(sorted(r.gateway_ip for r in accepted))
     common = DesiredDatapath(
         role=role,
         tunnel=tunnel,
-        rules=_RULES,
+        rules=_rules(mark),
         remote_clusters=tuple(r.cluster_id for r in accepted),
         exclusions=tuple(exclusions),
     )
@@ -89,6 +96,8 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
             common,
             tunnel_peers=(TunnelPeer(gateway_internal_ip, gateway_tunnel_mac(gateway_ip)),),
             routes=_routes(accepted, tunnel.name, via=lambda _r: gateway_internal_ip),
+            # From any device: the Gateway hands cross-cluster traffic over through the primary CNI.
+            reply_marking=ReplyMarking(mark, remote_gateways),
             mss_clamp_interfaces=(tunnel.name,),
         )
     probes = tuple(ProbeTarget(r.cluster_id, r.gateway_ip) for r in accepted)
@@ -100,6 +109,7 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
             wireguard=device,
             routes=_routes(accepted, wg.interface, via=lambda _r: None),
             snat=_snat(accepted, wg.interface, gateway_ip),
+            reply_marking=ReplyMarking(mark, remote_gateways, (wg.interface,)),
             mss_clamp_interfaces=(tunnel.name, wg.interface),
             probe_targets=probes,
         )
@@ -108,6 +118,7 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
         tunnel_peers=tuple(TunnelPeer(r.gateway_ip, gateway_tunnel_mac(r.gateway_ip)) for r in accepted),
         routes=_routes(accepted, tunnel.name, via=lambda r: r.gateway_ip),
         snat=_snat(accepted, tunnel.name, gateway_ip),
+        reply_marking=ReplyMarking(mark, remote_gateways, (tunnel.name,)),
         mss_clamp_interfaces=(tunnel.name,),
         probe_targets=probes,
     )

@@ -10,11 +10,14 @@ Routing scheme (IPv4 only, as Antrea's Multi-cluster Gateway):
 * table REMOTE (rule: every packet) holds the remote clusters' Service/Pod CIDRs:
   on the Gateway via the remote Gateway through the tunnel, on other Nodes via the
   local Gateway's internalIP through the tunnel.
-* table REPLY (rule: forwarded packets only, i.e. ``not iif lo``) holds /32 routes to
-  the remote Gateway IPs. Cross-cluster traffic arrives SNATed to the remote Gateway
-  IP, so replies of local Pods are addressed to it; they must enter the tunnel, while
-  the Node's own packets to that IP (the VXLAN/WireGuard outer packets, probes) must
-  keep using the underlay.
+* table REPLY (rule: packets marked as replies, ``fwmark M/M`` with M the reply mark,
+  see agent.linux.ownership.REPLY_MARK) holds /32 routes to the remote Gateway IPs.
+  Cross-cluster traffic arrives SNATed to the remote Gateway IP, so replies of local
+  Pods are addressed to it and must enter the tunnel; but connections that local Pods
+  start towards that address (another cluster's Node, on the underlay), and the
+  Node's own packets to it (the VXLAN/WireGuard outer packets, probes), must keep
+  using the underlay. So only reply-direction packets of connections that came from a
+  remote Gateway (ReplyMarking) carry the mark.
 """
 
 from __future__ import annotations
@@ -109,11 +112,28 @@ class Route:
 
 @dataclass(frozen=True)
 class PolicyRule:
-    """``ip rule [not iif lo] lookup <table> pref <priority>``."""
+    """``ip rule [fwmark <mark>/<mark>] lookup <table> pref <priority>``."""
 
     priority: int
     table: RouteTable
-    forwarded_only: bool
+    fwmark: int | None = None
+    """Only packets with this bit set in their mark; None: every packet."""
+
+
+@dataclass(frozen=True)
+class ReplyMarking:
+    """Which connections' replies carry ``mark`` (and so take table REPLY into the tunnel).
+
+    A connection is marked (its conntrack mark) when its first packets come from one of
+    ``remote_gateways``: through one of ``arrival_interfaces`` on the Gateway; on other
+    Nodes (``arrival_interfaces`` empty), from any device towards a non-local address,
+    because the Gateway hands cross-cluster traffic to them through the primary CNI.
+    Every reply-direction packet of a marked connection gets ``mark`` in its packet mark.
+    """
+
+    mark: int
+    remote_gateways: tuple[IPv4Address, ...]
+    arrival_interfaces: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -165,6 +185,7 @@ class DesiredDatapath:
     snat: SnatRule | None = None
     mss_clamp_interfaces: tuple[str, ...] = ()
     """Interfaces whose forwarded TCP SYNs get their MSS clamped to the route MTU."""
+    reply_marking: ReplyMarking | None = None
     probe_targets: tuple[ProbeTarget, ...] = ()
     remote_clusters: tuple[str, ...] = ()
     """Cluster IDs whose traffic is routed."""
@@ -172,4 +193,10 @@ class DesiredDatapath:
 
     @property
     def is_empty(self) -> bool:
-        return self.tunnel is None and self.wireguard is None and not self.routes and self.snat is None
+        return (
+            self.tunnel is None
+            and self.wireguard is None
+            and not self.routes
+            and self.snat is None
+            and self.reply_marking is None
+        )

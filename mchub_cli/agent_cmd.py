@@ -72,16 +72,31 @@ async def serve(args: argparse.Namespace) -> int:
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, task.cancel)
         print(f"agent: Node {args.node}, watching Namespace {args.namespace} of {client.host}", flush=True)
-        try:
-            await task
-        except asyncio.CancelledError:
-            return 0
-        except (ConfigError, KubeError) as exc:
-            print(f"mchub agent: {exc}", file=sys.stderr)
-            return 2
-        return 0
+        return await _exit_code(task)
     finally:
         await client.close()
+
+
+async def _exit_code(task: asyncio.Task[None]) -> int:
+    """0 when the agent stopped on a signal, 2 (with one line each) on its configuration or
+    API errors, which KubeAgent.run's TaskGroup delivers inside an ExceptionGroup."""
+    code = 0
+    try:
+        await task
+    except* asyncio.CancelledError:
+        pass
+    except* (ConfigError, KubeError) as group:
+        for exc in _leaves(group):
+            print(f"mchub agent: {exc}", file=sys.stderr)
+        code = 2
+    return code
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found += _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    return found
 
 
 def run_agent_command(args: argparse.Namespace) -> int:

@@ -2,9 +2,16 @@
 
 Contents: a ``nat postrouting`` chain that SNATs cross-cluster traffic leaving the
 Gateway's tunnel to the Gateway IP (Antrea's Gateway behaviour; replies come back
-addressed to it and conntrack undoes the SNAT), and a ``forward`` chain clamping the
+addressed to it and conntrack undoes the SNAT), a ``forward`` chain clamping the
 TCP MSS of SYNs entering our devices to the route MTU, because the tunnel's overhead
-makes its MTU smaller than the Pods'.
+makes its MTU smaller than the Pods', and the reply marking (agent.state.ReplyMarking,
+agent.linux.ownership.REPLY_MARK): a ``filter prerouting`` chain at mangle priority
+(after conntrack, before DNAT/un-SNAT and the routing decision) that sets the bit in
+the conntrack mark of connections arriving from a remote Gateway and copies it into
+the packet mark of their replies, for the ``fwmark`` policy rule; and a ``filter
+postrouting`` chain that clears the bit again from every packet's mark, because the
+VXLAN device routes its outer packet with the inner packet's mark, which would lead
+it back into the tunnel.
 
 Idempotence: every rule carries the fingerprint of the whole rendered table as its
 comment. If the live table has exactly the expected number of rules and all carry the
@@ -21,14 +28,18 @@ from typing import Any
 from agent.errors import NftablesError
 from agent.linux.netns import run_command
 from agent.linux.ownership import NFT_FAMILY, NFT_TABLE
-from agent.state import DesiredDatapath
+from agent.state import DesiredDatapath, ReplyMarking
 
 _SET = "remote_cidrs"
+_GATEWAYS = "remote_gateways"
+_PRIO_MANGLE = -150
+_PRIO_LAST = 300
+_ALL_BITS = 0xFFFFFFFF
 
 
 def render_table(desired: DesiredDatapath) -> list[dict[str, Any]] | None:
     """The nft JSON commands that create our table, or None when we want no table."""
-    if desired.snat is None and not desired.mss_clamp_interfaces:
+    if desired.snat is None and not desired.mss_clamp_interfaces and desired.reply_marking is None:
         return None
     base = {"family": NFT_FAMILY, "table": NFT_TABLE}
     objects: list[dict[str, Any]] = []
@@ -68,11 +79,66 @@ def render_table(desired: DesiredDatapath) -> list[dict[str, Any]] | None:
                 ],
             }
         )
+    if desired.reply_marking is not None:
+        _reply_marking(base, desired.reply_marking, objects, rules)
     fingerprint = _fingerprint(objects, rules)
     commands: list[dict[str, Any]] = [{"add": {"table": {"family": NFT_FAMILY, "name": NFT_TABLE}}}]
     commands += [{"add": o} for o in objects]
     commands += [{"add": {"rule": {**r, "comment": fingerprint}}} for r in rules]
     return commands
+
+
+def _reply_marking(
+    base: dict[str, str], marking: ReplyMarking, objects: list[dict[str, Any]], rules: list[dict[str, Any]]
+) -> None:
+    bit = marking.mark
+    ct_mark, meta_mark = {"ct": {"key": "mark"}}, {"meta": {"key": "mark"}}
+    the_set: dict[str, Any] = {**base, "name": _GATEWAYS, "type": "ipv4_addr"}
+    if marking.remote_gateways:
+        the_set["elem"] = [str(ip) for ip in sorted(marking.remote_gateways)]
+    objects.append({"set": the_set})
+    objects.append(_chain(base, "prerouting", "filter", "prerouting", _PRIO_MANGLE))
+    objects.append(_chain(base, "unmark", "filter", "postrouting", _PRIO_LAST))
+    if marking.arrival_interfaces:
+        names = sorted(marking.arrival_interfaces)
+        arrival = _match({"meta": {"key": "iifname"}}, {"set": names} if len(names) > 1 else names[0])
+    else:
+        # Forwarded only: a connection from a remote Gateway's Node to this Node itself
+        # (a NodePort, before kube-proxy's DNAT) came over the underlay and replies that way.
+        arrival = {"match": {"op": "!=", "left": {"fib": {"result": "type", "flags": ["daddr"]}}, "right": "local"}}
+    rules.append(
+        {
+            **base,
+            "chain": "prerouting",
+            "expr": [
+                _match({"ct": {"key": "direction"}}, "original"),
+                _match({"payload": {"protocol": "ip", "field": "saddr"}}, f"@{_GATEWAYS}"),
+                arrival,
+                {"mangle": {"key": ct_mark, "value": {"|": [ct_mark, bit]}}},
+            ],
+        }
+    )
+    rules.append(
+        {
+            **base,
+            "chain": "prerouting",
+            "expr": [
+                _match({"ct": {"key": "direction"}}, "reply"),
+                _match({"&": [ct_mark, bit]}, bit),
+                {"mangle": {"key": meta_mark, "value": {"|": [meta_mark, bit]}}},
+            ],
+        }
+    )
+    rules.append(
+        {
+            **base,
+            "chain": "unmark",
+            "expr": [
+                _match({"&": [meta_mark, bit]}, bit),
+                {"mangle": {"key": meta_mark, "value": {"&": [meta_mark, _ALL_BITS ^ bit]}}},
+            ],
+        }
+    )
 
 
 async def reconcile_nft(netns: str | None, desired: DesiredDatapath, changes: list[str]) -> None:

@@ -4,6 +4,7 @@
 * routes: only in the agent's own tables (agent.state.RouteTable), protocol ROUTE_PROTOCOL;
 * policy rules: protocol ROUTE_PROTOCOL at the priorities of agent.state.RULE_PRIORITY;
 * nftables: one table of its own, ``ip mchub``, replaced atomically as a whole;
+* packet and conntrack marks: one bit, REPLY_MARK (configurable as ``tunnel.replyMark``);
 * neighbour/FDB entries: only on the agent's own tunnel device.
 """
 
@@ -26,3 +27,24 @@ NFT_TABLE: Final = "mchub"
 # "last resort" case), and hosts often set conf.all.rp_filter. So each device gets one
 # anchor address: link-local (never routed), scope host (never chosen as a source).
 ANCHOR_ADDRESSES: Final = {ALIAS_TUNNEL: "169.254.109.1", ALIAS_WIREGUARD: "169.254.109.2"}
+
+REPLY_MARK: Final = 0x2000
+"""The bit (of the packet mark and of the conntrack mark) that sends a reply back into the tunnel.
+
+On the Gateway, a connection that arrives through our tunnel or WireGuard device from a
+remote Gateway IP gets this bit in its conntrack mark; on other Nodes, a forwarded
+connection from a remote Gateway IP (the Gateway handed it over through the primary
+CNI) gets it too. Reply-direction packets of such connections copy the bit into their
+packet mark in prerouting, and the policy rule ``fwmark 0x2000/0x2000 lookup 28004``
+(agent.state.RULE_PRIORITY) routes them to the remote Gateway through the tunnel. The
+bit is cleared from the packet mark in postrouting, so no packet leaves with it (the
+VXLAN device would otherwise route its outer packet with it, back into itself).
+Connections local Pods start towards a remote Gateway's address never carry it and
+take the underlay like any other traffic.
+
+0x2000 because the neighbours each use their own bits: kube-proxy 0x4000 (masquerade)
+and 0x8000 (drop), Calico 0xffff0000, Cilium 0x0f00 (0x0200 among them), Flannel and
+Antrea none in the host's mark, WireGuard's conventional fwmark 51820 (0xca6c, which
+has 0x2000 clear; our wireguard-go sets no fwmark at all). Only this bit is read or
+written, in both marks, with ``|``/``&``; every other bit passes through untouched.
+"""

@@ -54,28 +54,50 @@ async def reconcile_routes(ipr: Any, routes: tuple[Route, ...], indexes: Mapping
 
 async def reconcile_rules(ipr: Any, rules: tuple[PolicyRule, ...], changes: list[str]) -> None:
     """Exactly ``rules`` among the rules we own (our protocol, or our priority+table)."""
-    wanted = {(r.priority, int(r.table), r.forwarded_only) for r in rules}
+    wanted = {_wanted_key(r) for r in rules}
     ours = {(p, int(t)) for t, p in RULE_PRIORITY.items()}
     for msg in await netlink.collect("dump rules", ipr.rule("dump", family=socket.AF_INET)):
         priority, table = msg.get("priority"), msg.get("table")
         if msg.get("protocol") != ROUTE_PROTOCOL and (priority, table) not in ours:
             continue
-        key = (priority, table, _is_forwarded_only(msg))
+        key = _live_key(msg)
         if key in wanted and msg.get("protocol") == ROUTE_PROTOCOL:
             wanted.discard(key)
             continue
+        # Also a rule of an older agent, e.g. ``not iif lo`` where we now match a mark.
         await netlink.delete(
             f"del rule {priority}", ipr.rule("del", priority=priority, table=table, family=socket.AF_INET)
         )
         changes.append(f"del rule pref {priority} table {table}")
-    for priority, table, forwarded_only in sorted(wanted):
+    for priority, table, fwmark, _selectors in sorted(wanted, key=lambda k: (k[0], k[1])):
         spec: dict[str, Any] = {"priority": priority, "table": table, "protocol": ROUTE_PROTOCOL}
-        if forwarded_only:
-            # "not iif lo": only packets being forwarded, never the Node's own.
-            spec.update(iifname="lo", flags=_FIB_RULE_INVERT)
+        if fwmark is not None:
+            spec.update(fwmark=fwmark, fwmask=fwmark)
         await netlink.call(f"rule {priority}", ipr.rule("add", family=socket.AF_INET, **spec))
-        changes.append(f"add rule pref {priority} table {table}{' not iif lo' if forwarded_only else ''}")
+        changes.append(f"add rule pref {priority}{_describe_mark(fwmark)} table {table}")
 
 
-def _is_forwarded_only(msg: Any) -> bool:
-    return msg.get("iifname") == "lo" and bool(msg["flags"] & _FIB_RULE_INVERT)
+# (priority, table, fwmark (== its mask), any other selector present)
+_RuleKey = tuple[int, int, int | None, bool]
+
+
+def _wanted_key(rule: PolicyRule) -> _RuleKey:
+    return (rule.priority, int(rule.table), rule.fwmark, False)
+
+
+def _live_key(msg: Any) -> _RuleKey:
+    mark, mask = msg.get("fwmark"), msg.get("fwmask")
+    fwmark = mark if mark and mask == mark else None
+    others = bool(
+        (mark and fwmark is None)
+        or msg["flags"] & _FIB_RULE_INVERT
+        or msg.get("iifname")
+        or msg.get("oifname")
+        or msg["src_len"]
+        or msg["dst_len"]
+    )
+    return (msg.get("priority"), msg.get("table"), fwmark, others)
+
+
+def _describe_mark(fwmark: int | None) -> str:
+    return "" if fwmark is None else f" fwmark {fwmark:#x}/{fwmark:#x}"

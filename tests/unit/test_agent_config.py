@@ -62,6 +62,10 @@ wireGuard: {interface: mc-w1}
         ("tunnel: {vni: 0}", "tunnel.vni"),
         ("tunnel: {interface: eth0}", "tunnel.interface"),
         ("tunnel: {interface: mc-much-too-long-name}", "tunnel.interface"),
+        ("tunnel: {replyMark: 0x3000}", "tunnel.replyMark"),
+        ("tunnel: {replyMark: 0}", "tunnel.replyMark"),
+        ("tunnel: {replyMark: 0x100000000}", "tunnel.replyMark"),
+        ("tunnel: {replyMark: true}", "tunnel.replyMark"),
         ("health: {intervalSeconds: 0}", "health.intervalSeconds"),
         ("health: {missThreshold: 0}", "health.missThreshold"),
         ("enableGatway: true", "enableGatway"),
@@ -95,3 +99,9 @@ def test_the_tunnel_mtu_is_automatic_unless_set() -> None:
     assert parse_agent_config("tunnel: {mtu: 1400}").tunnel.mtu == 1400
     with pytest.raises(ConfigError, match=r"tunnel\.mtu"):
         parse_agent_config("tunnel: {mtu: 100}")
+
+
+def test_the_reply_mark_is_one_bit_0x2000_by_default() -> None:
+    assert parse_agent_config("").tunnel.reply_mark == 0x2000
+    assert parse_agent_config("tunnel: {replyMark: 0x10000}").tunnel.reply_mark == 0x10000
+    assert parse_agent_config("tunnel: {replyMark: 0x80000000}").tunnel.reply_mark == 0x80000000

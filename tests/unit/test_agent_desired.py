@@ -10,7 +10,17 @@ from agent.config import AgentConfig, TrafficEncryptionMode, TunnelConfig, WireG
 from agent.desired import compute_desired
 from agent.errors import InvalidInputsError
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
-from agent.state import RULE_PRIORITY, ExclusionReason, PolicyRule, Role, Route, RouteTable, TunnelPeer
+from agent.linux.ownership import REPLY_MARK
+from agent.state import (
+    RULE_PRIORITY,
+    ExclusionReason,
+    PolicyRule,
+    ReplyMarking,
+    Role,
+    Route,
+    RouteTable,
+    TunnelPeer,
+)
 from agent.tunnel_mac import gateway_tunnel_mac, node_tunnel_mac
 
 VXLAN = AgentConfig(enable_gateway=True)
@@ -83,16 +93,28 @@ def test_the_gateway_tunnels_remote_service_cidrs_to_each_remote_gateway() -> No
     assert desired.remote_clusters == ("north", "west")
 
 
-def test_the_gateway_routes_replies_to_remote_gateway_ips_through_the_tunnel_for_forwarded_traffic_only() -> None:
+def test_the_gateway_routes_replies_to_remote_gateway_ips_through_the_tunnel_for_marked_replies_only() -> None:
     desired = compute_desired(inputs_for(), VXLAN)
     assert routes_by_table(desired.routes, RouteTable.REPLY) == {
         ("198.19.2.1/32", "198.19.2.1", "mc-tun0"),
         ("198.19.3.1/32", "198.19.3.1", "mc-tun0"),
     }
     assert set(desired.rules) == {
-        PolicyRule(RULE_PRIORITY[RouteTable.REPLY], RouteTable.REPLY, forwarded_only=True),
-        PolicyRule(RULE_PRIORITY[RouteTable.REMOTE], RouteTable.REMOTE, forwarded_only=False),
+        PolicyRule(RULE_PRIORITY[RouteTable.REPLY], RouteTable.REPLY, fwmark=REPLY_MARK),
+        PolicyRule(RULE_PRIORITY[RouteTable.REMOTE], RouteTable.REMOTE),
     }
+    # Marked: connections that arrive through the tunnel from a remote Gateway IP.
+    assert desired.reply_marking == ReplyMarking(REPLY_MARK, (ip("198.19.2.1"), ip("198.19.3.1")), ("mc-tun0",))
+
+
+def test_the_reply_mark_is_0x2000_unless_configured() -> None:
+    assert REPLY_MARK == 0x2000
+    config = AgentConfig(enable_gateway=True, tunnel=TunnelConfig(reply_mark=0x10))
+    for node in ("east-a", "east-b"):
+        desired = compute_desired(inputs_for(node), config)
+        assert desired.reply_marking is not None
+        assert desired.reply_marking.mark == 0x10
+        assert PolicyRule(RULE_PRIORITY[RouteTable.REPLY], RouteTable.REPLY, fwmark=0x10) in desired.rules
 
 
 def test_the_gateway_snats_cross_cluster_traffic_to_its_gateway_ip() -> None:
@@ -123,6 +145,9 @@ def test_another_node_routes_everything_remote_to_the_local_gateway_internal_ip(
         ("198.19.2.1/32", "198.18.1.1", "mc-tun0"),
         ("198.19.3.1/32", "198.18.1.1", "mc-tun0"),
     }
+    # The Gateway hands cross-cluster connections over through the primary CNI: from any device.
+    assert desired.reply_marking == ReplyMarking(REPLY_MARK, (ip("198.19.2.1"), ip("198.19.3.1")), ())
+    assert PolicyRule(RULE_PRIORITY[RouteTable.REPLY], RouteTable.REPLY, fwmark=REPLY_MARK) in desired.rules
     assert desired.snat is None
     assert desired.probe_targets == ()
 
@@ -146,6 +171,8 @@ def test_with_wireguard_the_gateway_routes_remote_traffic_into_the_wireguard_dev
     assert desired.snat is not None
     assert desired.snat.out_interface == "mc-wg0"
     assert set(desired.mss_clamp_interfaces) == {"mc-tun0", "mc-wg0"}
+    assert desired.reply_marking is not None
+    assert desired.reply_marking.arrival_interfaces == ("mc-wg0",)
 
 
 def test_wireguard_peers_allow_their_cidrs_and_their_gateway_ip_as_source() -> None:
@@ -182,6 +209,7 @@ def test_everything_goes_when_the_last_cluster_info_import_goes() -> None:
     assert desired.role is Role.GATEWAY
     assert desired.rules == ()
     assert desired.mss_clamp_interfaces == ()
+    assert desired.reply_marking is None
 
 
 def test_a_removed_import_takes_its_routes_peers_and_snat_destinations_with_it() -> None:
@@ -190,6 +218,8 @@ def test_a_removed_import_takes_its_routes_peers_and_snat_destinations_with_it()
     assert all("10.102." not in str(r.destination) and r.via != ip("198.19.2.1") for r in desired.routes)
     assert desired.snat is not None
     assert net("10.102.0.0/16") not in desired.snat.destinations
+    assert desired.reply_marking is not None
+    assert desired.reply_marking.remote_gateways == (ip("198.19.3.1"),)
 
 
 def test_when_the_local_gateway_moves_the_old_gateway_becomes_a_member_and_the_new_one_a_gateway() -> None:
@@ -212,6 +242,8 @@ def test_when_a_remote_gateway_moves_routes_and_peers_follow_its_new_ip() -> Non
     desired = compute_desired(inputs_for(remotes=(moved_west,)), VXLAN)
     assert desired.tunnel_peers == (TunnelPeer(ip("198.19.2.2"), gateway_tunnel_mac(ip("198.19.2.2"))),)
     assert {via for _, via, _ in routes_by_table(desired.routes, RouteTable.REMOTE)} == {"198.19.2.2"}
+    assert desired.reply_marking is not None
+    assert desired.reply_marking.remote_gateways == (ip("198.19.2.2"),)
 
 
 def test_a_remote_cidr_overlapping_a_local_cidr_is_excluded_with_a_reason() -> None:
