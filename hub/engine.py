@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from hub.auth.identity import Identity
 from hub.bus import Bus
@@ -25,6 +26,7 @@ from hub.merge import (
     GroupKey,
     MergeConfig,
     MergeContext,
+    delivers_to,
     expected_export_name,
     group_key,
     import_names_for_group,
@@ -39,10 +41,35 @@ log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 _LABEL_IDENTITY_GROUP = "labelidentity"
+T = TypeVar("T")
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+async def _to_the_end(work: Coroutine[Any, Any, T]) -> T:
+    """Run a commit to its end even if the caller is cancelled meanwhile.
+
+    A batch handed to the store may become durable whatever its caller does
+    (the sqlite writer finishes what it took). The index, the revision and the
+    watchers must then follow it, and the engine lock (held by the caller)
+    must stay taken until they did; only then does the cancellation go on.
+    """
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = cancelled or not task.done()
+        except Exception:  # read from the task below
+            pass
+    if cancelled:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("hub commit failed after its caller went away", extra={"error": str(task.exception())})
+        raise asyncio.CancelledError
+    return task.result()
 
 
 @dataclass(frozen=True)
@@ -279,6 +306,13 @@ class Engine:
             raise Forbidden(f"token belongs to {who.describe()}, not cluster {req.cluster_id!r}")
         if not req.import_name:
             raise InvalidRequest("import_name is required")
+        imp = self.index.imports.get(req.import_name)
+        if imp is not None and not delivers_to(imp, req.cluster_id):
+            # Not this member's import: acknowledged, kept nowhere. (A report about
+            # an import the hub does not hold is kept until an import of that name
+            # is deleted or the member is removed.)
+            log.debug("import status report ignored", extra={"clusterID": req.cluster_id, "import": req.import_name})
+            return
         per_cluster = self.import_status.setdefault(req.import_name, {})
         per_cluster[req.cluster_id] = ImportStatusEntry(req.succeeded, req.reason, req.message, self._clock())
         if not req.succeeded:
@@ -326,16 +360,33 @@ class Engine:
         return MergeContext(config=self._merge.config, used_label_ids=self.index.label_ids(set(import_names)))
 
     async def _commit(self, batch: WriteBatch) -> int:
+        return await _to_the_end(self._commit_now(batch))
+
+    async def _commit_now(self, batch: WriteBatch) -> int:
         revision = await self._store.commit(batch)
         self.index.apply(batch)
         self.revision = revision
+        self._forget_import_status(batch)
         return revision
+
+    def _forget_import_status(self, batch: WriteBatch) -> None:
+        """Reports go with the import they are about, and with the member that made them."""
+        for name in batch.delete_imports:
+            self.import_status.pop(name, None)
+        for cluster_id in batch.delete_members:
+            for name, reports in list(self.import_status.items()):
+                reports.pop(cluster_id, None)
+                if not reports:
+                    del self.import_status[name]
 
     async def _commit_and_publish_batch(
         self, batch: WriteBatch, answered: frozenset[str] | set[str] = frozenset()
     ) -> int:
+        return await _to_the_end(self._commit_and_publish_now(batch, answered))
+
+    async def _commit_and_publish_now(self, batch: WriteBatch, answered: frozenset[str] | set[str]) -> int:
         previous = {e.export_name: self.index.exports.get(e.export_name) for e in batch.put_exports}
-        revision = await self._commit(batch)
+        revision = await self._commit_now(batch)
         changes = [ImportChange(revision, imp.import_name, imp) for imp in batch.put_imports]
         changes += [ImportChange(revision, name, None) for name in batch.delete_imports]
         if changes:

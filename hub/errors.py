@@ -23,5 +23,9 @@ class NotFound(HubError):
     """The named object does not exist (gRPC NOT_FOUND, HTTP 404)."""
 
 
+class Unavailable(HubError):
+    """The hub cannot decide now (a service it relies on failed); retry (gRPC UNAVAILABLE, HTTP 503)."""
+
+
 class NotLeader(HubError):
     """This replica does not hold the leader lease (gRPC UNAVAILABLE, HTTP 503)."""

@@ -29,6 +29,9 @@ ADMIN = Identity(admin=True)
 
 
 class Authenticator(Protocol):
-    """Maps a bearer token to an identity; None means the token is not valid."""
+    """Maps a bearer token to an identity; None means the token is not valid.
+
+    Raises hub.errors.Unavailable when it cannot tell now (the caller should retry).
+    """
 
     async def authenticate(self, token: str) -> Identity | None: ...

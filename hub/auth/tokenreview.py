@@ -7,7 +7,8 @@ member it speaks for; the value `*` marks a ServiceAccount shared by several
 members (the default `antrea-mc-member-access-sa`), whose callers must name
 their cluster on each call. A ServiceAccount without the annotation, or in
 another Namespace, is not a member. Answers are cached briefly so a stream of
-calls costs one review.
+calls costs one review. A review the API server fails to give says nothing of
+the token: it raises Unavailable (the caller retries) and is not cached.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import logging
 import time
 
 from hub.auth.identity import Authenticator, Identity
+from hub.errors import Unavailable
 from kube.client import KubeClient
 from kube.errors import KubeError, NotFound
 from kube.resources import SERVICE_ACCOUNTS, TOKEN_REVIEWS
@@ -56,7 +58,7 @@ class TokenReviewAuthenticator:
             answer = await self._client.create(TOKEN_REVIEWS, review)
         except KubeError as exc:
             log.warning("token review failed", extra={"error": str(exc)})
-            return None
+            raise Unavailable(f"the leader cluster could not review the token: {exc}") from exc
         status = answer.get("status") or {}
         username = str((status.get("user") or {}).get("username", ""))
         if not status.get("authenticated") or not username.startswith(_SA_PREFIX):
@@ -71,7 +73,7 @@ class TokenReviewAuthenticator:
             return None
         except KubeError as exc:
             log.warning("service account lookup failed", extra={"serviceAccount": account, "error": str(exc)})
-            return None
+            raise Unavailable(f"the leader cluster could not read ServiceAccount {namespace}/{account}: {exc}") from exc
         cluster_id = ((sa.get("metadata") or {}).get("annotations") or {}).get(names.ANNOTATION_CLUSTER_ID, "")
         if cluster_id == ANY_CLUSTER:
             return Identity(any_cluster=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from hub.errors import Forbidden, HubError, InvalidRequest, NotFound, NotJoined, NotLeader
+from hub.errors import Forbidden, HubError, InvalidRequest, NotFound, NotJoined, NotLeader, Unavailable
 
 
 def status_code(error: HubError) -> grpc.StatusCode:
@@ -16,6 +16,6 @@ def status_code(error: HubError) -> grpc.StatusCode:
         return grpc.StatusCode.FAILED_PRECONDITION
     if isinstance(error, NotFound):
         return grpc.StatusCode.NOT_FOUND
-    if isinstance(error, NotLeader):
+    if isinstance(error, NotLeader | Unavailable):
         return grpc.StatusCode.UNAVAILABLE
     return grpc.StatusCode.UNKNOWN

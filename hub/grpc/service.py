@@ -17,7 +17,7 @@ from hub.grpc.codes import status_code
 from hub.grpc.lenient import Malformed, lenient
 from hub.merge import delivers_to
 from hub.metrics import HubMetrics
-from hub.store.base import EpochMismatch, RevisionCompacted, RevisionInFuture
+from hub.store.base import EpochMismatch, RevisionCompacted, RevisionInFuture, StoreError
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -68,7 +68,11 @@ class CommonAreaService:
         scheme, _, token = str(metadata.get("authorization", "")).partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing 'authorization: Bearer <token>'")
-        identity = await self._auth.authenticate(token.strip())
+        try:
+            identity = await self._auth.authenticate(token.strip())
+        except HubError as exc:  # cannot tell now: not a verdict on the token
+            await self._refuse(context, exc)
+            raise
         if identity is None:
             self._metrics.auth_failures.inc()
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "the bearer token is not valid")
@@ -103,6 +107,9 @@ class CommonAreaService:
             return await self._engine.announce(who, request)
         except HubError as exc:
             await self._refuse(context, exc)
+            raise
+        except StoreError as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, _store_failed(exc))
             raise
 
     # ---- ReportImportStatus --------------------------------------------------
@@ -196,6 +203,9 @@ class CommonAreaService:
         except HubError as exc:
             log.info("export refused", extra={"caller": who.describe(), "error": str(exc)})
             out.put_nowait(_Abort(status_code(exc), str(exc)))
+        except StoreError as exc:  # nothing was acknowledged; the member retries
+            log.warning("export not stored", extra={"caller": who.describe(), "error": str(exc)})
+            out.put_nowait(_Abort(grpc.StatusCode.UNAVAILABLE, _store_failed(exc)))
         except asyncio.CancelledError:
             raise
         except grpc.aio.AioRpcError as exc:  # the client went away mid-read
@@ -268,9 +278,12 @@ class CommonAreaService:
         try:
             with engine.imports_bus.subscribe() as sub:
                 last = 0
-                async for response in self._initial(request, audience):
-                    last = max(last, response.revision)
-                    yield response
+                try:
+                    async for response in self._initial(engine, request, audience):
+                        last = max(last, response.revision)
+                        yield response
+                except StoreError as exc:
+                    await context.abort(grpc.StatusCode.UNAVAILABLE, _store_failed(exc))
                 while True:
                     batch = await sub.get()
                     if batch is None:
@@ -288,7 +301,7 @@ class CommonAreaService:
                         continue
                     if batch.revision <= last:
                         continue
-                    for response in self._deltas(batch, audience):
+                    for response in self._deltas(engine, batch, audience):
                         yield response
                     last = batch.revision
                     self._metrics.imports_sent.inc(len(batch.changes))
@@ -296,9 +309,9 @@ class CommonAreaService:
             self._metrics.watchers.dec()
 
     async def _initial(
-        self, request: pb.WatchImportsRequest, audience: str | None
+        self, engine: Engine, request: pb.WatchImportsRequest, audience: str | None
     ) -> AsyncIterator[pb.WatchImportsResponse]:
-        engine = self._engine
+        """Snapshot or resumption, from the engine whose bus the watch subscribed to."""
         reason = pb.SYNCED_REASON_INITIAL
         if request.epoch:
             reason = pb.SYNCED_REASON_EPOCH_CHANGED
@@ -315,7 +328,7 @@ class CommonAreaService:
                     for change in changes:
                         by_revision.setdefault(change.revision, []).append(change)
                     for revision, group in sorted(by_revision.items()):
-                        for response in self._deltas(ImportBatch(revision, group), audience):
+                        for response in self._deltas(engine, ImportBatch(revision, group), audience):
                             yield response
                     return
         # A snapshot, read without awaiting so it is consistent with its revision.
@@ -325,8 +338,10 @@ class CommonAreaService:
             yield pb.WatchImportsResponse(epoch=engine.epoch, revision=revision, upsert=imp)
         yield pb.WatchImportsResponse(epoch=engine.epoch, revision=revision, synced=pb.Synced(reason=reason))
 
-    def _deltas(self, batch: ImportBatch, audience: str | None) -> list[pb.WatchImportsResponse]:
-        epoch = self._engine.epoch
+    @staticmethod
+    def _deltas(engine: Engine, batch: ImportBatch, audience: str | None) -> list[pb.WatchImportsResponse]:
+        # The epoch of the engine that made the batch, even if another serves by now (take-over).
+        epoch = engine.epoch
         responses = []
         for change in batch.changes:
             imp = change.resource
@@ -342,6 +357,10 @@ class CommonAreaService:
                     )
                 )
         return responses
+
+
+def _store_failed(error: StoreError) -> str:
+    return f"the hub could not use its store ({error}); retry later"
 
 
 def _naming_sequence(error: HubError, sequence: int) -> HubError:

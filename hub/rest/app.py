@@ -22,6 +22,7 @@ from hub.rest.dashboard import add_dashboard_routes
 from hub.rest.errors import error_response, http_status
 from hub.rest.live import add_live_routes
 from hub.rest.openapi import OPENAPI
+from hub.store.base import StoreError
 
 if TYPE_CHECKING:
     from hub.app import HubApp
@@ -53,7 +54,11 @@ async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
         token = request.query.get("token", "")
     if not token:
         return error_response(401, "Unauthorized", "missing 'Authorization: Bearer <token>'")
-    identity = await _hub(request).authenticator.authenticate(token.strip())
+    try:
+        identity = await _hub(request).authenticator.authenticate(token.strip())
+    except HubError as exc:  # cannot tell now: not a verdict on the token
+        code, reason = http_status(exc)
+        return error_response(code, reason, str(exc))
     if identity is None:
         _hub(request).metrics.auth_failures.inc()
         return error_response(401, "Unauthorized", "the bearer token is not valid")
@@ -63,6 +68,8 @@ async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
     except HubError as exc:
         code, reason = http_status(exc)
         return error_response(code, reason, str(exc))
+    except StoreError as exc:  # the write did not complete; the caller may retry
+        return error_response(503, "ServiceUnavailable", f"the hub could not use its store ({exc}); retry later")
     return response
 
 
@@ -122,7 +129,7 @@ async def create_export(request: web.Request) -> web.Response:
     hub = _hub(request)
     answer = await hub.engine.upsert(ADMIN, export)
     stored = hub.engine.index.exports.get(export.export_name)
-    payload = shapes.export_item(stored) if stored is not None else {}
+    payload = shapes.export_item(stored, hub.config.namespace) if stored is not None else {}
     return web.json_response(
         {"verdict": shapes.verdict_name(answer.status.verdict), "revision": answer.revision, "item": payload},
         status=201,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hub.errors import Forbidden, HubError, InvalidRequest, NotFound, NotJoined, NotLeader
+from hub.errors import Forbidden, HubError, InvalidRequest, NotFound, NotJoined, NotLeader, Unavailable
 
 
 def http_status(error: HubError) -> tuple[int, str]:
@@ -16,7 +16,7 @@ def http_status(error: HubError) -> tuple[int, str]:
         return 404, "NotFound"
     if isinstance(error, NotJoined):
         return 409, "Conflict"
-    if isinstance(error, NotLeader):
+    if isinstance(error, NotLeader | Unavailable):
         return 503, "ServiceUnavailable"
     return 500, "InternalError"
 

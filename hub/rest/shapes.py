@@ -43,7 +43,7 @@ def clusterset(hub: HubApp) -> dict[str, Any]:
     return {
         "apiVersion": f"{names.GROUP}/v1alpha2",
         "kind": "ClusterSet",
-        "metadata": {"name": cfg.cluster_set_id, "namespace": names.DEFAULT_LEADER_NAMESPACE},
+        "metadata": {"name": cfg.cluster_set_id, "namespace": cfg.namespace},
         "spec": {"clusterID": cfg.leader_cluster_id, "leaders": [{"clusterID": cfg.leader_cluster_id}]},
         "status": clusterset_status(list(hub.engine.index.members.values()), hub.now(), cfg.disconnect_after),
     }
@@ -57,7 +57,7 @@ def members(hub: HubApp) -> list[dict[str, Any]]:
         announce = MemberClusterAnnounce(
             metadata=ObjectMeta(
                 name=names.member_announce_name(cluster_id),
-                namespace=names.DEFAULT_LEADER_NAMESPACE,
+                namespace=hub.config.namespace,
                 annotations={names.ANNOTATION_TOUCH_TS: _rfc3339(record.last_heartbeat)},
                 creation_timestamp=record.joined,
             ),
@@ -75,8 +75,8 @@ def members(hub: HubApp) -> list[dict[str, Any]]:
     return items
 
 
-def export_item(export: pb.ResourceExport) -> dict[str, Any]:
-    item = resource_export_to_cr(export).to_dict()
+def export_item(export: pb.ResourceExport, namespace: str = names.DEFAULT_LEADER_NAMESPACE) -> dict[str, Any]:
+    item = resource_export_to_cr(export, namespace).to_dict()
     if export.HasField("create_time"):
         item["metadata"]["creationTimestamp"] = _rfc3339(export.create_time.ToDatetime().replace(microsecond=0))
     return item
@@ -90,11 +90,11 @@ def exports(hub: HubApp, clusterID: str = "", kind: str = "", namespace: str = "
         and (not kind or export_kind(export) == kind)
         and (not namespace or export.namespace == namespace)
     ]
-    return [export_item(e) for e in chosen]
+    return [export_item(e, hub.config.namespace) for e in chosen]
 
 
 def import_item(hub: HubApp, imp: pb.ResourceImport) -> dict[str, Any]:
-    item = resource_import_to_cr(imp).to_dict()
+    item = resource_import_to_cr(imp, hub.config.namespace).to_dict()
     reports = hub.engine.import_status.get(imp.import_name, {})
     if reports:
         item["status"] = {

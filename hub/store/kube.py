@@ -10,7 +10,10 @@ from the CRs on every start (or leadership change).
 A batch is converted whole before anything is written, so a bad record fails
 its batch with nothing written. Writes that fail on the way (the API server
 restarting) are retried with backoff for `write_timeout`; a batch that still
-cannot land raises CommitFailed, and the hub rebuilds its index from the CRs.
+cannot land, or one with a write the API server refuses for good, raises
+CommitFailed once none of its writes is still going on. What landed of it
+stays in the CRs without being in the hub's index (the caller hears the
+failure and retries) until it is written again or a leader loads the CRs.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from hub.store.kube_codec import (
     member_to_cr,
 )
 from kube.client import KubeClient, PatchType
-from kube.errors import AlreadyExists, NotFound, TemporaryError
+from kube.errors import AlreadyExists, KubeError, NotFound, TemporaryError
 from kube.resources import MEMBER_CLUSTER_ANNOUNCES, NAMESPACES, RESOURCE_EXPORTS, RESOURCE_IMPORTS, Resource
 from mcapi import names
 from mcapi.convert import ConversionError
@@ -55,7 +58,8 @@ __all__ = ["CommitFailed", "InvalidRecord", "KubeStore", "StoreUnavailable"]
 
 
 class CommitFailed(StoreError):
-    """A batch could not be written within the write timeout; part of it may have landed."""
+    """A batch could not be written (write timeout, or a write the API server refused for good);
+    part of it may have landed, and none of it is still being written."""
 
 
 class StoreUnavailable(StoreError):
@@ -163,10 +167,20 @@ class KubeStore(Store):
         async with self._lock:
             jobs = [self._retrying(functools.partial(self._put, r, o)) for r, o in writes]
             jobs += [self._retrying(functools.partial(self._delete, r, n)) for r, n in deletes]
+            tasks = [asyncio.ensure_future(job) for job in jobs]
             try:
-                await asyncio.wait_for(asyncio.gather(*jobs), self._write_timeout)
+                async with asyncio.timeout(self._write_timeout):
+                    await asyncio.gather(*tasks)
             except TimeoutError as exc:
                 raise CommitFailed(f"a batch of {len(jobs)} writes did not land within {self._write_timeout}s") from exc
+            except KubeError as exc:
+                raise CommitFailed(f"the API server refused a write of the batch: {exc}") from exc
+            finally:
+                # gather leaves the others running when one fails: stop them, so no write of
+                # this batch lands after it was reported failed (over a newer batch's write).
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
             self._revision += 1
             self._apply(batch)
             return self._revision

@@ -212,3 +212,24 @@ async def test_the_admin_removes_a_member_and_its_exports(
     assert list(imp.service_import.clusters) == ["west"]
     async with http.delete("/api/v1/members/east", headers=bearer(hub.admin_token)) as response:
         assert response.status == 404
+
+
+async def test_items_live_in_the_configured_leader_namespace(tmp_path: Path) -> None:
+    app = HubApp(hub_config(tmp_path / "hub", namespace="mc-leader"))
+    await app.start()
+    factory = MemberFactory(app)
+    try:
+        east = await factory("east")
+        await east.export(service_export("east", "default", "nginx"))
+        async with aiohttp.ClientSession(base_url=app.rest_url) as http:
+            clusterset = await get_json(http, "/api/v1/clusterset", app.admin_token)
+            members = await get_json(http, "/api/v1/members", app.admin_token)
+            exports = await get_json(http, "/api/v1/resourceexports", app.admin_token)
+            imports = await get_json(http, "/api/v1/resourceimports", app.admin_token)
+        assert clusterset["metadata"]["namespace"] == "mc-leader"
+        items = members["items"] + exports["items"] + imports["items"]
+        assert len(items) == 4
+        assert {i["metadata"]["namespace"] for i in items} == {"mc-leader"}
+    finally:
+        await factory.close()
+        await app.stop()
