@@ -164,18 +164,19 @@ class CommonAreaService:
     async def _pump(self, requests: AsyncIterator[pb.ExportRequest | Malformed], inbox: asyncio.Queue[object]) -> None:
         try:
             async for request in requests:
-                inbox.put_nowait(request)
-            inbox.put_nowait(_END)
+                # Waits while the inbox is full: gRPC flow control then slows the member.
+                await inbox.put(request)
+            await inbox.put(_END)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # handed to the processor, which ends the stream
-            inbox.put_nowait(exc)
+            await inbox.put(exc)
 
     async def _read_exports(
         self, who: Identity, requests: AsyncIterator[pb.ExportRequest | Malformed], out: asyncio.Queue[object]
     ) -> None:
         """Process requests in order; upserts that queued up meanwhile share one durable write."""
-        inbox: asyncio.Queue[object] = asyncio.Queue()
+        inbox: asyncio.Queue[object] = asyncio.Queue(maxsize=_BATCH_LIMIT * 4)
         pump = asyncio.create_task(self._pump(requests, inbox))
         bracket: set[str] | None = None
         try:
