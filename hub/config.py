@@ -60,7 +60,8 @@ class HubConfig:
     disconnect_after: float = 30.0
     # How often idle watchers get a bookmark with the current revision.
     bookmark_interval: float = 15.0
-    # How often the liveness/ClusterSet status sweep runs.
+    # How often the liveness sweep runs; with the kube store it also rewrites the leader
+    # ClusterSet's status when it changed (Antrea refreshes it every 30 s).
     status_interval: float = 2.0
     # Largest gRPC message accepted, bytes.
     max_message_bytes: int = 4 * 1024 * 1024
@@ -79,8 +80,6 @@ class HubConfig:
     retry_period: float = 2.0
     # This replica's name in the Lease (default: the host name, i.e. the Pod name).
     replica_id: str = field(default_factory=socket.gethostname)
-    # How often the leader ClusterSet's status is written (kube store only).
-    clusterset_status_interval: float = 10.0
 
     def validate(self) -> HubConfig:
         for address in (self.grpc_address, self.rest_address):
