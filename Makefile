@@ -1,5 +1,5 @@
 # The README's two commands, `make demo` and `make test`, do all set-up.
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
