@@ -29,7 +29,8 @@ from member.gateway import GatewayController
 from tests.datapath.driver import FAST_HEALTH
 from tests.datapath.topology import ClusterNs, Topology, build_topology, destroy_topology
 from tests.datapath.traffic import eventually_seen_source, peer_reporting_server, unreachable
-from tests.member.harness import HubRunner, JoinedMember, join_member
+from tests.integration.hubrunner import HubRunner
+from tests.member.harness import JoinedMember, join_member
 from tests.member_gateway.kubeobjects import annotate, create_node, named, only, set_ready, until
 
 NAMESPACE = DEFAULT_MEMBER_NAMESPACE

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from hub.app import HubApp
-from tests.member.harness import HubRunner, JoinedMember, join_member
+from tests.integration.hubrunner import HubRunner
+from tests.member.harness import JoinedMember, join_member
 
 
 @dataclass

@@ -11,15 +11,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import socket
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from hub.app import HubApp
-from hub.config import HubConfig
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, NotFound
 from kube.resources import (
@@ -64,51 +62,6 @@ async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = W
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"timed out after {within}s waiting for {what or probe}")
         await asyncio.sleep(0.05)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@dataclass
-class HubRunner:
-    """A hub on a fixed port (so members find it again after `restart()`), short intervals."""
-
-    data_dir: Path
-    port: int = field(default_factory=free_port)
-    current: HubApp | None = None
-
-    def config(self) -> HubConfig:
-        return HubConfig(
-            data_dir=self.data_dir,
-            grpc_address=f"127.0.0.1:{self.port}",
-            rest_address="127.0.0.1:0",
-            heartbeat_interval=1.0,
-            disconnect_after=3.0,
-            bookmark_interval=0.2,
-            status_interval=0.5,
-            shutdown_grace=0.5,
-        )
-
-    @property
-    def hub(self) -> HubApp:
-        assert self.current is not None, "no hub is running"
-        return self.current
-
-    async def start(self) -> HubApp:
-        assert self.current is None
-        app = HubApp(self.config())
-        await app.start()
-        self.current = app
-        return app
-
-    async def stop(self) -> None:
-        if self.current is not None:
-            app, self.current = self.current, None
-            await app.stop()
 
 
 def _b64(data: bytes) -> str:

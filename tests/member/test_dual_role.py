@@ -14,8 +14,9 @@ from kube.client import KubeClient
 from kube.resources import RESOURCE_EXPORTS
 from mcapi import names
 from sandbox.server import SandboxServer
+from tests.integration.hubrunner import HubRunner
 from tests.kubeenv.cluster import ensure_namespace, sandbox_cluster
-from tests.member.harness import HubRunner, JoinedMember, eventually, join_member
+from tests.member.harness import JoinedMember, eventually, join_member
 
 NS = "shop"
 

@@ -18,11 +18,11 @@ from mcapi.config import ConfigError
 from mchub_cli import member_cmd
 from member.app import MemberApp
 from member.health import HealthServer
+from tests.integration.hubrunner import HubRunner
 from tests.member.conftest import MemberFactory
 from tests.member.harness import (
     MEMBER_NAMESPACE,
     MEMBER_OPTIONS,
-    HubRunner,
     JoinedMember,
     eventually,
     write_cluster_set,

@@ -12,9 +12,10 @@ from hub.store.sqlite import SqliteStore
 from kube.errors import NotFound
 from kube.resources import ENDPOINTS, SECRETS, SERVICES
 from mcapi import names
+from tests.integration.hubrunner import HubRunner
 from tests.kubeenv.cluster import ensure_namespace
 from tests.member.conftest import MemberFactory
-from tests.member.harness import MEMBER_NAMESPACE, HubRunner, JoinedMember, eventually
+from tests.member.harness import MEMBER_NAMESPACE, JoinedMember, eventually
 
 NS = "shop"
 

@@ -19,7 +19,8 @@ from kube.errors import Conflict
 from kube.resources import CLUSTER_INFO_IMPORTS
 from mcapi import names
 from member.imports.cluster_info_status import set_cluster_info_import_condition
-from tests.member.harness import HubRunner, JoinedMember, join_member
+from tests.integration.hubrunner import HubRunner
+from tests.member.harness import JoinedMember, join_member
 from tests.member_gateway.conftest import NAMESPACE
 from tests.member_gateway.kubeobjects import create_node, named, set_ready, until
 

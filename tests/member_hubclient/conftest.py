@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,8 +19,8 @@ from typing import Any
 import pytest
 
 from hub.app import HubApp
-from hub.config import HubConfig
-from member.hubclient import HubEndpoint, HubSession, HubSessionConfig
+from member.hubclient import HubSession, HubSessionConfig
+from tests.integration.hubrunner import HubRunner
 
 # Fast enough for a ~30 s suite, slow enough that a tight loop would show.
 SESSION_CONFIG = HubSessionConfig(
@@ -35,68 +33,6 @@ SESSION_CONFIG = HubSessionConfig(
     call_timeout=2.0,
     stop_timeout=2.0,
 )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@dataclass
-class HubRunner:
-    data_dir: Path
-    port: int = field(default_factory=free_port)
-    current: HubApp | None = None
-
-    def config(self) -> HubConfig:
-        return HubConfig(
-            data_dir=self.data_dir,
-            grpc_address=f"127.0.0.1:{self.port}",
-            rest_address="127.0.0.1:0",
-            # Whole seconds: AnnounceResponse carries an int32 of seconds.
-            heartbeat_interval=1.0,
-            disconnect_after=3.0,
-            bookmark_interval=0.2,
-            status_interval=0.5,
-            shutdown_grace=0.5,
-        )
-
-    @property
-    def hub(self) -> HubApp:
-        assert self.current is not None, "no hub is running"
-        return self.current
-
-    async def start(self) -> HubApp:
-        assert self.current is None
-        app = HubApp(self.config())
-        await app.start()
-        self.current = app
-        return app
-
-    async def stop(self) -> None:
-        if self.current is not None:
-            app, self.current = self.current, None
-            await app.stop()
-
-    async def restart(self) -> HubApp:
-        await self.stop()
-        return await self.start()
-
-    async def replace_data_dir(self) -> HubApp:
-        """Stop, then start on a new, empty store that keeps the TLS material and the tokens."""
-        await self.stop()
-        old, self.data_dir = self.data_dir, self.data_dir.with_name(self.data_dir.name + "-new")
-        self.data_dir.mkdir()
-        shutil.copytree(old / "tls", self.data_dir / "tls")
-        for name in ("tokens.db", "admin.token"):
-            shutil.copy2(old / name, self.data_dir / name)
-        return await self.start()
-
-    def endpoint(self, token: str) -> HubEndpoint:
-        ca = (self.data_dir / "tls" / "ca.crt").read_bytes()
-        return HubEndpoint(server=f"https://127.0.0.1:{self.port}", token=token, ca_cert=ca)
 
 
 @dataclass
