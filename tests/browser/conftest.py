@@ -1,7 +1,7 @@
 """Fixtures for tests that drive the dashboard in real headless Chromium.
 
-- `hub`: a started HubApp (TLS gRPC, SQLite in tmp_path, ports 0, real clock).
-- `connect`: MemberFactory; members announce and export through real gRPC.
+- `hub`, `connect`: from tests/integration/hub_fixtures.py (a started HubApp; members that
+  announce and export through real gRPC).
 - `page`: a Playwright page in a fresh Chromium profile (Debian's /usr/bin/chromium;
   Playwright never downloads a browser). It records page errors and CSP
   violations in `page_problems` so a test can assert the page ran cleanly.
@@ -17,9 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import ConsoleMessage, Error, Page, async_playwright
 
-from hub.app import HubApp
-from tests.integration.conftest import hub_config
-from tests.integration.hubclient import MemberFactory
+from tests.integration.hub_fixtures import connect, hub
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -32,29 +30,12 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+# The hub fixtures are shared with the integration suite.
+__all__ = ["connect", "hub"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 NO_CHROMIUM = f"{CHROMIUM} is not installed (apt-get install chromium)"
-
-
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[HubApp]:
-    app = HubApp(hub_config(tmp_path / "hub"))
-    await app.start()
-    try:
-        yield app
-    finally:
-        await app.stop()
-
-
-@pytest.fixture
-async def connect(hub: HubApp) -> AsyncIterator[MemberFactory]:
-    factory = MemberFactory(hub)
-    try:
-        yield factory
-    finally:
-        await factory.close()
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from hub.store.base import WriteBatch
 from hub.store.sqlite import SqliteStore
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from tests.integration.conftest import hub_config
+from tests.integration.hub_fixtures import hub_config
 from tests.integration.hubclient import MemberFactory, read_until_synced, service_export
 
 

@@ -12,7 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from hub.app import HubApp
 from hub.config import HubConfig, HubConfigError
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from tests.integration.conftest import hub_config
+from tests.integration.hub_fixtures import hub_config
 from tests.integration.hubclient import MemberFactory, read_until_synced, secure_channel
 
 

@@ -22,7 +22,7 @@ from hub.rest.dashboard import dashboard_view
 from hub.rest.live import REFRESH_SECONDS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from tests.integration.conftest import hub_config
+from tests.integration.hub_fixtures import hub_config
 from tests.integration.hubclient import MemberFactory, service_export
 
 WAIT = 5.0

@@ -12,7 +12,7 @@ import pytest
 
 from hub.app import HubApp
 from mcapi import names
-from tests.integration.conftest import hub_config
+from tests.integration.hub_fixtures import hub_config
 from tests.integration.hubclient import MemberFactory, service_export
 
 

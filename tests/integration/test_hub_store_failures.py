@@ -12,7 +12,7 @@ import pytest
 from hub.app import HubApp
 from hub.store.base import WriteBatch
 from hub.store.sqlite import CommitFailed, SqliteStore
-from tests.integration.conftest import hub_config
+from tests.integration.hub_fixtures import hub_config
 from tests.integration.hubclient import MemberFactory, service_export
 from tests.integration.test_hub_rest import ACNP
 

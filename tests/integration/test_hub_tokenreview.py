@@ -22,7 +22,7 @@ from kube.client import KubeClient
 from kube.errors import ServerError
 from kube.resources import Resource
 from mcapi import names
-from tests.integration.conftest import hub_config
+from tests.integration.hub_fixtures import hub_config
 from tests.integration.hubclient import Member
 
 TOKEN = "sa-token-of-east"

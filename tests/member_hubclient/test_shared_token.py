@@ -9,7 +9,7 @@ from pathlib import Path
 from hub.app import HubApp
 from hub.auth.identity import Identity
 from member.hubclient import HubEndpoint, HubSession
-from tests.integration.conftest import hub_config
+from tests.integration.hub_fixtures import hub_config
 from tests.member_hubclient.conftest import SESSION_CONFIG
 
 SHARED = "shared-member-token"
