@@ -92,12 +92,12 @@ def _managed(desired: Obj) -> Obj:
     return body
 
 
-def _without_absent(value: Any) -> Any:
+def without_absent(value: Any) -> Any:
     """A new object carries no field marked "must be absent" (None) at all, not JSON null."""
     if isinstance(value, dict):
-        return {k: _without_absent(v) for k, v in value.items() if v is not None}
+        return {k: without_absent(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_without_absent(v) for v in value]
+        return [without_absent(v) for v in value]
     return value
 
 
@@ -118,7 +118,7 @@ async def ensure(
         live = await client.get(resource, name, namespace)
     except NotFound:
         try:
-            created = await client.create(resource, _without_absent(managed), namespace)
+            created = await client.create(resource, without_absent(managed), namespace)
         except AlreadyExists:
             live = await client.get(resource, name, namespace)  # lost a race with another writer
         else:

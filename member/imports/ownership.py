@@ -10,9 +10,8 @@ on their object and from the import's status in the leader.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from kube.apply import OwnedCheck, ensure
+from kube.apply import OwnedCheck, ensure, without_absent
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, Conflict, Invalid, NotFound, NotOwned
 from kube.resources import NAMESPACES, Obj, Resource, name_of, namespace_of
@@ -91,19 +90,11 @@ async def create_if_absent(client: KubeClient, resource: Resource, desired: Obj)
     that finds a name taken writes nothing (the caller then compares with what is there)."""
     name, namespace = name_of(desired), namespace_of(desired)
     try:
-        created = await client.create(resource, _without_nones(desired), namespace)
+        created = await client.create(resource, without_absent(desired), namespace)
     except AlreadyExists:
         return None  # lost a race: ensure() compares with the winner
     log.info("importedObjectCreated", extra={"kind": resource.kind, "object": _ref(resource, namespace, name)})
     return created
-
-
-def _without_nones(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_nones(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_nones(v) for v in value]
-    return value
 
 
 async def delete_owned(

@@ -31,6 +31,17 @@ async def test_ensure_creates_a_missing_object(client: KubeClient, namespace: st
     assert applied.object["spec"]["clusterIP"]
 
 
+async def test_a_field_marked_absent_is_left_out_of_a_created_object(client: KubeClient, namespace: str) -> None:
+    desired = imported_service(namespace)
+    desired["spec"]["selector"] = None
+    desired["metadata"]["labels"] = {"kept": "1", "absent": None}
+    applied = await ensure(client, SERVICES, desired, OWNED)
+    assert applied.outcome is Outcome.CREATED
+    live = await client.get(SERVICES, "antrea-mc-web", namespace)
+    assert "selector" not in live["spec"]
+    assert live["metadata"]["labels"] == {"kept": "1"}
+
+
 async def test_ensuring_the_same_object_again_writes_nothing(client: KubeClient, namespace: str) -> None:
     first = await ensure(client, SERVICES, imported_service(namespace), OWNED)
     second = await ensure(client, SERVICES, imported_service(namespace), OWNED)
