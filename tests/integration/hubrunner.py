@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import shutil
 import socket
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from hub.app import HubApp
 from hub.config import HubConfig
@@ -77,3 +80,19 @@ class HubRunner:
     def endpoint(self, token: str) -> HubEndpoint:
         ca = (self.data_dir / "tls" / "ca.crt").read_bytes()
         return HubEndpoint(server=f"https://127.0.0.1:{self.port}", token=token, ca_cert=ca)
+
+
+@pytest.fixture
+async def hubs(tmp_path: Path) -> AsyncIterator[HubRunner]:
+    """A HubRunner in tmp_path, stopped at teardown (import it into a conftest to use it)."""
+    runner = HubRunner(tmp_path / "hub")
+    try:
+        yield runner
+    finally:
+        await runner.stop()
+
+
+@pytest.fixture
+async def hub(hubs: HubRunner) -> HubApp:
+    """The runner's hub, started."""
+    return await hubs.start()

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from hub.app import HubApp
-from tests.integration.hubrunner import HubRunner
+from tests.integration.hubrunner import HubRunner, hub, hubs
 from tests.member.harness import JoinedMember, join_member
 
 
@@ -44,23 +44,13 @@ class MemberFactory:
 
 
 @pytest.fixture
-async def hubs(tmp_path: Path) -> AsyncIterator[HubRunner]:
-    runner = HubRunner(tmp_path / "hub")
-    try:
-        yield runner
-    finally:
-        await runner.stop()
-
-
-@pytest.fixture
-async def hub(hubs: HubRunner) -> HubApp:
-    return await hubs.start()
-
-
-@pytest.fixture
 async def members(hub: HubApp, hubs: HubRunner, tmp_path: Path) -> AsyncIterator[MemberFactory]:
     factory = MemberFactory(hubs, tmp_path / "clusters")
     try:
         yield factory
     finally:
         await factory.close()
+
+
+# The hub fixtures are shared (tests/integration/hubrunner.py).
+__all__ = ["hub", "hubs"]

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hub.app import HubApp
 from member.hubclient import HubSession, HubSessionConfig
-from tests.integration.hubrunner import HubRunner
+from tests.integration.hubrunner import HubRunner, hub, hubs
 
 # Fast enough for a ~30 s suite, slow enough that a tight loop would show.
 SESSION_CONFIG = HubSessionConfig(
@@ -67,23 +65,13 @@ class SessionFactory:
 
 
 @pytest.fixture
-async def hubs(tmp_path: Path) -> AsyncIterator[HubRunner]:
-    runner = HubRunner(tmp_path / "hub")
-    try:
-        yield runner
-    finally:
-        await runner.stop()
-
-
-@pytest.fixture
-async def hub(hubs: HubRunner) -> HubApp:
-    return await hubs.start()
-
-
-@pytest.fixture
 async def sessions(hubs: HubRunner) -> AsyncIterator[SessionFactory]:
     factory = SessionFactory(hubs)
     try:
         yield factory
     finally:
         await factory.close()
+
+
+# The hub fixtures are shared (tests/integration/hubrunner.py).
+__all__ = ["hub", "hubs"]
