@@ -8,11 +8,18 @@ from hub.app import HubApp
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.integration.hubclient import (
+    Member,
     MemberFactory,
     endpoints_export,
     read_until_synced,
     service_export,
 )
+
+
+def hub_status(member: Member, cluster: str) -> tuple[int, str]:
+    """The verdict the hub holds for a member's default/nginx export."""
+    stored = member.hub.engine.index.exports[names.service_export_name(cluster, "default", "nginx")]
+    return stored.status.verdict, stored.status.reason
 
 
 async def test_two_members_with_different_port_names_get_one_import_with_the_union(
@@ -23,6 +30,9 @@ async def test_two_members_with_different_port_names_get_one_import_with_the_uni
     await asyncio.sleep(0.01)
     [b] = await west.export(service_export("west", "default", "nginx", [("metrics", 9090)]))
     assert a.revision > 0 and b.revision > a.revision
+    # As the newest mcs-api conformance suite expects: the union, and Conflict on both.
+    assert (b.status.verdict, b.status.reason) == (pb.VERDICT_CONFLICT, "PortConflict")
+    assert hub_status(east, "east") == (pb.VERDICT_CONFLICT, "PortConflict")
 
     snapshot, _ = await read_until_synced(east.watch())
     imp = snapshot[names.service_import_name("default", "nginx")]
