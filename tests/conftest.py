@@ -1,0 +1,72 @@
+"""Session-wide fixtures: real Kubernetes clusters, shared by every suite that runs on them.
+
+- `real_control_plane`: four real clusters (kube-apiserver + kube-controller-manager v1.28.7 on
+  loopback: `leader`, `east`, `west`, `north`) with the mchub CRDs installed, started once per
+  session on first use and stopped at its end (tests/kubeenv/envtest.py says where the binaries
+  come from: KUBEBUILDER_ASSETS or ../shared/envtest). A test that asks for it is marked `real`
+  and skips, with the reason, only when no real control plane can be had here.
+- `cluster_kind`: "sandbox" or "real"; a test that takes it runs once on each.
+
+Every real-cluster test works in Namespaces of its own and removes what it made, so tests share
+the clusters without seeing each other. The summary line `real-cluster tests: ...` counts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.kubeenv.envtest import RealCluster, RealControlPlane, unavailable_reason
+
+_PLANE = RealControlPlane()
+_real_outcomes: dict[str, int] = {}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        callspec = getattr(item, "callspec", None)
+        kind = callspec.params.get("cluster_kind") if callspec is not None else None
+        if "real_control_plane" in fixtures or "real_clusters" in fixtures or kind == "real":
+            item.add_marker(pytest.mark.real)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "real" not in report.keywords:
+        return
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        _real_outcomes[report.outcome] = _real_outcomes.get(report.outcome, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _real_outcomes:
+        counts = ", ".join(f"{count} {outcome}" for outcome, count in sorted(_real_outcomes.items()))
+        terminalreporter.write_line(f"real-cluster tests (kube-apiserver v1.28): {counts}")
+
+
+def pytest_sessionfinish() -> None:
+    _PLANE.stop()
+
+
+@pytest.fixture(scope="session")
+def real_control_plane() -> Iterator[RealControlPlane]:
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    yield _PLANE
+
+
+@pytest.fixture(scope="session")
+def real_clusters(real_control_plane: RealControlPlane) -> dict[str, RealCluster]:
+    return real_control_plane.clusters()
+
+
+@pytest.fixture(params=["sandbox", "real"])
+def cluster_kind(request: pytest.FixtureRequest) -> str:
+    kind: str = request.param
+    if kind == "real":
+        reason = unavailable_reason()
+        if reason is not None:
+            pytest.skip(reason)
+    return kind
