@@ -136,7 +136,9 @@ class RealControlPlane:
                 return
             scripts = envtest_dir()
             if scripts is not None:
-                subprocess.run(["bash", str(scripts / "down"), str(self._dir)], capture_output=True, timeout=120)
+                subprocess.run(
+                    ["bash", str(scripts / "down"), str(self._dir)], check=False, capture_output=True, timeout=120
+                )
             shutil.rmtree(self._dir.parent, ignore_errors=True)
             self._dir = None
             self._clusters.clear()

@@ -19,4 +19,5 @@ def test_every_cluster_is_a_real_v1_28_apiserver_with_the_mchub_crds(real_cluste
 def test_the_controllers_run_so_service_account_tokens_are_filled(real_clusters: dict[str, RealCluster]) -> None:
     cluster = real_clusters["leader"]
     # The default ServiceAccount exists only when kube-controller-manager runs.
-    assert "serviceaccount/default" in cluster.kubectl("get", "serviceaccount", "default", "-n", "default", "-o", "name")
+    found = cluster.kubectl("get", "serviceaccount", "default", "-n", "default", "-o", "name")
+    assert "serviceaccount/default" in found
