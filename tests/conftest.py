@@ -4,7 +4,8 @@
   loopback: `leader`, `east`, `west`, `north`) with the mchub CRDs installed, started once per
   session on first use and stopped at its end (tests/kubeenv/envtest.py says where the binaries
   come from: KUBEBUILDER_ASSETS or ../shared/envtest). A test that asks for it is marked `real`
-  and skips, with the reason, only when no real control plane can be had here.
+  and skips, with the reason, only when no real control plane can be had here (under CI=true,
+  where .ci/run installs what it needs, that is a failure instead).
 - `cluster_kind`: "sandbox" or "real"; a test that takes it runs once on each.
 
 Every real-cluster test works in Namespaces of its own and removes what it made, so tests share
@@ -13,6 +14,7 @@ the clusters without seeing each other. The summary line `real-cluster tests: ..
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -49,11 +51,19 @@ def pytest_sessionfinish() -> None:
     _PLANE.stop()
 
 
+def _require_real_clusters() -> None:
+    """Skip with the reason when real clusters cannot be had; in CI (CI=true) that is a failure."""
+    reason = unavailable_reason()
+    if reason is None:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI must run the real-cluster tests: {reason}")
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def real_control_plane() -> Iterator[RealControlPlane]:
-    reason = unavailable_reason()
-    if reason is not None:
-        pytest.skip(reason)
+    _require_real_clusters()
     yield _PLANE
 
 
@@ -66,7 +76,5 @@ def real_clusters(real_control_plane: RealControlPlane) -> dict[str, RealCluster
 def cluster_kind(request: pytest.FixtureRequest) -> str:
     kind: str = request.param
     if kind == "real":
-        reason = unavailable_reason()
-        if reason is not None:
-            pytest.skip(reason)
+        _require_real_clusters()
     return kind
