@@ -1,10 +1,24 @@
-"""Running things inside a named network namespace (None = the agent's own).
+"""Running things inside a named network namespace (None = the agent's own), without forking.
 
-Three ways, each for what it does best: executables through ``ip netns exec``;
-short Python calls (sysctl writes, socket creation) in a fresh thread that setns()
-into the namespace and back (setns on a thread only moves that thread, and a socket
-stays bound to the namespace it was created in); netlink through pyroute2's own
-``netns=`` support (see agent.linux.netlink).
+Two ways, each for what it does best:
+
+* executables (``nft``, ``wg``, ``wireguard-go``) through ``ip netns exec``, started with
+  asyncio's subprocess support;
+* Python calls (sysctl writes, creating sockets: the netlink socket of agent.linux.netlink,
+  the health prober's UDP sockets) on a fresh thread that setns() into the namespace and
+  back. The network namespace is a property of each thread, so setns on that thread moves
+  nothing else, and a socket stays bound to the namespace it was created in: the event
+  loop then drives it from its own thread like any other socket.
+
+Why fork-free: the agent shares its process with gRPC (the hub session, the kube client)
+and asyncio's threads. A fork that goes on running Python (``os.fork``, multiprocessing's
+'fork' context, pyroute2's ``netns=``/``NetNS`` helper process) copies the process with
+locks held by threads that do not exist in the child; gRPC's fork handlers then abort the
+child ("Fatal Python error: Aborted"), and the parent sees its helper die. A subprocess is
+safe: it forks (or vforks) in C and execs at once, running no Python and no gRPC code in
+the child. So the agent never calls ``os.fork`` itself, and pyroute2 never gets a
+namespace name (see agent.linux.netlink). tests/datapath/test_fork_free.py and the
+datapath suite's fork guard (tests/datapath/forks.py) hold it to that.
 """
 
 from __future__ import annotations

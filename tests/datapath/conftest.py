@@ -7,6 +7,9 @@
 * ``clusterset``: a ClusterSetDriver with one DatapathAgent per Node (VXLAN mode);
   its agents are stopped with cleanup before the topology goes.
 * ``wireguard_clusterset``: the same in wireGuard mode (needs wireguard-go and wg).
+* every test, set-up and teardown included, fails if this process forked (a Python-level
+  fork; subprocesses are fine): the agents run beside gRPC threads here, as they do in
+  production, and such a fork can abort the child (tests/datapath/forks.py).
 
 Traffic only ever flows between addresses inside these namespaces.
 """
@@ -16,11 +19,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from tests.datapath.driver import ClusterSetDriver
+from tests.datapath.forks import recording_forks
 from tests.datapath.topology import Topology, build_topology, destroy_topology
 
 
@@ -51,6 +55,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "tests/datapath/" in str(item.path):
             item.add_marker(pytest.mark.root)
             item.add_marker(requires_netns)
+
+
+@pytest.fixture(autouse=True)
+def no_fork_in_this_process() -> Iterator[None]:
+    with recording_forks() as recorder:
+        yield
+    assert recorder.forks == [], "\n".join(recorder.forks)
 
 
 @pytest.fixture
