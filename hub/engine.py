@@ -33,6 +33,7 @@ from hub.merge import (
     merge_group,
     validate_export,
 )
+from hub.merge.ownership import ADMIN_OWNER, describe_owner, is_admin_export, owner_of
 from hub.store.base import ImportChange, MemberRecord, Store, WriteBatch
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -110,7 +111,7 @@ class Engine:
         self.revision = 0
         self.epoch = ""
         self.imports_bus: Bus[ImportBatch] = Bus(config.watch_queue_limit)
-        # Topic: cluster ID ("" for the admin); items: unsolicited verdicts.
+        # Topic: the owner key (a cluster ID, ADMIN_OWNER for the admin); items: unsolicited verdicts.
         self.verdicts_bus: Bus[pb.ExportResponse] = Bus(config.watch_queue_limit)
         self.import_status: dict[str, dict[str, ImportStatusEntry]] = {}
 
@@ -180,13 +181,35 @@ class Engine:
 
     # ---- exports -------------------------------------------------------------
 
+    @staticmethod
+    def _owner(who: Identity) -> str:
+        """The owner key of what this identity writes (hub.merge.ownership)."""
+        return ADMIN_OWNER if who.admin else who.cluster_id
+
+    def _as_written_by(self, who: Identity, export: pb.ResourceExport) -> pb.ResourceExport:
+        """The export as stored: an admin's policy that names no cluster carries the leader's ID."""
+        if not who.admin or export.cluster_id:
+            return export
+        filled = pb.ResourceExport()
+        filled.CopyFrom(export)
+        filled.cluster_id = self._config.leader_cluster_id
+        return filled
+
     def _authorize(self, who: Identity, export: pb.ResourceExport) -> None:
-        kind = export.WhichOneof("payload")
         if who.admin:
-            if kind != "cluster_network_policy":
+            if not is_admin_export(export):
                 raise Forbidden("the admin exports only AntreaClusterNetworkPolicy; members export the rest")
+            # A policy applies to every member and is the admin's whatever its body says; a
+            # clusterID naming a member would read as "this member's" (or "only for this
+            # member"), so it is refused rather than silently rewritten.
+            leader = self._config.leader_cluster_id
+            if export.cluster_id != leader:
+                raise InvalidRequest(
+                    f"an AntreaClusterNetworkPolicy export is the ClusterSet admin's and applies to every "
+                    f"member: its clusterID must be the leader's {leader!r} or empty, not {export.cluster_id!r}"
+                )
             return
-        if kind == "cluster_network_policy":
+        if is_admin_export(export):
             raise Forbidden("only the ClusterSet admin may export an AntreaClusterNetworkPolicy")
         if export.cluster_id != who.cluster_id:
             raise Forbidden(f"token belongs to cluster {who.cluster_id!r}; it cannot export for {export.cluster_id!r}")
@@ -212,6 +235,12 @@ class Engine:
         self._authorize(who, export)
         existing = self.index.exports.get(export.export_name)
         if existing is not None:
+            owner = owner_of(existing)
+            if owner != self._owner(who):
+                raise Forbidden(
+                    f"export {export.export_name!r} belongs to {describe_owner(owner)}; "
+                    f"{who.describe()} cannot overwrite it"
+                )
             self._check_immutable(existing, export)
 
     async def upsert_many(
@@ -227,7 +256,8 @@ class Engine:
         async with self._lock:
             refusal: HubError | None = None
             admitted: list[tuple[pb.ResourceExport, int]] = []
-            for export, sequence in items:
+            for given, sequence in items:
+                export = self._as_written_by(who, given)
                 try:
                     self._admit(who, export)
                 except HubError as exc:
@@ -275,6 +305,10 @@ class Engine:
     async def delete(self, who: Identity, export_name: str, sequence: int = 0) -> pb.ExportResponse:
         if not export_name:
             raise InvalidRequest("delete needs an export name")
+        if not who.admin and not export_name.startswith(who.cluster_id + "-"):
+            # Every name a member may export starts with its ID (and no member ID is a
+            # dash-prefix of another's): this one is not the caller's, whether it exists or not.
+            raise Forbidden(f"export name {export_name!r} is not derived from cluster {who.cluster_id!r}")
         async with self._lock:
             existing = self.index.exports.get(export_name)
             if existing is None:
@@ -283,8 +317,9 @@ class Engine:
                     export_name=export_name,
                     status=pb.ExportStatus(verdict=pb.VERDICT_DELETED, message="no such export"),
                 )
-            if export_name not in self.index.owned_by(who.cluster_id, admin=who.admin):
-                raise Forbidden(f"export {export_name!r} does not belong to {who.describe()}")
+            owner = owner_of(existing)
+            if owner != self._owner(who):
+                raise Forbidden(f"export {export_name!r} belongs to {describe_owner(owner)}, not {who.describe()}")
             batch = self._regroup(deleted={export_name}, put=[])
             return await self._commit_and_publish(batch, answer_for=(who, export_name, sequence))
 
@@ -405,10 +440,9 @@ class Engine:
             before = previous.get(export.export_name)
             if before is None or before.status == export.status:
                 continue
-            topic = "" if export.WhichOneof("payload") == "cluster_network_policy" else export.cluster_id
             self.verdicts_bus.publish(
                 pb.ExportResponse(export_name=export.export_name, status=export.status, revision=revision),
-                topic,
+                owner_of(export),
             )
 
     async def _commit_and_publish(

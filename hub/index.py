@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from hub.merge import GroupKey, delivers_to, group_key
+from hub.merge.ownership import ADMIN_OWNER, owner_of
 from hub.store.base import MemberRecord, Snapshot, WriteBatch
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -58,10 +59,9 @@ class Index:
         return [self.exports[n] for n in sorted(self.groups.get(key, ()))]
 
     def owned_by(self, cluster_id: str, *, admin: bool) -> set[str]:
-        """Names of the exports an identity owns (admin: ClusterNetworkPolicies)."""
-        if admin:
-            return {n for n, e in self.exports.items() if e.WhichOneof("payload") == "cluster_network_policy"}
-        return {n for n, e in self.exports.items() if e.cluster_id == cluster_id}
+        """Names of the exports an identity owns (hub.merge.ownership: by kind, not by body)."""
+        owner = ADMIN_OWNER if admin else cluster_id
+        return {n for n, e in self.exports.items() if owner_of(e) == owner}
 
     def label_ids(self, exclude: set[str]) -> set[int]:
         return {

@@ -16,6 +16,7 @@ from hub.errors import HubError, InvalidRequest
 from hub.grpc.codes import status_code
 from hub.grpc.lenient import Malformed, lenient
 from hub.merge import delivers_to
+from hub.merge.ownership import ADMIN_OWNER
 from hub.metrics import HubMetrics
 from hub.store.base import EpochMismatch, RevisionCompacted, RevisionInFuture, StoreError
 from mcapi import names
@@ -133,7 +134,7 @@ class CommonAreaService:
     ) -> AsyncIterator[pb.ExportResponse]:
         who = await self._identity(context)
         out: asyncio.Queue[object] = asyncio.Queue()
-        topic = "" if who.admin else who.cluster_id
+        topic = ADMIN_OWNER if who.admin else who.cluster_id
         self._metrics.export_streams.inc()
         with self._engine.verdicts_bus.subscribe(topic) as verdicts:
             reader = asyncio.create_task(self._read_exports(who, requests, out))

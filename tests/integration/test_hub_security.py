@@ -20,22 +20,22 @@ async def east(connect: MemberFactory) -> Member:
     return await connect("east")
 
 
-async def _state(
+async def store_state(
     hub: HubApp,
 ) -> tuple[int, dict[str, pb.ResourceExport], dict[str, pb.ResourceImport], set[str]]:
+    """Everything a refusal must leave as it was (the other refusal suites compare it too)."""
     snap = await hub.store.snapshot()
     return snap.revision, snap.exports, snap.imports, set(snap.members)
 
 
-async def _refused(
-    hub: HubApp, code: grpc.StatusCode, call: Callable[[], Awaitable[object]], contains: str = ""
-) -> str:
-    before = await _state(hub)
+async def refused(hub: HubApp, code: grpc.StatusCode, call: Callable[[], Awaitable[object]], contains: str = "") -> str:
+    """Run the call, expect it refused with `code`, the store unchanged; return the details."""
+    before = await store_state(hub)
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await call()
     assert info.value.code() == code, info.value.details()
     assert contains in (info.value.details() or "")
-    assert await _state(hub) == before, "a refused call changed the store"
+    assert await store_state(hub) == before, "a refused call changed the store"
     return info.value.details() or ""
 
 
@@ -52,52 +52,52 @@ async def test_a_call_without_a_token_is_unauthenticated(hub: HubApp, east: Memb
     assert hub.ca_cert is not None
     async with secure_channel(hub.grpc_target, hub.ca_cert.read_bytes(), None) as channel:
         stub = pb_grpc.CommonAreaServiceStub(channel)
-        await _refused(hub, grpc.StatusCode.UNAUTHENTICATED, lambda: stub.Announce(pb.AnnounceRequest()), "Bearer")
+        await refused(hub, grpc.StatusCode.UNAUTHENTICATED, lambda: stub.Announce(pb.AnnounceRequest()), "Bearer")
         stream = stub.WatchImports(pb.WatchImportsRequest(cluster_id="east"))
-        await _refused(hub, grpc.StatusCode.UNAUTHENTICATED, lambda: _drain(stream.__aiter__()))
+        await refused(hub, grpc.StatusCode.UNAUTHENTICATED, lambda: _drain(stream.__aiter__()))
 
 
 async def test_a_wrong_token_is_unauthenticated(hub: HubApp, east: Member) -> None:
     assert hub.ca_cert is not None
     async with secure_channel(hub.grpc_target, hub.ca_cert.read_bytes(), "mch_not-a-real-token") as channel:
         stub = pb_grpc.CommonAreaServiceStub(channel)
-        await _refused(hub, grpc.StatusCode.UNAUTHENTICATED, lambda: stub.Export().read(), "not valid")
-        await _refused(
+        await refused(hub, grpc.StatusCode.UNAUTHENTICATED, lambda: stub.Export().read(), "not valid")
+        await refused(
             hub, grpc.StatusCode.UNAUTHENTICATED, lambda: stub.Announce(pb.AnnounceRequest(cluster_id="east"))
         )
 
 
 async def test_announcing_as_another_cluster_is_denied(hub: HubApp, east: Member) -> None:
-    await _refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: east.announce("west"), "east")
+    await refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: east.announce("west"), "east")
 
 
 async def test_exporting_for_another_cluster_is_denied(hub: HubApp, east: Member) -> None:
     export = service_export("west", "default", "nginx")
-    details = await _refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: _export_once(east, export), "west")
+    details = await refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: _export_once(east, export), "west")
     assert "(request sequence 1)" in details
 
 
 async def test_an_export_name_not_derived_from_the_callers_id_is_denied(hub: HubApp, east: Member) -> None:
     export = service_export("east", "default", "nginx")
     export.export_name = "west-default-nginx-service"
-    await _refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: _export_once(east, export), "expected")
+    await refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: _export_once(east, export), "expected")
 
 
 async def test_a_member_cannot_export_a_cluster_network_policy(hub: HubApp, east: Member) -> None:
     spec = Struct()
     spec.update({"priority": 1, "tier": "securityops"})
     export = pb.ResourceExport(export_name="east-strict", cluster_id="east", name="strict", cluster_network_policy=spec)
-    await _refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: _export_once(east, export), "admin")
+    await refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: _export_once(east, export), "admin")
 
 
 async def test_watching_another_clusters_imports_is_denied(hub: HubApp, east: Member) -> None:
     stream = east.stub.WatchImports(pb.WatchImportsRequest(cluster_id="west")).__aiter__()
-    await _refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: _drain(stream))
+    await refused(hub, grpc.StatusCode.PERMISSION_DENIED, lambda: _drain(stream))
 
 
 async def test_undecodable_bytes_are_an_invalid_argument(hub: HubApp, east: Member) -> None:
     raw = east.channel.unary_unary("/mchub.v1.CommonAreaService/Announce")
-    await _refused(hub, grpc.StatusCode.INVALID_ARGUMENT, lambda: raw(b"\xff\xff\xff\x07garbage"), "malformed")
+    await refused(hub, grpc.StatusCode.INVALID_ARGUMENT, lambda: raw(b"\xff\xff\xff\x07garbage"), "malformed")
 
 
 @pytest.mark.parametrize(
@@ -115,33 +115,33 @@ async def test_a_malformed_export_is_an_invalid_argument(
 ) -> None:
     export = service_export("east", "default", "nginx")
     mutate(export)
-    details = await _refused(hub, grpc.StatusCode.INVALID_ARGUMENT, lambda: _export_once(east, export))
+    details = await refused(hub, grpc.StatusCode.INVALID_ARGUMENT, lambda: _export_once(east, export))
     assert expected in details.lower()
 
 
 async def test_an_oversized_message_is_refused(hub: HubApp, east: Member) -> None:
     export = service_export("east", "default", "nginx")
     export.service.ports[0].app_protocol = "x" * (hub.config.max_message_bytes + 1)
-    await _refused(hub, grpc.StatusCode.RESOURCE_EXHAUSTED, lambda: _export_once(east, export))
+    await refused(hub, grpc.StatusCode.RESOURCE_EXHAUSTED, lambda: _export_once(east, export))
 
 
 async def test_a_dash_prefix_of_a_member_id_is_refused_at_join(
     hub: HubApp, east: Member, connect: MemberFactory
 ) -> None:
     other = await connect("east-1", announce=False)
-    await _refused(hub, grpc.StatusCode.PERMISSION_DENIED, other.announce, "dash-prefix")
+    await refused(hub, grpc.StatusCode.PERMISSION_DENIED, other.announce, "dash-prefix")
 
 
 async def test_exporting_before_announcing_is_a_failed_precondition(hub: HubApp, connect: MemberFactory) -> None:
     west = await connect("west", announce=False)
     export = service_export("west", "default", "nginx")
-    await _refused(hub, grpc.StatusCode.FAILED_PRECONDITION, lambda: _export_once(west, export), "announce")
+    await refused(hub, grpc.StatusCode.FAILED_PRECONDITION, lambda: _export_once(west, export), "announce")
 
 
 async def test_a_plaintext_client_cannot_talk_to_the_tls_hub(hub: HubApp, east: Member) -> None:
     async with grpc.aio.insecure_channel(hub.grpc_target) as channel:
         stub = pb_grpc.CommonAreaServiceStub(channel)
-        await _refused(
+        await refused(
             hub,
             grpc.StatusCode.UNAVAILABLE,
             lambda: stub.Announce(pb.AnnounceRequest(cluster_id="east"), timeout=3),
@@ -150,5 +150,5 @@ async def test_a_plaintext_client_cannot_talk_to_the_tls_hub(hub: HubApp, east: 
 
 async def test_a_wrong_clusterset_id_is_an_invalid_argument(hub: HubApp, east: Member) -> None:
     request = pb.AnnounceRequest(cluster_id="east", cluster_set_id="another-set")
-    await _refused(hub, grpc.StatusCode.INVALID_ARGUMENT, lambda: east.stub.Announce(request), "ClusterSet")
+    await refused(hub, grpc.StatusCode.INVALID_ARGUMENT, lambda: east.stub.Announce(request), "ClusterSet")
     assert names.member_announce_name("east") == "member-announce-from-east"
