@@ -16,7 +16,10 @@ import grpc
 import pytest
 
 from agent.config import AgentConfig
+from agent.errors import NetlinkError
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
+from agent.linux.netlink import open_netlink
+from agent.linux.netns import NETNS_DIR
 from agent.runner import DatapathAgent
 from tests.datapath.driver import FAST_HEALTH
 from tests.datapath.forks import recording_forks
@@ -86,3 +89,11 @@ async def test_reconcile_and_cleanup_of_a_namespace_never_fork_while_grpc_runs(
     assert programmed.rules and programmed.nft_tables == ("mchub",)
     assert again.applied and again.changes == ()  # the second pass found the kernel already right
     assert left.empty, left
+
+
+async def test_netlink_in_a_namespace_that_does_not_exist_fails_and_creates_none() -> None:
+    missing = f"mcgone{secrets.token_hex(3)}"
+    with pytest.raises(NetlinkError, match=missing):
+        async with open_netlink(missing):
+            pass
+    assert not (NETNS_DIR / missing).exists()
