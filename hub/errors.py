@@ -19,6 +19,11 @@ class NotJoined(HubError):
     """The member must announce before it exports (gRPC FAILED_PRECONDITION, HTTP 409)."""
 
 
+class OutOfOrder(HubError):
+    """A stream item the stream's state does not allow now, e.g. a second sync_begin
+    (gRPC FAILED_PRECONDITION, HTTP 409)."""
+
+
 class NotFound(HubError):
     """The named object does not exist (gRPC NOT_FOUND, HTTP 404)."""
 

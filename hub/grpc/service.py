@@ -14,6 +14,7 @@ from hub.auth.identity import Authenticator, Identity
 from hub.engine import Engine, ImportBatch
 from hub.errors import HubError, InvalidRequest
 from hub.grpc.codes import status_code
+from hub.grpc.export_bracket import SyncBracket
 from hub.grpc.lenient import Malformed, lenient
 from hub.merge import delivers_to
 from hub.merge.ownership import ADMIN_OWNER
@@ -179,7 +180,7 @@ class CommonAreaService:
         """Process requests in order; upserts that queued up meanwhile share one durable write."""
         inbox: asyncio.Queue[object] = asyncio.Queue(maxsize=_BATCH_LIMIT * 4)
         pump = asyncio.create_task(self._pump(requests, inbox))
-        bracket: set[str] | None = None
+        bracket = SyncBracket()
         try:
             while True:
                 items = [await inbox.get()]
@@ -198,7 +199,7 @@ class CommonAreaService:
                     if isinstance(item, BaseException):
                         raise item
                     try:
-                        bracket = await self._handle_other(who, item, bracket, out)
+                        await self._handle_other(who, item, bracket, out)
                     except HubError as exc:
                         raise _naming_sequence(exc, getattr(item, "sequence", 0)) from None
                 await self._flush_upserts(who, upserts, bracket, out)
@@ -222,15 +223,14 @@ class CommonAreaService:
         self,
         who: Identity,
         upserts: list[tuple[Any, int]],
-        bracket: set[str] | None,
+        bracket: SyncBracket,
         out: asyncio.Queue[object],
     ) -> None:
         if not upserts:
             return
         responses, refusal = await self._engine.upsert_many(who, upserts)
         for response in responses:
-            if bracket is not None:
-                bracket.add(response.export_name)
+            bracket.mention(response.export_name)
             out.put_nowait(response)
         for export, _ in upserts[: len(responses)]:
             self._metrics.exports_received.labels(kind=export.WhichOneof("payload") or "").inc()
@@ -238,28 +238,25 @@ class CommonAreaService:
             raise _naming_sequence(refusal, upserts[len(responses)][1])
 
     async def _handle_other(
-        self, who: Identity, request: object, bracket: set[str] | None, out: asyncio.Queue[object]
-    ) -> set[str] | None:
-        """Everything but upserts; returns the sync bracket as it now stands."""
+        self, who: Identity, request: object, bracket: SyncBracket, out: asyncio.Queue[object]
+    ) -> None:
+        """Everything but upserts, moving the stream's state machine (export_bracket)."""
         if isinstance(request, Malformed):
             raise InvalidRequest(request.describe())
         assert isinstance(request, pb.ExportRequest)
         item = request.WhichOneof("item")
         if item == "sync_begin":
+            bracket.begin()
             out.put_nowait(pb.ExportResponse(sequence=request.sequence, sync_begun=True))
-            return set()
-        if item == "delete":
+        elif item == "delete":
             response = await self._engine.delete(who, request.delete.export_name, request.sequence)
-            if bracket is not None:
-                bracket.discard(request.delete.export_name)
+            bracket.drop(request.delete.export_name)
             out.put_nowait(response)
-            return bracket
-        if item == "sync_end":
-            if bracket is None:
-                raise InvalidRequest("sync_end without a sync_begin")
-            out.put_nowait(await self._engine.sweep(who, bracket, request.sequence))
-            return None
-        raise InvalidRequest("an ExportRequest must carry sync_begin, upsert, delete or sync_end")
+        elif item == "sync_end":
+            out.put_nowait(await self._engine.sweep(who, bracket.mentioned(), request.sequence))
+            bracket.end()
+        else:
+            raise InvalidRequest("an ExportRequest must carry sync_begin, upsert, delete or sync_end")
 
     # ---- WatchImports --------------------------------------------------------
 

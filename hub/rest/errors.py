@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hub.errors import Forbidden, HubError, InvalidRequest, NotFound, NotJoined, NotLeader, Unavailable
+from hub.errors import Forbidden, HubError, InvalidRequest, NotFound, NotJoined, NotLeader, OutOfOrder, Unavailable
 
 
 def http_status(error: HubError) -> tuple[int, str]:
@@ -14,7 +14,7 @@ def http_status(error: HubError) -> tuple[int, str]:
         return 403, "Forbidden"
     if isinstance(error, NotFound):
         return 404, "NotFound"
-    if isinstance(error, NotJoined):
+    if isinstance(error, NotJoined | OutOfOrder):
         return 409, "Conflict"
     if isinstance(error, NotLeader | Unavailable):
         return 503, "ServiceUnavailable"

@@ -596,6 +596,10 @@ Global___ExportDelete: _TypeAlias = ExportDelete  # noqa: Y015
 
 @_typing.final
 class ExportRequest(_message.Message):
+    """ExportRequest is one item of the Export stream; exactly one of `item` must be
+    set (see rpc Export for the order items may come in).
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SEQUENCE_FIELD_NUMBER: _builtins.int

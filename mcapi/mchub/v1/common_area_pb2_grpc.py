@@ -75,6 +75,34 @@ class CommonAreaServiceServicer:
         """Export is the member's session: a sync bracket (begin, every export it
         has, end), then upserts and deletes. Every item gets a verdict; verdicts
         that change later (another exporter came or went) arrive unsolicited.
+
+        The stream is a state machine with two states; it starts IDLE:
+
+        IDLE    --sync_begin-->  BRACKET
+        BRACKET --sync_end---->  IDLE     (sweeps the caller's exports the
+        bracket did not mention)
+        IDLE, BRACKET: upsert, delete     (in BRACKET an upsert mentions its
+        name, a delete un-mentions it)
+
+        A member opens every stream with one bracket holding all it exports; it
+        may open another bracket after sync_end. Out of order, and refused with
+        FAILED_PRECONDITION: sync_begin in BRACKET, sync_end in IDLE.
+
+        Refusing an item ends the stream: the hub answers the items before it,
+        then ends the call with a status whose message names the refused
+        request's sequence ("(request sequence N)"). The refused item changes
+        nothing, the items after it are not looked at, and an open bracket is
+        abandoned without a sweep (what it had upserted stays). The member opens
+        a new stream and starts again with a bracket. Statuses:
+        INVALID_ARGUMENT    an empty or undecodable request, an invalid export
+        PERMISSION_DENIED   another cluster's ID or export name, a member's
+        AntreaClusterNetworkPolicy, an export its caller
+        does not own (upsert or delete)
+        FAILED_PRECONDITION out of order (above); export before Announce
+        UNAVAILABLE         the hub cannot store now; nothing of the item was
+        acknowledged
+        Verdicts (Accepted, Conflict, Rejected, Invalid) are answers, not
+        refusals: the item was stored and the stream goes on.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
