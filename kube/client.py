@@ -23,7 +23,16 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kube.config import bearer_configuration, load_configuration
-from kube.errors import ConnectionFailed, KubeError, error_from_status, parse_retry_after, status_from_body
+from kube.errors import (
+    ConnectionFailed,
+    KubeError,
+    TooManyRequests,
+    error_from_status,
+    parse_retry_after,
+    status_from_body,
+)
+from kube.metrics import NO_ANSWER, ClientMetrics
+from kube.ratelimit import TokenBucket
 from kube.resources import Obj, Resource, name_of, namespace_of
 
 log = logging.getLogger(__name__)
@@ -32,6 +41,12 @@ _AUTH = ["BearerToken"]
 
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 PropagationPolicy = Literal["Foreground", "Background", "Orphan"]
+
+# A 429 (API Priority and Fairness, max-in-flight) means the request was not served: sending it
+# again after the server's Retry-After is safe for every verb. client-go also tries 10 times.
+MAX_THROTTLED_RETRIES = 10
+_THROTTLED_DEFAULT_DELAY = 1.0
+_VERB_OF_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
 class PatchType(StrEnum):
@@ -68,20 +83,85 @@ def _query(**params: object) -> list[tuple[str, str]]:
     return out
 
 
-class KubeClient:
-    """A connection to one API server. Safe to share between tasks; close it once."""
+def describe_request(method: str, path: str, query: Sequence[tuple[str, str]] = ()) -> tuple[str, str]:
+    """The Kubernetes verb and the resource (``plural.group[/subresource]``; "" for discovery
+    and other non-resource paths) of a REST request, for metrics."""
+    segments = [s for s in path.split("?", 1)[0].split("/") if s]
+    if len(segments) >= 2 and segments[0] == "api":
+        group, rest = "", segments[2:]
+    elif len(segments) >= 3 and segments[0] == "apis":
+        group, rest = segments[1], segments[3:]
+    else:
+        rest, group = [], ""
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        rest = rest[2:]
+    if not rest:
+        return ("get" if method == "GET" else method.lower()), ""
+    resource = f"{rest[0]}.{group}" if group else rest[0]
+    named = len(rest) > 1
+    if len(rest) > 2:
+        resource += "/" + "/".join(rest[2:])
+    if method == "GET":
+        if ("watch", "true") in query:
+            return "watch", resource
+        return ("get" if named else "list"), resource
+    if method == "DELETE" and not named:
+        return "deletecollection", resource
+    return _VERB_OF_METHOD.get(method, method.lower()), resource
 
-    def __init__(self, api: ApiClient, request_timeout: float = 30.0) -> None:
+
+class KubeClient:
+    """A connection to one API server. Safe to share between tasks; close it once.
+
+    ``qps``/``burst``: a client-side rate limit on every request (watches included, as in
+    client-go); None: no limit. ``metrics`` counts every request (``client.metrics``).
+    """
+
+    def __init__(
+        self,
+        api: ApiClient,
+        request_timeout: float = 30.0,
+        *,
+        qps: float | None = None,
+        burst: int | None = None,
+        metrics: ClientMetrics | None = None,
+    ) -> None:
         self._api = api
         self.request_timeout = request_timeout
+        self.metrics = metrics if metrics is not None else ClientMetrics(self.host)
+        self._limiter: TokenBucket | None = None
+        self.set_rate_limit(qps, burst)
 
     @classmethod
-    def from_configuration(cls, configuration: Configuration, request_timeout: float = 30.0) -> KubeClient:
-        return cls(ApiClient(configuration=configuration), request_timeout)
+    def from_configuration(
+        cls,
+        configuration: Configuration,
+        request_timeout: float = 30.0,
+        *,
+        qps: float | None = None,
+        burst: int | None = None,
+    ) -> KubeClient:
+        return cls(ApiClient(configuration=configuration), request_timeout, qps=qps, burst=burst)
 
     @property
     def host(self) -> str:
         return str(self._api.configuration.host)
+
+    def set_rate_limit(self, qps: float | None, burst: int | None = None) -> None:
+        """Limit requests to ``qps`` per second with bursts of ``burst`` (default 2 x qps);
+        None or 0: no limit."""
+        if not qps:
+            self._limiter = None
+            self.metrics.set_limit(0.0, 0)
+            return
+        size = burst if burst else max(1, int(2 * qps))
+        self._limiter = TokenBucket(qps, size)
+        self.metrics.set_limit(qps, size)
+
+    @property
+    def rate_limit(self) -> tuple[float, int] | None:
+        """(qps, burst) in force, None without a limit."""
+        return (self._limiter.qps, self._limiter.burst) if self._limiter is not None else None
 
     async def close(self) -> None:
         await self._api.close()
@@ -106,7 +186,48 @@ class KubeClient:
         content_type: str = "application/json",
         client_timeout: aiohttp.ClientTimeout | None = None,
     ) -> aiohttp.ClientResponse:
-        """Send a request; return the response once its status is known to be a success."""
+        """Send a request (after the rate limit lets it go; again after a 429, as the server
+        asks); return the response once its status is known to be a success."""
+        verb, resource = describe_request(method, path, query)
+        attempt = 0
+        while True:
+            try:
+                return await self._send(
+                    method,
+                    path,
+                    verb=verb,
+                    resource=resource,
+                    query=query,
+                    body=body,
+                    content_type=content_type,
+                    client_timeout=client_timeout,
+                )
+            except TooManyRequests as err:
+                if type(err) is not TooManyRequests or attempt >= MAX_THROTTLED_RETRIES:
+                    raise  # a 5xx (a subclass) is the caller's to retry
+                attempt += 1
+                delay = err.delay if err.delay is not None else _THROTTLED_DEFAULT_DELAY
+                log.info(
+                    "requestThrottled",
+                    extra={"verb": verb, "resource": resource, "retryAfterSeconds": delay, "attempt": attempt},
+                )
+                await asyncio.sleep(delay)
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        verb: str,
+        resource: str,
+        query: Sequence[tuple[str, str]],
+        body: object,
+        content_type: str,
+        client_timeout: aiohttp.ClientTimeout | None,
+    ) -> aiohttp.ClientResponse:
+        if self._limiter is not None:
+            waited = await self._limiter.acquire()
+            self.metrics.observe_wait(verb, waited)
         headers = {"Accept": "application/json", "Content-Type": content_type}
         try:
             response: aiohttp.ClientResponse = await self._api.call_api(
@@ -121,7 +242,9 @@ class KubeClient:
             )
         except (aiohttp.ClientError, OSError) as err:
             # TimeoutError is an OSError: a request that timed out is a connection failure too.
+            self.metrics.count_request(NO_ANSWER, method, verb, resource)
             raise ConnectionFailed(f"{method} {path}: {err!r}") from err
+        self.metrics.count_request(response.status, method, verb, resource)
         if response.status >= 300:
             try:
                 raw = await response.read()
@@ -387,12 +510,27 @@ class KubeClient:
         return WatchEvent(event_type, obj)
 
 
-async def connect(kubeconfig: Path | None = None, context: str | None = None) -> KubeClient:
-    """A client for the cluster a kubeconfig (or the pod's ServiceAccount) points at.
+async def connect(
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    *,
+    qps: float | None = None,
+    burst: int | None = None,
+) -> KubeClient:
+    """A client for the cluster a kubeconfig (or the pod's ServiceAccount) points at, limited
+    to ``qps``/``burst`` when given.
 
     No request is made: an unreachable server shows up as ConnectionFailed on first use.
     """
-    return KubeClient.from_configuration(await load_configuration(kubeconfig, context))
+    return KubeClient.from_configuration(await load_configuration(kubeconfig, context), qps=qps, burst=burst)
 
 
-__all__ = ["KubeClient", "ObjectList", "PatchType", "WatchEvent", "bearer_configuration", "connect"]
+__all__ = [
+    "KubeClient",
+    "ObjectList",
+    "PatchType",
+    "WatchEvent",
+    "bearer_configuration",
+    "connect",
+    "describe_request",
+]
