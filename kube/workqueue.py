@@ -102,6 +102,8 @@ class WorkQueue(Generic[K]):
         self._ready = asyncio.Event()  # set when a key may be waiting (or on shutdown)
         self._idle = asyncio.Event()
         self._idle.set()
+        self._quiet = asyncio.Event()  # nothing queued or in progress (delayed keys may wait)
+        self._quiet.set()
         self._shutting_down = False
         self._draining = False
 
@@ -116,6 +118,7 @@ class WorkQueue(Generic[K]):
             return
         self._dirty.add(key)
         self._idle.clear()
+        self._quiet.clear()
         if key in self._processing:
             return  # done() queues it again, so no second worker gets it meanwhile
         self._queue.append(key)
@@ -215,6 +218,12 @@ class WorkQueue(Generic[K]):
         self._check_idle()
         await self._idle.wait()
 
+    async def wait_quiet(self) -> None:
+        """Until nothing is queued or in progress: every key added so far was handled once,
+        though keys waiting out a delay (a retry's backoff, add_after) may come back."""
+        self._check_idle()
+        await self._quiet.wait()
+
     def _stop(self, drain: bool) -> None:
         self._shutting_down = True
         self._draining = drain
@@ -227,7 +236,10 @@ class WorkQueue(Generic[K]):
         self._ready.set()
 
     def _check_idle(self) -> None:
-        if not self._queue and not self._processing and not self._delayed:
+        if self._queue or self._processing:
+            return
+        self._quiet.set()
+        if not self._delayed:
             self._idle.set()
             if self._shutting_down:
                 self._wake()

@@ -246,3 +246,25 @@ async def test_metrics_use_controller_runtime_names_on_the_given_registry() -> N
     assert total("success") == 1
     assert registry.get_sample_value("workqueue_depth", {"name": "first"}) == 0
     second.shutdown()
+
+
+async def test_wait_quiet_returns_once_every_key_was_handled_even_while_one_waits_out_its_backoff() -> None:
+    queue: WorkQueue[str] = WorkQueue("t", backoff=ItemBackoff(base=30.0, cap=30.0))
+    handled: list[str] = []
+
+    async def reconcile(key: str) -> None:
+        handled.append(key)
+        if key == "failing":
+            raise TemporaryError("not yet")
+
+    async with reconciling(queue, reconcile):
+        for key in ("a", "failing", "b"):
+            queue.add(key)
+        async with asyncio.timeout(5):
+            await queue.wait_quiet()
+        assert sorted(handled) == ["a", "b", "failing"]
+        assert queue.num_requeues("failing") == 1
+        idle = asyncio.ensure_future(queue.wait_idle())
+        await asyncio.sleep(0.05)
+        assert not idle.done()  # "failing" is still due again in 30 s
+        idle.cancel()
