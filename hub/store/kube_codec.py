@@ -5,10 +5,17 @@ A member is a MemberClusterAnnounce `member-announce-from-<id>` whose
 `touch-ts` annotation is the last heartbeat, as in Antrea; the hub adds when
 the member first joined, which creationTimestamp cannot carry (the API server
 sets it).
+
+What a real API server refuses is caught here, before any write of a batch: a label
+value it would reject (an AntreaClusterNetworkPolicy's name may be 253 characters, a
+label value at most 63) is left out (the spec says the same), and a CR too large for
+etcd fails its batch as an InvalidRecord instead of being retried until the write timeout.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +33,10 @@ from mcapi.crds.clusterset import MemberClusterAnnounce
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 ANNOTATION_JOINED = "multicluster.antrea.io/joined"
+# etcd takes at most 1.5 MiB per write (its default --max-request-bytes); the API server adds
+# metadata (uid, timestamps, managedFields) and the status to what the hub sends: keep room.
+MAX_CR_BYTES = 1_400_000
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 
 class InvalidRecord(StoreError, ValueError):
@@ -42,11 +53,29 @@ def _parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
+def is_label_value(value: str) -> bool:
+    return len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None
+
+
+def _storable(cr: dict[str, Any]) -> dict[str, Any]:
+    meta = cr.get("metadata") or {}
+    labels = meta.get("labels")
+    if labels:
+        meta["labels"] = {key: value for key, value in labels.items() if is_label_value(value)}
+    size = len(json.dumps(cr, separators=(",", ":")).encode())
+    if size > MAX_CR_BYTES:
+        raise InvalidRecord(
+            f"{cr.get('kind')} {meta.get('name')!r} is too large for a Kubernetes object "
+            f"({size} bytes as JSON, at most {MAX_CR_BYTES})"
+        )
+    return cr
+
+
 def export_to_cr(export: object, namespace: str) -> dict[str, Any]:
     if not isinstance(export, pb.ResourceExport):
         raise InvalidRecord(f"an export must be a ResourceExport message, not {type(export).__name__}")
     try:
-        return resource_export_to_cr(export, namespace).to_dict()
+        return _storable(resource_export_to_cr(export, namespace).to_dict())
     except ConversionError as exc:
         raise InvalidRecord(str(exc)) from exc
 
@@ -55,7 +84,7 @@ def import_to_cr(imp: object, namespace: str) -> dict[str, Any]:
     if not isinstance(imp, pb.ResourceImport):
         raise InvalidRecord(f"an import must be a ResourceImport message, not {type(imp).__name__}")
     try:
-        return resource_import_to_cr(imp, namespace).to_dict()
+        return _storable(resource_import_to_cr(imp, namespace).to_dict())
     except ConversionError as exc:
         raise InvalidRecord(str(exc)) from exc
 

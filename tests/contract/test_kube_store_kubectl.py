@@ -1,4 +1,5 @@
-"""What the kube store writes is what kubectl shows, with Antrea's columns."""
+"""What the kube store writes is what kubectl shows, with Antrea's columns, from a sandbox and
+from a real kube-apiserver (where the columns come from the CRD's additionalPrinterColumns)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hub.store.base import WriteBatch
 from hub.store.kube import KubeStore
 from mcapi import names
 from tests.contract import samples
-from tests.kubeenv.cluster import ensure_namespace, sandbox_cluster
+from tests.contract.leader_api import leader_api
 from tests.sandbox.kubectl_runner import KUBECTL, Kubectl, normalized
 
 pytestmark = [
@@ -20,15 +21,20 @@ pytestmark = [
 ]
 
 
-async def test_kubectl_lists_describes_and_watches_what_the_hub_stored(tmp_path: Path) -> None:
-    async with sandbox_cluster(tmp_path / "leader") as (server, client):
-        namespace = names.DEFAULT_LEADER_NAMESPACE
-        await ensure_namespace(client, namespace)
-        store = KubeStore(client, namespace)
+async def test_kubectl_lists_describes_and_watches_what_the_hub_stored(
+    cluster_kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    async with leader_api(cluster_kind, request, tmp_path / "leader") as leader:
+        # The sandbox is the test's own: the hub's default Namespace; a real cluster is shared.
+        if leader.real:
+            namespace = await leader.namespace("leader")
+        else:
+            namespace = await leader.fixed_namespace(names.DEFAULT_LEADER_NAMESPACE)
+        store = KubeStore(leader.client, namespace)
         await store.open()
         export = samples.service_export("east", "default", "nginx")
         await store.commit(WriteBatch(put_exports=[export], put_imports=[samples.service_import("default", "nginx")]))
-        kubectl = Kubectl(server.kubeconfig_path)
+        kubectl = Kubectl(leader.kubeconfig)
 
         listed = await kubectl("get", "resourceexport", "-n", namespace)
         assert listed.code == 0, listed.stderr
