@@ -1,7 +1,9 @@
-"""The hub in production mode: CRs in a Kubernetes API (the sandbox), members'
-ServiceAccount tokens checked with TokenReview, Lease election between replicas.
+"""The hub in production mode: CRs in a Kubernetes API, members' ServiceAccount tokens
+checked with TokenReview, Lease election between replicas; on a sandbox and on a real
+kube-apiserver (whose token controller fills the ServiceAccount token Secrets).
 
-Hubs run as their own processes (so they can be SIGKILLed); the sandbox runs here.
+Hubs run as their own processes (so they can be SIGKILLed); the sandbox runs here. On the
+shared real cluster the hub's leader Namespace is one of the test's own (`--namespace`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import base64
 import signal
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -22,29 +25,42 @@ from kube.resources import CLUSTER_SETS, RESOURCE_EXPORTS, SECRETS, SERVICE_ACCO
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
-from sandbox.server import SandboxServer
+from tests.contract.leader_api import LeaderApi, leader_api
 from tests.integration.hubclient import read_until_synced, secure_channel, service_export
 from tests.integration.hubprocess import HubProcess, hub_process
-from tests.kubeenv.cluster import ensure_namespace, sandbox_cluster
 
-NAMESPACE = names.DEFAULT_LEADER_NAMESPACE
 FAST_LEASE = ("--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "0.5")
 
 
+@dataclass
+class Leader:
+    """The leader cluster and the hub's leader Namespace in it."""
+
+    api: LeaderApi
+    namespace: str
+
+    @property
+    def client(self) -> KubeClient:
+        return self.api.client
+
+
 @pytest.fixture
-async def leader(tmp_path: Path) -> AsyncIterator[tuple[SandboxServer, KubeClient]]:
-    async with sandbox_cluster(tmp_path / "leader-cluster") as (server, client):
-        await ensure_namespace(client, NAMESPACE)
-        yield server, client
+async def leader(cluster_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Leader]:
+    async with leader_api(cluster_kind, request, tmp_path / "leader-cluster") as api:
+        if api.real:
+            yield Leader(api, await api.namespace("leader"))
+        else:
+            yield Leader(api, await api.fixed_namespace(names.DEFAULT_LEADER_NAMESPACE))
 
 
-async def member_token(client: KubeClient, account: str, cluster_id: str | None) -> str:
+async def member_token(leader: Leader, account: str, cluster_id: str | None) -> str:
     """A ServiceAccount in the leader Namespace (annotated with its cluster ID) and its token Secret."""
+    client, namespace = leader.client, leader.namespace
     annotations = {names.ANNOTATION_CLUSTER_ID: cluster_id} if cluster_id else {}
     await client.create(
         SERVICE_ACCOUNTS,
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "annotations": annotations}},
-        namespace=NAMESPACE,
+        namespace=namespace,
     )
     secret = {
         "apiVersion": "v1",
@@ -52,27 +68,30 @@ async def member_token(client: KubeClient, account: str, cluster_id: str | None)
         "type": "kubernetes.io/service-account-token",
         "metadata": {"name": f"{account}-token", "annotations": {"kubernetes.io/service-account.name": account}},
     }
-    await client.create(SECRETS, secret, namespace=NAMESPACE)
+    await client.create(SECRETS, secret, namespace=namespace)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        data = (await client.get(SECRETS, f"{account}-token", NAMESPACE)).get("data") or {}
+        data = (await client.get(SECRETS, f"{account}-token", namespace)).get("data") or {}
         if data.get("token"):
             return base64.b64decode(data["token"]).decode()
         await asyncio.sleep(0.05)
     raise AssertionError("the token controller never filled the Secret")
 
 
-def kube_args(server: SandboxServer, replica: str) -> tuple[str, ...]:
-    return ("--store", "kube", "--kubeconfig", str(server.kubeconfig_path), "--replica-id", replica, *FAST_LEASE)
+def kube_args(leader: Leader, replica: str) -> tuple[str, ...]:
+    return (
+        "--store", "kube", "--kubeconfig", str(leader.api.kubeconfig), "--namespace", leader.namespace,
+        "--replica-id", replica, *FAST_LEASE,
+    )  # fmt: skip
 
 
 async def wait_ready(hub: HubProcess, within: float) -> float:
     """Seconds until /readyz says 200."""
     start = time.monotonic()
-    async with aiohttp.ClientSession() as http:
+    async with hub.rest_session() as http:
         while time.monotonic() - start < within:
             try:
-                async with http.get(f"{hub.rest_url}/readyz") as response:
+                async with http.get("/readyz") as response:
                     if response.status == 200:
                         return time.monotonic() - start
             except aiohttp.ClientError:
@@ -105,18 +124,17 @@ async def imports_seen(hub: HubProcess, token: str) -> dict[str, pb.ResourceImpo
 
 
 async def test_a_kube_backed_hub_killed_and_restarted_loses_no_acknowledged_export(
-    leader: tuple[SandboxServer, KubeClient], tmp_path: Path
+    leader: Leader, tmp_path: Path
 ) -> None:
-    server, client = leader
-    token = await member_token(client, "member-east", "east")
-    async with hub_process(tmp_path / "hub", *kube_args(server, "hub-0")) as first:
+    token = await member_token(leader, "member-east", "east")
+    async with hub_process(tmp_path / "hub", *kube_args(leader, "hub-0")) as first:
         await wait_ready(first, 15)
         acknowledged = await export_services(first, token, 30)
         first.process.send_signal(signal.SIGKILL)
         await first.process.wait()
-    crs = await client.list(RESOURCE_EXPORTS, namespace=NAMESPACE)
+    crs = await leader.client.list(RESOURCE_EXPORTS, namespace=leader.namespace)
     assert {cr["metadata"]["name"] for cr in crs.items} >= set(acknowledged)
-    async with hub_process(tmp_path / "hub", *kube_args(server, "hub-0")) as second:
+    async with hub_process(tmp_path / "hub", *kube_args(leader, "hub-0")) as second:
         await wait_ready(second, 15)
         snapshot = await imports_seen(second, token)
     for export_name in acknowledged:
@@ -125,13 +143,12 @@ async def test_a_kube_backed_hub_killed_and_restarted_loses_no_acknowledged_expo
 
 
 async def test_when_the_leader_replica_dies_the_other_serves_within_the_lease_time(
-    leader: tuple[SandboxServer, KubeClient], tmp_path: Path
+    leader: Leader, tmp_path: Path
 ) -> None:
-    server, client = leader
-    token = await member_token(client, "member-east", "east")
+    token = await member_token(leader, "member-east", "east")
     async with (
-        hub_process(tmp_path / "hub-a", *kube_args(server, "hub-a")) as first,
-        hub_process(tmp_path / "hub-b", *kube_args(server, "hub-b")) as second,
+        hub_process(tmp_path / "hub-a", *kube_args(leader, "hub-a")) as first,
+        hub_process(tmp_path / "hub-b", *kube_args(leader, "hub-b")) as second,
     ):
         ready = await asyncio.wait(
             [asyncio.create_task(wait_ready(h, 15)) for h in (first, second)], return_when=asyncio.FIRST_COMPLETED
@@ -154,18 +171,15 @@ async def test_when_the_leader_replica_dies_the_other_serves_within_the_lease_ti
 
 
 async def _who_leads(a: HubProcess, b: HubProcess) -> tuple[HubProcess, HubProcess]:
-    async with aiohttp.ClientSession() as http, http.get(f"{a.rest_url}/readyz") as response:
+    async with a.rest_session() as http, http.get("/readyz") as response:
         return (a, b) if response.status == 200 else (b, a)
 
 
-async def test_service_account_tokens_speak_for_the_annotated_cluster_only(
-    leader: tuple[SandboxServer, KubeClient], tmp_path: Path
-) -> None:
-    server, client = leader
-    east = await member_token(client, "member-east", "east")
-    unannotated = await member_token(client, "member-nobody", None)
-    shared = await member_token(client, "antrea-mc-member-access-sa", "*")
-    async with hub_process(tmp_path / "hub", *kube_args(server, "hub-0")) as hub:
+async def test_service_account_tokens_speak_for_the_annotated_cluster_only(leader: Leader, tmp_path: Path) -> None:
+    east = await member_token(leader, "member-east", "east")
+    unannotated = await member_token(leader, "member-nobody", None)
+    shared = await member_token(leader, "antrea-mc-member-access-sa", "*")
+    async with hub_process(tmp_path / "hub", *kube_args(leader, "hub-0")) as hub:
         await wait_ready(hub, 15)
         request = pb.AnnounceRequest(cluster_id="east", cluster_set_id="test-clusterset")
         async with secure_channel(hub.target, hub.ca, east) as channel:
@@ -190,19 +204,16 @@ async def test_service_account_tokens_speak_for_the_annotated_cluster_only(
             )
 
 
-async def test_the_leader_clusterset_status_counts_connected_members(
-    leader: tuple[SandboxServer, KubeClient], tmp_path: Path
-) -> None:
-    server, client = leader
-    token = await member_token(client, "member-east", "east")
+async def test_the_leader_clusterset_status_counts_connected_members(leader: Leader, tmp_path: Path) -> None:
+    token = await member_token(leader, "member-east", "east")
     clusterset = {
         "apiVersion": "multicluster.crd.antrea.io/v1alpha2",
         "kind": "ClusterSet",
         "metadata": {"name": "test-clusterset"},
         "spec": {"clusterID": "leader", "leaders": [{"clusterID": "leader"}]},
     }
-    await client.create(CLUSTER_SETS, clusterset, namespace=NAMESPACE)
-    async with hub_process(tmp_path / "hub", *kube_args(server, "hub-0")) as hub:
+    await leader.client.create(CLUSTER_SETS, clusterset, namespace=leader.namespace)
+    async with hub_process(tmp_path / "hub", *kube_args(leader, "hub-0")) as hub:
         await wait_ready(hub, 15)
         async with secure_channel(hub.target, hub.ca, token) as channel:
             await pb_grpc.CommonAreaServiceStub(channel).Announce(
@@ -211,7 +222,7 @@ async def test_the_leader_clusterset_status_counts_connected_members(
         deadline = time.monotonic() + 15
         status: dict[str, object] = {}
         while time.monotonic() < deadline:
-            status = (await client.get(CLUSTER_SETS, "test-clusterset", NAMESPACE)).get("status") or {}
+            status = (await leader.client.get(CLUSTER_SETS, "test-clusterset", leader.namespace)).get("status") or {}
             if status.get("readyClusters") == 1:
                 break
             await asyncio.sleep(0.2)
