@@ -6,7 +6,9 @@ history: stamped with the new engine's epoch, a member would resume the new
 history from a revision of the old one and skip changes it never saw.
 
 The servicer is driven directly (no gRPC server) so the take-over can happen
-exactly between a commit and the watcher reading it.
+exactly between a commit and the watcher reading it. Both engines keep their state in
+the kube store, as replicas do, on a sandbox and on a real leader cluster, and in the
+sqlite store.
 """
 
 from __future__ import annotations
@@ -16,15 +18,19 @@ from pathlib import Path
 from typing import Any, cast
 
 import grpc
+import pytest
 
 from hub.auth.identity import Identity
 from hub.config import HubConfig
 from hub.engine import Engine
 from hub.grpc.service import CommonAreaService, Context
 from hub.metrics import HubMetrics
+from hub.store.base import Store
+from hub.store.kube import KubeStore
 from hub.store.sqlite import SqliteStore
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from tests.contract.leader_api import leader_api
 from tests.integration.hubclient import service_export
 
 
@@ -44,8 +50,22 @@ class _West:
 async def test_changes_queued_before_a_take_over_keep_the_epoch_of_the_engine_that_made_them(
     tmp_path: Path,
 ) -> None:
+    await _queued_changes_keep_their_epoch(SqliteStore(tmp_path / "old"), SqliteStore(tmp_path / "new"), tmp_path)
+
+
+async def test_the_same_with_replicas_of_the_kube_store(
+    cluster_kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    # As replicas do: both engines load the same leader Namespace.
+    async with leader_api(cluster_kind, request, tmp_path / "leader") as leader:
+        namespace = await leader.namespace("leader")
+        old_store, new_store = KubeStore(leader.client, namespace), KubeStore(leader.client, namespace)
+        await _queued_changes_keep_their_epoch(old_store, new_store, tmp_path)
+
+
+async def _queued_changes_keep_their_epoch(old_store: Store, new_store: Store, tmp_path: Path) -> None:
     config = HubConfig(data_dir=tmp_path)
-    old, new = Engine(SqliteStore(tmp_path / "old"), config), Engine(SqliteStore(tmp_path / "new"), config)
+    old, new = Engine(old_store, config), Engine(new_store, config)
     await old.start()
     await new.start()
     assert old.epoch != new.epoch
