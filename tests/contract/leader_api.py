@@ -13,6 +13,7 @@ can create it again.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import time
 import uuid
@@ -24,11 +25,13 @@ import pytest
 
 from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists, NotFound
-from kube.resources import NAMESPACES
+from kube.resources import NAMESPACES, SECRETS, SERVICE_ACCOUNTS
+from mcapi import names
 from tests.kubeenv.cluster import sandbox_cluster
 
 # How long a real Namespace may take to go (the namespace controller empties it first).
 NAMESPACE_GONE_WITHIN = 60.0
+TOKEN_FILLED_WITHIN = 10.0
 
 
 @dataclass
@@ -56,6 +59,30 @@ class LeaderApi:
             await self.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         self._fixed.append(name)
         return name
+
+    async def service_account_token(self, namespace: str, account: str, cluster_id: str | None) -> str:
+        """A ServiceAccount (annotated with the member cluster ID it speaks for, if any) and the
+        token the token controller fills into its `kubernetes.io/service-account-token` Secret."""
+        annotations = {names.ANNOTATION_CLUSTER_ID: cluster_id} if cluster_id else {}
+        await self.client.create(
+            SERVICE_ACCOUNTS,
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "annotations": annotations}},
+            namespace=namespace,
+        )
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "kubernetes.io/service-account-token",
+            "metadata": {"name": f"{account}-token", "annotations": {"kubernetes.io/service-account.name": account}},
+        }
+        await self.client.create(SECRETS, secret, namespace=namespace)
+        deadline = time.monotonic() + TOKEN_FILLED_WITHIN
+        while time.monotonic() < deadline:
+            data = (await self.client.get(SECRETS, f"{account}-token", namespace)).get("data") or {}
+            if data.get("token"):
+                return base64.b64decode(data["token"]).decode()
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"the token controller never filled Secret {namespace}/{account}-token")
 
     async def remove_namespaces(self) -> None:
         for name in self._made + self._fixed:

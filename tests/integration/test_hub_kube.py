@@ -9,7 +9,6 @@ shared real cluster the hub's leader Namespace is one of the test's own (`--name
 from __future__ import annotations
 
 import asyncio
-import base64
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -21,7 +20,7 @@ import grpc
 import pytest
 
 from kube.client import KubeClient
-from kube.resources import CLUSTER_SETS, RESOURCE_EXPORTS, SECRETS, SERVICE_ACCOUNTS
+from kube.resources import CLUSTER_SETS, RESOURCE_EXPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
@@ -55,27 +54,7 @@ async def leader(cluster_kind: str, request: pytest.FixtureRequest, tmp_path: Pa
 
 async def member_token(leader: Leader, account: str, cluster_id: str | None) -> str:
     """A ServiceAccount in the leader Namespace (annotated with its cluster ID) and its token Secret."""
-    client, namespace = leader.client, leader.namespace
-    annotations = {names.ANNOTATION_CLUSTER_ID: cluster_id} if cluster_id else {}
-    await client.create(
-        SERVICE_ACCOUNTS,
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "annotations": annotations}},
-        namespace=namespace,
-    )
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "kubernetes.io/service-account-token",
-        "metadata": {"name": f"{account}-token", "annotations": {"kubernetes.io/service-account.name": account}},
-    }
-    await client.create(SECRETS, secret, namespace=namespace)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        data = (await client.get(SECRETS, f"{account}-token", namespace)).get("data") or {}
-        if data.get("token"):
-            return base64.b64decode(data["token"]).decode()
-        await asyncio.sleep(0.05)
-    raise AssertionError("the token controller never filled the Secret")
+    return await leader.api.service_account_token(leader.namespace, account, cluster_id)
 
 
 def kube_args(leader: Leader, replica: str) -> tuple[str, ...]:
