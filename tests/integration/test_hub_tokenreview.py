@@ -4,6 +4,10 @@ A TokenReview that fails (the API server restarting, throttling) says nothing
 about the token: the member must hear UNAVAILABLE (retry), not UNAUTHENTICATED
 (which it reports as a bad token for the operator to fix), and the failure
 must not be remembered as a verdict on the token.
+
+Then real ServiceAccount tokens (whose Secrets the token controller fills, and bound
+tokens of the TokenRequest API) reviewed by the leader cluster, a sandbox and a real
+kube-apiserver.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import grpc
 import pytest
 
 from hub.app import HubApp
+from hub.auth.identity import Identity
 from hub.auth.tokenreview import TokenReviewAuthenticator
 from kube.client import KubeClient
 from kube.errors import ServerError
-from kube.resources import Resource
+from kube.resources import SECRETS, SERVICE_ACCOUNTS, Resource
 from mcapi import names
+from tests.contract.leader_api import LeaderApi, leader_api
 from tests.integration.hub_fixtures import hub_config
 from tests.integration.hubclient import Member
 
@@ -95,3 +101,48 @@ async def test_a_failed_review_answers_rest_calls_with_503(hub: HubApp, api: Fla
         api.down = False
         async with http.get("/api/v1/members", headers=headers) as response:
             assert response.status == 200, await response.text()
+
+
+# ---- real ServiceAccount tokens, reviewed by the leader cluster ---------------------------------
+
+
+@pytest.fixture
+async def leader(cluster_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[LeaderApi]:
+    async with leader_api(cluster_kind, request, tmp_path / "leader") as api:
+        yield api
+
+
+async def test_tokens_the_token_controller_filled_speak_for_their_serviceaccounts_annotation(
+    leader: LeaderApi,
+) -> None:
+    namespace, elsewhere = await leader.namespace("leader"), await leader.namespace("other")
+    east = await leader.service_account_token(namespace, "member-east", "east")
+    shared = await leader.service_account_token(namespace, "antrea-mc-member-access-sa", "*")
+    plain = await leader.service_account_token(namespace, "not-a-member", None)
+    outside = await leader.service_account_token(elsewhere, "member-east", "east")
+    reviewer = TokenReviewAuthenticator(leader.client, namespace)
+
+    assert await reviewer.authenticate(east) == Identity(cluster_id="east")
+    assert await reviewer.authenticate(shared) == Identity(any_cluster=True)
+    assert await reviewer.authenticate(plain) is None
+    assert await reviewer.authenticate(outside) is None, "a ServiceAccount outside the leader Namespace"
+    assert await reviewer.authenticate(east[:-4] + "AAAA") is None, "a token whose signature does not match"
+
+
+async def test_a_bound_token_is_reviewed_and_a_revoked_members_tokens_are_refused_at_once(leader: LeaderApi) -> None:
+    namespace = await leader.namespace("leader")
+    legacy = await leader.service_account_token(namespace, "member-west", "west")
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}}
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/member-west/token"
+    bound = str((await leader.client.request("POST", path, body=request))["status"]["token"])
+    reviewer = TokenReviewAuthenticator(leader.client, namespace, cache_seconds=0)
+
+    assert await reviewer.authenticate(bound) == Identity(cluster_id="west")
+    assert await reviewer.authenticate(legacy) == Identity(cluster_id="west")
+    # Revoking a member as `mcctl delete membertoken` does: the Secret and the ServiceAccount go.
+    # (A real API server caches a successful token authentication for 10 s, so a deleted Secret's
+    # token still passes TokenReview that long; the ServiceAccount the hub reads is gone at once.)
+    await leader.client.delete(SECRETS, "member-west-token", namespace)
+    await leader.client.delete(SERVICE_ACCOUNTS, "member-west", namespace)
+    assert await reviewer.authenticate(legacy) is None
+    assert await reviewer.authenticate(bound) is None
