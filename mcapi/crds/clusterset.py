@@ -31,18 +31,41 @@ _CLUSTER_SET_COLUMNS = (
 )
 
 
+# Versions of one CRD convert with strategy None: the apiserver only rewrites apiVersion and
+# prunes the object against the schema of every version it passes through (the stored one
+# included). So each version's schema keeps the fields the other version's objects carry:
+# a legacy (v1alpha1) object read as v1alpha2 or stored keeps members[] and serviceAccount,
+# and a v1alpha2 object written back through v1alpha1 keeps clusterID.
+_LEGACY = "Legacy (v1alpha1) field, kept so objects written in either version lose nothing."
+
+
+class MemberClusterV1alpha1(KubeModel):
+    """A leader or member cluster in a v1alpha1 ClusterSet."""
+
+    cluster_id: str = Field(default="", alias="clusterID")
+    server: str = ""
+    secret: str = ""
+    service_account: str = Field(default="", alias="serviceAccount")
+
+
 class LeaderClusterInfo(KubeModel):
     """A leader cluster as the members know it."""
 
     cluster_id: str = Field(default="", alias="clusterID", description="Identify a leader cluster in the ClusterSet.")
     server: str = Field(default="", description="API server endpoint of the leader cluster.")
     secret: str = Field(default="", description="Secret in the member cluster holding the token to access the leader.")
+    service_account: str = Field(
+        default="",
+        alias="serviceAccount",
+        description="Deprecated: the leader ServiceAccount the member's token belongs to (informational).",
+    )
 
 
 class ClusterSetSpecV1alpha2(KubeModel):
     cluster_id: str = Field(alias="clusterID", description="ClusterID identifies the local cluster.")
     leaders: list[LeaderClusterInfo] = Field(min_length=1, max_length=1)
     namespace: str = Field(default="", description="The leader cluster Namespace; set in a member cluster.")
+    members: list[MemberClusterV1alpha1] = Field(default_factory=list, description=_LEGACY)
 
 
 class ClusterStatus(KubeModel):
@@ -75,19 +98,13 @@ class ClusterSet(KubeObject):
     status: ClusterSetStatus | None = None
 
 
-class MemberClusterV1alpha1(KubeModel):
-    """A leader or member cluster in a v1alpha1 ClusterSet."""
-
-    cluster_id: str = Field(default="", alias="clusterID")
-    server: str = ""
-    secret: str = ""
-    service_account: str = Field(default="", alias="serviceAccount")
-
-
 class ClusterSetSpecV1alpha1(KubeModel):
     leaders: list[MemberClusterV1alpha1] = Field(min_length=1, max_length=1)
     members: list[MemberClusterV1alpha1] = Field(default_factory=list)
     namespace: str = ""
+    cluster_id: str = Field(
+        default="", alias="clusterID", description="The local cluster, as v1alpha2 says it (optional here)."
+    )
 
 
 class ClusterSetV1alpha1(KubeObject):
@@ -134,6 +151,10 @@ class ClusterClaim(KubeObject):
     )
 
     value: str
+    # The v1alpha1 spelling of the claim's name. The apiserver stores v1alpha1 claims as
+    # v1alpha2: without it here, it is pruned from storage and from both versions' reads, and
+    # the legacy guide's claims (or Antrea v1alpha1 claims kept across an upgrade) claim nothing.
+    name: str = Field(default="", description=_LEGACY + " The claim's name; metadata.name in v1alpha2.")
 
 
 class MemberClusterAnnounce(KubeObject):

@@ -4,21 +4,35 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import secrets
 import signal
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
 
 from hub.app import HubApp
-from kube.resources import CLUSTER_SETS, CRDS
+from kube.client import KubeClient, connect
+from kube.resources import (
+    CLUSTER_CLAIMS,
+    CLUSTER_CLAIMS_V1ALPHA1,
+    CLUSTER_SETS,
+    CLUSTER_SETS_V1ALPHA1,
+    CRDS,
+    NAMESPACES,
+)
 from mcapi.config import ConfigError
 from mchub_cli import member_cmd
 from member.app import MemberApp
 from member.health import HealthServer
+from member.join.spec import parse_join_spec
 from tests.integration.hubrunner import HubRunner
+from tests.kubeenv.cluster import ensure_namespace, sandbox_cluster
 from tests.member.conftest import MemberFactory
 from tests.member.harness import (
     MEMBER_NAMESPACE,
@@ -65,6 +79,84 @@ async def test_a_member_joins_through_legacy_cluster_claims_and_a_v1alpha1_clust
     assert west.member.joined is not None
     assert west.member.joined.legacy is True
     assert west.member.joined.cluster_id == "west"
+
+
+@contextlib.asynccontextmanager
+async def _cluster_client(kind: str, request: pytest.FixtureRequest, work_dir: Path) -> AsyncIterator[KubeClient]:
+    """A client of a fresh sandbox, or of the session's real `east` cluster."""
+    if kind == "sandbox":
+        async with sandbox_cluster(work_dir, "east") as (_, client):
+            yield client
+        return
+    real = request.getfixturevalue("real_clusters")["east"]
+    client = await connect(real.kubeconfig)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+# The legacy guide's objects for test-cluster-east (installation-legacy-v1alpha1.md), with the
+# leader's serviceAccount of a v1alpha1 leader entry and a ClusterSet v1alpha1 naming its member.
+LEGACY_CLAIMS = (
+    ("east-membercluster-id", "id.k8s.io", "test-cluster-east"),
+    ("clusterset-id", "clusterSet.k8s.io", "test-clusterset"),
+)
+LEGACY_LEADER = {
+    "clusterID": "test-cluster-north",
+    "secret": "member-east-access-token",
+    "server": "https://172.18.0.2:6443",
+    "serviceAccount": "member-east-access-sa",
+}
+
+
+def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = obj["spec"]
+    return spec
+
+
+async def test_the_legacy_guides_objects_keep_every_field_in_both_versions(
+    cluster_kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A real apiserver stores v1alpha1 objects as v1alpha2 (conversion None) and prunes them
+    against every schema on the way: the v1alpha2 schemas must keep what v1alpha1 objects carry,
+    and v1alpha1 what v1alpha2 objects carry (Antrea's own samples write spec.clusterID in v1alpha1)."""
+    ns = f"legacy-crd-{secrets.token_hex(3)}"
+    async with _cluster_client(cluster_kind, request, tmp_path / "east") as client:
+        await ensure_namespace(client, ns)
+        try:
+            for object_name, claim, value in LEGACY_CLAIMS:
+                body = {"metadata": {"name": object_name}, "name": claim, "value": value}
+                await client.create(CLUSTER_CLAIMS_V1ALPHA1, body, namespace=ns)
+            legacy_spec = {
+                "leaders": [LEGACY_LEADER],
+                "members": [{"clusterID": "test-cluster-east"}],
+                "namespace": "antrea-mcs-ns",
+            }
+            await client.create(
+                CLUSTER_SETS_V1ALPHA1, {"metadata": {"name": "test-clusterset"}, "spec": legacy_spec}, namespace=ns
+            )
+            templated = {"clusterID": "test-cluster-east", "leaders": [LEGACY_LEADER], "namespace": "antrea-mcs-ns"}
+            await client.create(
+                CLUSTER_SETS_V1ALPHA1, {"metadata": {"name": "from-a-template"}, "spec": templated}, namespace=ns
+            )
+
+            for claims_version in (CLUSTER_CLAIMS_V1ALPHA1, CLUSTER_CLAIMS):
+                claims = (await client.list(claims_version, ns)).items
+                found = {(c["metadata"]["name"], c.get("name"), c.get("value")) for c in claims}
+                assert found == set(LEGACY_CLAIMS), claims_version.version
+            for sets_version in (CLUSTER_SETS_V1ALPHA1, CLUSTER_SETS):
+                legacy = await client.get(sets_version, "test-clusterset", ns)
+                assert _spec_of(legacy) == legacy_spec, sets_version.version
+                assert _spec_of(await client.get(sets_version, "from-a-template", ns)) == templated
+                joined = parse_join_spec(legacy, (await client.list(CLUSTER_CLAIMS, ns)).items)
+                assert (joined.cluster_id, joined.cluster_set_id, joined.legacy) == (
+                    "test-cluster-east",
+                    "test-clusterset",
+                    True,
+                )
+        finally:
+            await client.delete(NAMESPACES, ns)
 
 
 async def test_several_members_join_one_hub_from_one_process(hub: HubApp, members: MemberFactory) -> None:
