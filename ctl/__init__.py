@@ -13,8 +13,12 @@ Decisions where mchub differs from antctl:
   gRPC URL (``--hub-server``), not the leader's API server. ``init`` records it on the leader
   ClusterSet (annotation ``multicluster.antrea.io/hub-server``) for ``get joinconfig``.
 - The token Secret for a member carries ``ca.crt`` of the leader cluster (from the
-  ServiceAccount token Secret) unless ``--hub-ca-file`` gives the hub's CA: members verify
-  the hub's certificate with it.
+  ServiceAccount token Secret) unless ``--hub-ca-file`` (or ``$MCHUB_HUB_CA``) gives the hub's
+  CA: members verify the hub's certificate with it.
+- The hub's REST facade is ``https://``; mcctl always verifies its certificate, against
+  ``--hub-ca-file``/``$MCHUB_HUB_CA`` (the same CA: gRPC and REST serve one certificate), else
+  the system's trust store. ``http://`` is accepted only for a loopback hub (``mchub hub
+  --insecure``), so a bearer token never crosses the network in plaintext.
 - ``init`` always creates the default member token (``--no-create-token`` to skip), a
   ServiceAccount with cluster-id ``*`` (shared by members, which name their cluster per call).
 - Without ``-n``, ``get clusterset`` looks in kube-system and antrea-multicluster (antctl: the

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -15,6 +18,7 @@ from kube.errors import KubeError
 
 ENV_HUB_URL = "MCHUB_HUB_URL"
 ENV_TOKEN = "MCHUB_TOKEN"
+ENV_HUB_CA = "MCHUB_HUB_CA"
 
 
 def check_kubeconfig(kubeconfig: Path | None) -> None:
@@ -31,19 +35,63 @@ async def open_cluster(kubeconfig: Path | None) -> KubeClient:
         raise NotConnected(f"{exc}: pass --kubeconfig PATH or set $KUBECONFIG") from exc
 
 
+def hub_ca_file(flag: Path | None) -> Path | None:
+    """--hub-ca-file, else $MCHUB_HUB_CA: the CA that signed the hub's certificate (its data dir's tls/ca.crt)."""
+    if flag is not None:
+        return flag
+    from_env = os.environ.get(ENV_HUB_CA, "")
+    return Path(from_env) if from_env else None
+
+
 @dataclass(frozen=True)
 class HubAccess:
     url: str
     token: str
+    # The CA to verify the hub's certificate with; None: the system's trust store.
+    ca_file: Path | None = None
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """Verification for an https:// hub (always on); None for a plaintext loopback hub."""
+        if urlsplit(self.url).scheme == "http":
+            return None
+        try:
+            return ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
+        except (OSError, ssl.SSLError) as exc:
+            raise UsageError(f"cannot read --hub-ca-file {self.ca_file} as a PEM certificate: {exc}") from exc
 
 
-def hub_access(hub_url: str | None, token: str | None, token_file: Path | None, *, required: bool) -> HubAccess | None:
-    """--hub-url/$MCHUB_HUB_URL and --token/--token-file/$MCHUB_TOKEN, or None when no hub URL is given."""
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_hub_url(url: str) -> None:
+    """https:// anywhere; http:// only to this machine (a hub run with --insecure), as the hub allows it."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise UsageError(f"--hub-url {url!r} must be the hub's REST URL, https://HOST:PORT")
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise UsageError(
+            f"--hub-url {url!r} would send the bearer token in plaintext to another machine: "
+            "the hub serves REST on https:// (plaintext only on loopback, with `mchub hub --insecure`)"
+        )
+
+
+def hub_access(
+    hub_url: str | None, token: str | None, token_file: Path | None, *, required: bool, ca_file: Path | None = None
+) -> HubAccess | None:
+    """--hub-url/$MCHUB_HUB_URL, --token/--token-file/$MCHUB_TOKEN and --hub-ca-file/$MCHUB_HUB_CA,
+    or None when no hub URL is given."""
     url = hub_url or os.environ.get(ENV_HUB_URL, "")
     if not url:
         if required:
-            raise UsageError(f"this command reads the hub: pass --hub-url http://HOST:PORT or set ${ENV_HUB_URL}")
+            raise UsageError(f"this command reads the hub: pass --hub-url https://HOST:PORT or set ${ENV_HUB_URL}")
         return None
+    _check_hub_url(url)
     if token is None and token_file is not None:
         try:
             token = token_file.read_text().strip()
@@ -55,7 +103,9 @@ def hub_access(hub_url: str | None, token: str | None, token_file: Path | None, 
             "the hub needs a bearer token: pass --token, --token-file (e.g. mchub-data/admin.token) "
             f"or set ${ENV_TOKEN}"
         )
-    return HubAccess(url.rstrip("/"), token)
+    access = HubAccess(url.rstrip("/"), token, hub_ca_file(ca_file))
+    access.ssl_context()  # an unreadable CA file is a usage error now, not a connection failure later
+    return access
 
 
 class HubRest:
@@ -63,8 +113,11 @@ class HubRest:
 
     def __init__(self, access: HubAccess, timeout: float = 10.0) -> None:
         self.access = access
+        tls = access.ssl_context()
         self._session = aiohttp.ClientSession(
-            headers={"Authorization": f"Bearer {access.token}"}, timeout=aiohttp.ClientTimeout(total=timeout)
+            headers={"Authorization": f"Bearer {access.token}"},
+            timeout=aiohttp.ClientTimeout(total=timeout),
+            connector=aiohttp.TCPConnector(ssl=tls if tls is not None else True),
         )
 
     async def close(self) -> None:
@@ -80,6 +133,13 @@ class HubRest:
         url = f"{self.access.url}{path}"
         try:
             response = await self._session.get(url, params={k: v for k, v in (params or {}).items() if v})
+        except aiohttp.ClientConnectorCertificateError as exc:
+            trusted = f"the CA in {self.access.ca_file}" if self.access.ca_file else "the system's trust store"
+            raise NotConnected(
+                f"the hub at {self.access.url} presented a certificate not trusted by {trusted} "
+                f"({exc.certificate_error}): pass --hub-ca-file with the hub's CA (its data dir's tls/ca.crt) "
+                f"or set ${ENV_HUB_CA}"
+            ) from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise NotConnected(
                 f"cannot reach the hub at {self.access.url} ({exc!r}): is it running? check --hub-url"

@@ -12,7 +12,7 @@ from ctl import deploy as deploy_mod
 from ctl import diagnose as diagnose_mod
 from ctl import exchange, leader, member, tokens
 from ctl import verify as verify_mod
-from ctl.access import HubAccess, hub_access, open_cluster
+from ctl.access import HubAccess, hub_access, hub_ca_file, open_cluster
 from ctl.clusterset import CLUSTERSET_HEADER, clusterset_rows, list_clustersets
 from ctl.errors import EXIT_FAILED, EXIT_OK, NotFoundError, UsageError
 from ctl.members import close_members, open_members
@@ -33,7 +33,7 @@ async def cluster(args: argparse.Namespace) -> AsyncIterator[KubeClient]:
 
 
 def _hub(args: argparse.Namespace, *, required: bool) -> HubAccess | None:
-    return hub_access(args.hub_url, args.token, args.token_file, required=required)
+    return hub_access(args.hub_url, args.token, args.token_file, required=required, ca_file=args.hub_ca_file)
 
 
 def _namespaces(args: argparse.Namespace) -> str | None:
@@ -135,13 +135,15 @@ async def get_membertoken(args: argparse.Namespace) -> int:
 
 async def get_joinconfig(args: argparse.Namespace) -> int:
     async with cluster(args) as client:
-        text = await leader.join_config(client, args.namespace, args.member_token, args.hub_server, args.hub_ca_file)
+        text = await leader.join_config(
+            client, args.namespace, args.member_token, args.hub_server, hub_ca_file(args.hub_ca_file)
+        )
     print(text, end="")
     return EXIT_OK
 
 
 async def create_membertoken(args: argparse.Namespace) -> int:
-    hub_ca = tokens.read_hub_ca(args.hub_ca_file)
+    hub_ca = tokens.read_hub_ca(hub_ca_file(args.hub_ca_file))
     async with cluster(args) as client:
         secret = await tokens.create_member_token(client, args.name, args.namespace, args.cluster_id)
     say(f"Member token {args.name} created in Namespace {args.namespace} for cluster {args.cluster_id}")
@@ -170,7 +172,7 @@ async def init(args: argparse.Namespace) -> int:
         namespace=args.namespace,
         hub_server=args.hub_server,
         join_config_file=args.join_config_file,
-        hub_ca_file=args.hub_ca_file,
+        hub_ca_file=hub_ca_file(args.hub_ca_file),
         create_token=not args.no_create_token,
     )
     async with cluster(args) as client:

@@ -19,8 +19,9 @@ Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
 EPILOG = f"""environment:
   KUBECONFIG     the cluster to talk to when --kubeconfig is not given
-  MCHUB_HUB_URL  the hub's REST facade (like --hub-url), e.g. http://127.0.0.1:8080
+  MCHUB_HUB_URL  the hub's REST facade (like --hub-url), e.g. https://127.0.0.1:8080
   MCHUB_TOKEN    the bearer token for the hub (like --token)
+  MCHUB_HUB_CA   the hub's CA certificate (like --hub-ca-file), e.g. mchub-data/tls/ca.crt
 
 {EXIT_CODES_HELP}
 """
@@ -35,9 +36,18 @@ def _access_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
     parser.add_argument(
         "--kubeconfig", type=Path, default=default, help="kubeconfig of the cluster (default $KUBECONFIG)"
     )
-    parser.add_argument("--hub-url", default=default, help="the hub's REST URL (default $MCHUB_HUB_URL)")
+    parser.add_argument(
+        "--hub-url", default=default, help="the hub's REST URL, https://HOST:PORT (default $MCHUB_HUB_URL)"
+    )
     parser.add_argument("--token", default=default, help="bearer token for the hub (default $MCHUB_TOKEN)")
     parser.add_argument("--token-file", type=Path, default=default, help="file holding the hub token")
+    parser.add_argument(
+        "--hub-ca-file",
+        type=Path,
+        default=default,
+        help="the hub's CA certificate (its data dir's tls/ca.crt): verifies the hub's REST certificate "
+        "(default $MCHUB_HUB_CA, else the system's trust store) and is the ca.crt of token Secrets mcctl writes",
+    )
 
 
 class _Builder:
@@ -113,7 +123,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--hub-server", default="", help="the hub's gRPC URL, https://HOST:PORT (default: what init recorded)"
     )
-    p.add_argument("--hub-ca-file", type=Path, help="CA certificate of the hub, put in the token Secret as ca.crt")
     _namespace(p, LEADER_NS, "leader ClusterSet")
 
     create = b.verbs.add_parser("create", help="create a member token")
@@ -122,7 +131,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="member token name")
     p.add_argument("--cluster-id", required=True, help="the member cluster this token speaks for ('*': shared)")
     p.add_argument("-o", "--output-file", type=Path, help="save the member's token Secret manifest to this file")
-    p.add_argument("--hub-ca-file", type=Path, help="CA certificate of the hub, put in the manifest as ca.crt")
     _namespace(p, LEADER_NS, "leader ClusterSet")
 
     delete = b.verbs.add_parser("delete", help="delete a member token")
@@ -136,7 +144,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clusterid", required=True, help="the leader's cluster ID")
     p.add_argument("--hub-server", default="", help="the hub's gRPC URL members reach, https://HOST:PORT")
     p.add_argument("-j", "--join-config-file", type=Path, help="save the join config (with the default token) here")
-    p.add_argument("--hub-ca-file", type=Path, help="CA certificate of the hub, put in the token Secret as ca.crt")
     p.add_argument("--no-create-token", action="store_true", help="do not create the default member token")
     _namespace(p, LEADER_NS, "leader ClusterSet")
 

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 from aiohttp import web
@@ -23,13 +24,22 @@ from hub.engine import Engine, ImportBatch, utc_now
 from hub.grpc.service import SERVICE_NAME, CommonAreaService, handlers
 from hub.leadership import KubeLeadership
 from hub.metrics import HubMetrics
+from hub.reflection import ReflectionNeedsToken, enable_reflection
 from hub.rest.app import build_rest_app
 from hub.store.base import Store
 from hub.store.sqlite import SqliteStore
-from hub.tls import ensure_tls
+from hub.tls import ensure_tls, server_ssl_context
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
+
+
+def _client_host(address: str) -> str:
+    """The host a local client dials for a listen address: a wildcard means loopback; IPv6 in brackets."""
+    host = address.rpartition(":")[0].strip("[]")
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
 
 
 class HubApp:
@@ -66,7 +76,11 @@ class HubApp:
         self._tasks: list[asyncio.Task[None]] = []
         self.grpc_port = 0
         self.rest_port = 0
+        # The CA clients trust, when the hub generated its TLS material (None with
+        # --tls-cert/--tls-key, whose issuer the operator knows, and with --insecure).
         self.ca_cert: Path | None = None
+        # The certificate gRPC and REST both serve (None with --insecure).
+        self.serving_cert: Path | None = None
         self.started = False
 
     @property
@@ -77,17 +91,12 @@ class HubApp:
 
     @property
     def grpc_target(self) -> str:
-        host = self.config.grpc_address.rpartition(":")[0].strip("[]")
-        if host in ("0.0.0.0", "::", ""):
-            host = "127.0.0.1"
-        return f"{host}:{self.grpc_port}"
+        return f"{_client_host(self.config.grpc_address)}:{self.grpc_port}"
 
     @property
     def rest_url(self) -> str:
-        host = self.config.rest_address.rpartition(":")[0].strip("[]")
-        if host in ("0.0.0.0", "::", ""):
-            host = "127.0.0.1"
-        return f"http://{host}:{self.rest_port}"
+        scheme = "http" if self.config.insecure else "https"
+        return f"{scheme}://{_client_host(self.config.rest_address)}:{self.rest_port}"
 
     def now(self) -> datetime:
         return self._clock()
@@ -108,8 +117,9 @@ class HubApp:
         else:
             await self.engine.start()
             self._serving = True
-        await self._start_grpc()
-        await self._start_rest()
+        tls = self._serving_tls()
+        await self._start_grpc(tls)
+        await self._start_rest(tls)
         self._tasks = [
             asyncio.create_task(self._status_loop(), name="hub-status"),
             asyncio.create_task(self._bookmark_loop(), name="hub-bookmarks"),
@@ -129,9 +139,22 @@ class HubApp:
             },
         )
 
-    async def _start_grpc(self) -> None:
+    def _serving_tls(self) -> tuple[Path, Path] | None:
+        """The certificate and key gRPC and REST serve: the operator's, else generated; None with --insecure."""
+        if self.config.insecure:
+            return None
+        if self.config.tls_cert and self.config.tls_key:
+            cert, key = self.config.tls_cert, self.config.tls_key
+        else:
+            files = ensure_tls(self.config.tls_dir, self.config.tls_sans)
+            self.ca_cert, cert, key = files.ca_cert, files.cert, files.key
+        self.serving_cert = cert
+        return cert, key
+
+    async def _start_grpc(self, tls: tuple[Path, Path] | None) -> None:
         limit = self.config.max_message_bytes
         server = grpc.aio.server(
+            interceptors=[ReflectionNeedsToken(self.authenticator, self.metrics)],
             options=[
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", limit),
@@ -139,31 +162,27 @@ class HubApp:
                 ("grpc.keepalive_timeout_ms", 10_000),
                 ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
                 ("grpc.keepalive_permit_without_calls", 1),
-            ]
+            ],
         )
         service = CommonAreaService(lambda: self.engine, self.authenticator, self.metrics, self.is_leader)
         server.add_generic_rpc_handlers((handlers(service),))
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        if self.config.insecure:
+        enable_reflection(server, (SERVICE_NAME, health.SERVICE_NAME))
+        if tls is None:
             self.grpc_port = server.add_insecure_port(self.config.grpc_address)
         else:
-            if self.config.tls_cert and self.config.tls_key:
-                cert, key = self.config.tls_cert.read_bytes(), self.config.tls_key.read_bytes()
-            else:
-                files = ensure_tls(self.config.tls_dir, self.config.tls_sans)
-                self.ca_cert = files.ca_cert
-                _, cert, key = files.read()
+            cert, key = tls[0].read_bytes(), tls[1].read_bytes()
             creds = grpc.ssl_server_credentials([(key, cert)])
             self.grpc_port = server.add_secure_port(self.config.grpc_address, creds)
         await server.start()
         self._grpc = server
 
-    async def _start_rest(self) -> None:
-        app = build_rest_app(self)
-        runner = web.AppRunner(app, access_log=None)
+    async def _start_rest(self, tls: tuple[Path, Path] | None) -> None:
+        runner = web.AppRunner(build_rest_app(self), access_log=None)
         await runner.setup()
         host, _, port = self.config.rest_address.rpartition(":")
-        site = web.TCPSite(runner, host.strip("[]"), int(port))
+        ssl_context = server_ssl_context(*tls) if tls is not None else None
+        site = web.TCPSite(runner, host.strip("[]"), int(port), ssl_context=ssl_context)
         await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or []
@@ -246,3 +265,13 @@ class HubApp:
         while True:
             await asyncio.sleep(self.config.bookmark_interval)
             self.engine.imports_bus.publish_all(ImportBatch(self.engine.revision, []))
+
+
+if TYPE_CHECKING:
+    from hub.leadership import LeaderSeat
+    from hub.rest import RestHub
+
+    # mypy checks here that HubApp offers the narrow views its parts are handed:
+    # the Lease election drives a LeaderSeat, the REST layer reads a RestHub.
+    def _views(app: HubApp) -> tuple[LeaderSeat, RestHub]:
+        return app, app

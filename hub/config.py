@@ -43,9 +43,10 @@ class HubConfig:
     grpc_address: str = "127.0.0.1:50051"
     # REST/dashboard listen address, HOST:PORT.
     rest_address: str = "127.0.0.1:8080"
-    # Serve gRPC without TLS: only allowed on a loopback address.
+    # Serve gRPC and REST without TLS: only allowed when both listen on loopback
+    # (REST carries bearer tokens as gRPC does, so neither goes out in plaintext).
     insecure: bool = False
-    # Operator-provided serving certificate and key (PEM); generated when unset.
+    # Operator-provided serving certificate and key (PEM) for gRPC and REST; generated when unset.
     tls_cert: Path | None = None
     tls_key: Path | None = None
     # Extra DNS names/IPs for the generated serving certificate.
@@ -84,10 +85,13 @@ class HubConfig:
     def validate(self) -> HubConfig:
         for address in (self.grpc_address, self.rest_address):
             _split_host_port(address)
-        if self.insecure and not is_loopback(self.grpc_address):
-            raise HubConfigError(
-                f"--insecure serves gRPC without TLS and is only allowed on loopback, not on {self.grpc_address!r}"
-            )
+        if self.insecure:
+            for address, what in ((self.grpc_address, "gRPC"), (self.rest_address, "REST")):
+                if not is_loopback(address):
+                    raise HubConfigError(
+                        f"--insecure serves gRPC and REST without TLS and is only allowed on loopback, "
+                        f"not on the {what} address {address!r}"
+                    )
         if (self.tls_cert is None) != (self.tls_key is None):
             raise HubConfigError("--tls-cert and --tls-key go together")
         for value, what in ((self.cluster_set_id, "ClusterSet ID"), (self.leader_cluster_id, "leader ID")):

@@ -6,20 +6,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import Protocol
 
 from hub.auth.tokenreview import TokenReviewAuthenticator
 from hub.clusterset import clusterset_status
 from hub.clusterset_writer import ClusterSetStatusWriter
+from hub.config import HubConfig
 from hub.engine import Engine
 from hub.store.base import StoreError
 from hub.store.kube import KubeStore
 from kube.client import KubeClient, connect
 from kube.errors import KubeError
 from kube.leader import LeaderElector, LeaseTiming
-
-if TYPE_CHECKING:
-    from hub.app import HubApp
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +27,26 @@ LEASE_NAME = "mchub-hub-leader"
 _RETRY_AFTER_FAILED_TAKEOVER = 5.0
 
 
+class LeaderSeat(Protocol):
+    """What the election drives: the hub process, made to serve or to stop serving."""
+
+    @property
+    def config(self) -> HubConfig: ...
+
+    @property
+    def engine(self) -> Engine: ...
+
+    def now(self) -> datetime: ...
+
+    async def take_over(self, engine: Engine) -> None:
+        """This replica now holds the Lease: serve from `engine` (not started yet)."""
+
+    async def step_down(self) -> None:
+        """This replica lost the Lease: stop serving."""
+
+
 class KubeLeadership:
-    def __init__(self, app: HubApp, client: KubeClient) -> None:
+    def __init__(self, app: LeaderSeat, client: KubeClient) -> None:
         self.app = app
         self.client = client
         cfg = app.config
@@ -39,7 +56,7 @@ class KubeLeadership:
         self._takeover: asyncio.Task[None] | None = None
 
     @classmethod
-    async def connect(cls, app: HubApp) -> KubeLeadership:
+    async def connect(cls, app: LeaderSeat) -> KubeLeadership:
         return cls(app, await connect(app.config.kubeconfig))
 
     def _elector(self) -> LeaderElector:

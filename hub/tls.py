@@ -1,13 +1,15 @@
 """TLS material for the hub: generated into the data dir on first start.
 
-The hub serves gRPC over TLS by default. Unless an operator hands it a
-certificate, it makes a private CA and a serving certificate signed by it;
-members trust the CA (it is what `ca.crt` in the member token Secret holds).
+The hub serves gRPC and REST over TLS by default, both with one serving
+certificate. Unless an operator hands it a certificate, it makes a private CA
+and a serving certificate signed by it; members trust the CA (it is what
+`ca.crt` in the member token Secret holds), and so do mcctl and browsers.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import ssl
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -156,3 +158,12 @@ def _is_ip(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def server_ssl_context(cert: Path, key: Path) -> ssl.SSLContext:
+    """The REST facade's TLS: the serving certificate gRPC serves, TLS 1.2 or newer."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert, key)
+    context.set_alpn_protocols(["http/1.1"])
+    return context

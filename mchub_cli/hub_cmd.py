@@ -23,7 +23,9 @@ def register(sub: Any) -> None:
     _common(parser)
     parser.add_argument("--grpc-address", default="127.0.0.1:50051", help="gRPC HOST:PORT (default 127.0.0.1:50051)")
     parser.add_argument("--rest-address", default="127.0.0.1:8080", help="REST HOST:PORT (default 127.0.0.1:8080)")
-    parser.add_argument("--insecure", action="store_true", help="serve gRPC without TLS (loopback only)")
+    parser.add_argument(
+        "--insecure", action="store_true", help="serve gRPC and REST without TLS (only on loopback addresses)"
+    )
     parser.add_argument("--tls-cert", type=Path, help="serving certificate PEM (default: generated)")
     parser.add_argument("--tls-key", type=Path, help="serving key PEM (default: generated)")
     parser.add_argument("--tls-san", action="append", default=[], help="extra SAN for the generated cert")

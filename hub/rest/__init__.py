@@ -1,1 +1,43 @@
-"""The hub's REST facade and dashboard (aiohttp, same process as gRPC)."""
+"""The hub's REST facade and dashboard (aiohttp, same process as gRPC).
+
+`RestHub` is what the facade reads of the hub process: a narrow view, so the
+REST layer need not know HubApp (which builds it). HubApp serves it over TLS
+with the certificate gRPC serves (hub/app.py).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from hub.auth.identity import Authenticator
+    from hub.config import HubConfig
+    from hub.engine import Engine
+    from hub.metrics import HubMetrics
+
+
+class RestHub(Protocol):
+    """The hub as the REST facade and the dashboard see it."""
+
+    @property
+    def config(self) -> HubConfig: ...
+
+    @property
+    def engine(self) -> Engine:
+        """The engine serving now (replaced when this replica takes over the Lease)."""
+        ...
+
+    @property
+    def authenticator(self) -> Authenticator: ...
+
+    @property
+    def metrics(self) -> HubMetrics: ...
+
+    def now(self) -> datetime: ...
+
+    def is_ready(self) -> bool: ...
+
+    def is_leader(self) -> bool: ...
+
+    def refresh_metrics(self) -> None: ...

@@ -3,7 +3,9 @@
 - `hub`, `connect`: from tests/integration/hub_fixtures.py (a started HubApp; members that
   announce and export through real gRPC).
 - `page`: a Playwright page in a fresh Chromium profile (Debian's /usr/bin/chromium;
-  Playwright never downloads a browser). It records page errors and CSP
+  Playwright never downloads a browser) that trusts the `hub`'s serving certificate
+  (pinned by its public key: Chromium takes no CA file on its command line, and
+  verification stays on for everything else). It records page errors and CSP
   violations in `page_problems` so a test can assert the page ran cleanly.
 Everything is closed at teardown. Test modules here mark themselves `browser`
 and skip (with NO_CHROMIUM) only when /usr/bin/chromium is absent.
@@ -11,12 +13,17 @@ and skip (with NO_CHROMIUM) only when /usr/bin/chromium is absent.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from playwright.async_api import ConsoleMessage, Error, Page, async_playwright
 
+from hub.app import HubApp
 from tests.integration.hub_fixtures import connect, hub
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -43,8 +50,15 @@ def page_problems() -> list[str]:
     return []
 
 
+def spki_pin(cert: Path) -> str:
+    """base64(sha256(SubjectPublicKeyInfo)): how Chromium's --ignore-certificate-errors-spki-list names a key."""
+    key = x509.load_pem_x509_certificate(cert.read_bytes()).public_key()
+    spki = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return base64.b64encode(hashlib.sha256(spki).digest()).decode()
+
+
 @pytest.fixture
-async def page(tmp_path: Path, page_problems: list[str]) -> AsyncIterator[Page]:
+async def page(tmp_path: Path, page_problems: list[str], hub: HubApp) -> AsyncIterator[Page]:
     def on_console(message: ConsoleMessage) -> None:
         # A refused token's 401 is logged by Chrome as a failed load: that is expected.
         if message.type == "error" and "Failed to load resource" not in message.text:
@@ -53,11 +67,12 @@ async def page(tmp_path: Path, page_problems: list[str]) -> AsyncIterator[Page]:
     def on_page_error(error: Error) -> None:
         page_problems.append(str(error))
 
+    trust_args = [f"--ignore-certificate-errors-spki-list={spki_pin(hub.serving_cert)}"] if hub.serving_cert else []
     async with async_playwright() as playwright:
         context = await playwright.chromium.launch_persistent_context(
             str(tmp_path / "chromium-profile"),
             executable_path=str(CHROMIUM),
-            args=CHROMIUM_ARGS,
+            args=[*CHROMIUM_ARGS, *trust_args],
             headless=True,
             viewport={"width": 1360, "height": 900},
         )

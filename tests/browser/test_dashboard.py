@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiohttp
 import pytest
 from playwright.async_api import Page, expect
 
@@ -12,6 +11,7 @@ from hub.app import HubApp
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.browser.conftest import ARTIFACTS, CHROMIUM, NO_CHROMIUM
+from tests.integration.hub_fixtures import rest_session
 from tests.integration.hubclient import MemberFactory, endpoints_export, service_export
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason=NO_CHROMIUM)]
@@ -61,6 +61,7 @@ async def test_the_dashboard_shows_the_connected_members_once_given_the_token(
 
     await sign_in(page, hub, hub.admin_token)
 
+    assert page.url.startswith("https://")  # the token travels over TLS
     await expect(page.get_by_test_id("live-state")).to_have_text("Live")
     for cluster in ("east", "west"):
         await expect(page.get_by_test_id(f"member-{cluster}-state")).to_have_text("Connected")
@@ -148,7 +149,7 @@ async def test_the_whole_clusterset_renders_gateways_policies_and_topology(
                 message="" if ok else "no reply from gateway 192.0.2.10",
             )
         )
-    async with aiohttp.ClientSession(base_url=hub.rest_url) as http:
+    async with rest_session(hub) as http:
         headers = {"Authorization": f"Bearer {hub.admin_token}"}
         async with http.post("/api/v1/resourceexports", json=ACNP, headers=headers) as response:
             assert response.status == 201, await response.text()

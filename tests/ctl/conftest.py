@@ -3,6 +3,7 @@
 - `mcctl`: runs `ctl.main.main([...])` in a worker thread (the CLI has its own event loop;
   the sandboxes keep serving in the test's loop) and returns its exit code, stdout, stderr.
 - `leader`, `member`: started sandbox clusters with the mchub CRDs, and a client for each.
+- `hub`: an in-process hub (TLS, SQLite; tests/integration/hub_fixtures.py).
 Everything is stopped at teardown.
 """
 
@@ -19,7 +20,10 @@ import pytest
 from ctl.main import main
 from kube.client import KubeClient
 from sandbox.server import SandboxServer
+from tests.integration.hub_fixtures import hub
 from tests.kubeenv.cluster import sandbox_cluster
+
+__all__ = ["hub"]
 
 
 @dataclass(frozen=True)

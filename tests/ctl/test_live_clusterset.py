@@ -14,12 +14,12 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from kube.resources import SERVICE_EXPORTS, SERVICES
 from mchub_cli.localset import LocalClusterSet
 from tests.ctl.conftest import Mcctl
+from tests.integration.hub_fixtures import rest_session
 
 pytestmark = pytest.mark.slow
 
@@ -41,8 +41,8 @@ async def clusterset(tmp_path: Path) -> AsyncIterator[LocalClusterSet]:
 async def members(local: LocalClusterSet) -> list[dict[str, Any]]:
     assert local.hub is not None
     async with (
-        aiohttp.ClientSession(headers={"Authorization": f"Bearer {local.hub.admin_token}"}) as http,
-        http.get(f"{local.hub.rest_url}/api/v1/members") as response,
+        rest_session(local.hub, headers={"Authorization": f"Bearer {local.hub.admin_token}"}) as http,
+        http.get("/api/v1/members") as response,
     ):
         items: list[dict[str, Any]] = (await response.json())["items"]
         return items
@@ -56,8 +56,8 @@ async def wait_members(local: LocalClusterSet, ready: Callable[[list[dict]], boo
 
 
 def hub_args(local: LocalClusterSet) -> list[str]:
-    assert local.hub is not None
-    return ["--hub-url", local.hub.rest_url, "--token", local.hub.admin_token]
+    assert local.hub is not None and local.hub.ca_cert is not None
+    return ["--hub-url", local.hub.rest_url, "--token", local.hub.admin_token, "--hub-ca-file", str(local.hub.ca_cert)]
 
 
 def member_args(local: LocalClusterSet, *names: str) -> list[str]:
@@ -145,9 +145,14 @@ async def test_get_exports_and_imports_from_the_hub_and_diagnose_writes_its_repo
 async def test_the_installed_mcctl_script_reads_the_hub_with_environment_credentials(
     clusterset: LocalClusterSet,
 ) -> None:
-    assert clusterset.hub is not None
+    assert clusterset.hub is not None and clusterset.hub.ca_cert is not None
     script = shutil.which("mcctl", path=str(Path(sys.executable).parent)) or "mcctl"
-    env = {**os.environ, "MCHUB_HUB_URL": clusterset.hub.rest_url, "MCHUB_TOKEN": clusterset.hub.admin_token}
+    env = {
+        **os.environ,
+        "MCHUB_HUB_URL": clusterset.hub.rest_url,
+        "MCHUB_TOKEN": clusterset.hub.admin_token,
+        "MCHUB_HUB_CA": str(clusterset.hub.ca_cert),
+    }
     member_kubeconfig = str(clusterset.clusters["test-cluster-east"].kubeconfig)
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import re
+import ssl
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -108,14 +109,21 @@ def _inherited_env() -> dict[str, str]:
     return dict(os.environ)
 
 
-async def wait_ready(rest_url: str, within: float) -> None:
+async def wait_ready(hub: RunningHub, within: float) -> None:
+    """Until /readyz answers 200 over HTTPS, the hub's certificate verified against its CA."""
     deadline = time.monotonic() + within
-    async with aiohttp.ClientSession() as http:
+    assert hub.rest_url.startswith("https://")
+    trust = aiohttp.TCPConnector(ssl=ssl.create_default_context(cadata=hub.ca.decode()))
+    async with aiohttp.ClientSession(connector=trust) as http:
         while time.monotonic() < deadline:
-            with contextlib.suppress(aiohttp.ClientError):
-                async with http.get(f"{rest_url}/readyz") as response:
+            try:
+                async with http.get(f"{hub.rest_url}/readyz") as response:
                     if response.status == 200:
                         return
+            except aiohttp.ClientConnectorCertificateError:
+                raise  # not a hub still starting: a certificate its CA does not vouch for
+            except aiohttp.ClientError:
+                pass
             await asyncio.sleep(0.1)
     raise AssertionError(f"the hub was not ready within {within}s")
 
@@ -170,7 +178,7 @@ async def test_the_deployed_hub_serves_a_member_joined_with_the_default_token_an
     metadata = ((CLUSTER_ID_METADATA, MEMBER),)
 
     async with hub_as_deployed(sandbox, tmp_path / "emptydir") as hub:
-        await wait_ready(hub.rest_url, 20)
+        await wait_ready(hub, 20)
         async with member_channel(hub, token) as channel:
             stub = pb_grpc.CommonAreaServiceStub(channel)
             joined = await stub.Announce(

@@ -126,9 +126,11 @@ def test_the_hubs_probes_use_its_rest_port_and_replicas_elect_a_leader() -> None
     # A follower is never Ready, so a rolling update could never finish.
     assert hub["spec"]["strategy"] == {"type": "Recreate"}
     (container,) = hub["spec"]["template"]["spec"]["containers"]
-    # Ready only while leading: the Service then points at the leader alone.
-    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "rest"}
-    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "rest"}
+    # Ready only while leading: the Service then points at the leader alone. The REST port
+    # serves HTTPS (it carries bearer tokens), so the kubelet probes it over TLS.
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "rest", "scheme": "HTTPS"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "rest", "scheme": "HTTPS"}
+    assert "--insecure" not in _argv(manifests.LEADER, hub)
     argv = _argv(manifests.LEADER, hub)
     rest_port = int(argv[argv.index("--rest-address") + 1].rpartition(":")[2])
     assert {p["name"]: p["containerPort"] for p in container["ports"]}["rest"] == rest_port
@@ -145,6 +147,7 @@ def test_the_hub_service_selects_the_hub_pods_and_exposes_grpc_and_rest() -> Non
     container_ports = {p["name"]: p["containerPort"] for p in template["spec"]["containers"][0]["ports"]}
     exposed = {p["port"]: container_ports[p["targetPort"]] for p in service["spec"]["ports"]}
     assert exposed == {50051: 50051, 8080: 8080}
+    assert {p["name"]: p["appProtocol"] for p in service["spec"]["ports"]} == {"grpc": "grpc", "rest": "https"}
 
 
 @pytest.mark.parametrize("path", manifests.ALL, ids=lambda p: p.name)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import re
+import ssl
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import aiohttp
 
 _LISTENING = re.compile(r"hub: gRPC on (\S+)")
 _REST = re.compile(r"hub: REST on (\S+)")
@@ -20,6 +23,11 @@ class HubProcess:
     target: str
     rest_url: str
     ca: bytes
+
+    def rest_session(self) -> aiohttp.ClientSession:
+        """A session on the hub's REST URL that verifies its certificate against the data dir's CA."""
+        trust = ssl.create_default_context(cadata=self.ca.decode())
+        return aiohttp.ClientSession(base_url=self.rest_url, connector=aiohttp.TCPConnector(ssl=trust))
 
 
 @asynccontextmanager

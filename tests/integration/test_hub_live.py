@@ -22,7 +22,7 @@ from hub.rest.dashboard import dashboard_view
 from hub.rest.live import REFRESH_SECONDS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from tests.integration.hub_fixtures import hub_config
+from tests.integration.hub_fixtures import hub_config, rest_session
 from tests.integration.hubclient import MemberFactory, service_export
 
 WAIT = 5.0
@@ -66,7 +66,7 @@ class EventReader:
 
 @pytest.fixture
 async def http(hub: HubApp) -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(base_url=hub.rest_url) as session:
+    async with rest_session(hub) as session:
         yield session
 
 
@@ -217,7 +217,7 @@ async def test_open_streams_end_promptly_when_the_hub_stops(tmp_path: Path) -> N
     await app.start()
     stopped = False
     try:
-        async with aiohttp.ClientSession(base_url=app.rest_url) as http:
+        async with rest_session(app) as http:
             response = await open_stream(http, app.admin_token)
             events = EventReader(response)
             await events.next()
@@ -239,7 +239,7 @@ async def test_a_member_that_stops_announcing_is_streamed_as_disconnected(tmp_pa
     factory = MemberFactory(app)
     try:
         await factory("east")
-        async with aiohttp.ClientSession(base_url=app.rest_url) as http:
+        async with rest_session(app) as http:
             response = await open_stream(http, app.admin_token)
             events = EventReader(response)
             snapshot = await events.next()

@@ -12,7 +12,7 @@ import pytest
 
 from hub.app import HubApp
 from mcapi import names
-from tests.integration.hub_fixtures import hub_config
+from tests.integration.hub_fixtures import hub_config, rest_session
 from tests.integration.hubclient import MemberFactory, service_export
 
 
@@ -44,7 +44,7 @@ async def hub(tmp_path: Path, clock: FakeClock) -> AsyncIterator[HubApp]:
 
 @pytest.fixture
 async def http(hub: HubApp) -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(base_url=hub.rest_url) as session:
+    async with rest_session(hub) as session:
         yield session
 
 
@@ -221,7 +221,7 @@ async def test_items_live_in_the_configured_leader_namespace(tmp_path: Path) -> 
     try:
         east = await factory("east")
         await east.export(service_export("east", "default", "nginx"))
-        async with aiohttp.ClientSession(base_url=app.rest_url) as http:
+        async with rest_session(app) as http:
             clusterset = await get_json(http, "/api/v1/clusterset", app.admin_token)
             members = await get_json(http, "/api/v1/members", app.admin_token)
             exports = await get_json(http, "/api/v1/resourceexports", app.admin_token)

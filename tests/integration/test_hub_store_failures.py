@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import grpc
 import pytest
 
 from hub.app import HubApp
 from hub.store.base import WriteBatch
 from hub.store.sqlite import CommitFailed, SqliteStore
-from tests.integration.hub_fixtures import hub_config
+from tests.integration.hub_fixtures import hub_config, rest_session
 from tests.integration.hubclient import MemberFactory, service_export
 from tests.integration.test_hub_rest import ACNP
 
@@ -76,8 +75,8 @@ async def test_a_rest_write_the_store_cannot_commit_answers_503(failing_hub: tup
     store.failing = True
     headers = {"Authorization": f"Bearer {app.admin_token}"}
     async with (
-        aiohttp.ClientSession() as http,
-        http.post(f"{app.rest_url}/api/v1/resourceexports", json=ACNP, headers=headers) as answer,
+        rest_session(app) as http,
+        http.post("/api/v1/resourceexports", json=ACNP, headers=headers) as answer,
     ):
         assert answer.status == 503, await answer.text()
         status = await answer.json()

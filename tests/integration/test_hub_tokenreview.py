@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
 
-import aiohttp
 import grpc
 import pytest
 
@@ -28,7 +27,7 @@ from kube.errors import ServerError
 from kube.resources import SECRETS, SERVICE_ACCOUNTS, Resource
 from mcapi import names
 from tests.contract.leader_api import LeaderApi, leader_api
-from tests.integration.hub_fixtures import hub_config
+from tests.integration.hub_fixtures import hub_config, rest_session
 from tests.integration.hubclient import Member
 
 TOKEN = "sa-token-of-east"
@@ -94,7 +93,7 @@ async def test_a_bad_token_is_still_unauthenticated(hub: HubApp) -> None:
 
 async def test_a_failed_review_answers_rest_calls_with_503(hub: HubApp, api: FlakyApiServer) -> None:
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    async with aiohttp.ClientSession(base_url=hub.rest_url) as http:
+    async with rest_session(hub) as http:
         api.down = True
         async with http.get("/api/v1/members", headers=headers) as response:
             assert response.status == 503, await response.text()
