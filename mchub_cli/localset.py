@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -61,8 +62,14 @@ class LocalClusterSet:
     hub: HubApp | None = None
     clusters: dict[str, LocalCluster] = field(default_factory=dict)
 
-    async def start(self, *, join: bool = True) -> None:
+    async def start(self, *, join: bool = True, on_step: Callable[[str], None] | None = None) -> None:
+        """Start the hub, then each cluster (and join its member); `on_step` hears what begins next."""
+        say = on_step or (lambda _: None)
+        say("Starting the hub ...")
         await self.start_hub()
+        short = ", ".join(name.removeprefix("test-cluster-") for name in self.cluster_names)
+        members = " and their members" if join else ""
+        say(f"Starting {len(self.cluster_names)} sandbox clusters ({short}){members} ...")
         for index, name in enumerate(self.cluster_names):
             await self.add_cluster(name, SERVICE_CIDRS[index % len(SERVICE_CIDRS)])
             if join:

@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime", "taskName"}
 
@@ -46,3 +47,13 @@ def configure_logging(level: str, fmt: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+
+
+def log_to_file(path: Path, *, keep_terminal: bool) -> None:
+    """Send the logs (and Python's warnings) to `path`, in the format chosen for the terminal;
+    the terminal keeps getting them only when `keep_terminal`."""
+    root = logging.getLogger()
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(next((h.formatter for h in root.handlers if h.formatter), None) or TextFormatter())
+    root.handlers[:] = [*(root.handlers if keep_terminal else []), handler]
+    logging.captureWarnings(True)

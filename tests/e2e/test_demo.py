@@ -1,8 +1,10 @@
-"""`mchub demo` (what `make demo` runs) brings the ClusterSet up and cleans up after itself."""
+"""`mchub demo` (what `make demo` runs) brings the ClusterSet up, speaks to a person in a few
+lines (the logs go to a file in its work dir), and cleans up after itself."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from pathlib import Path
 
@@ -10,18 +12,54 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
+# A log line as mchub_cli.logs.TextFormatter writes it: "12:34:56.789 I hub.app: ..."
+LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} [DIWEC] \S+: ", re.MULTILINE)
+# The summary is about a dozen lines and progress a handful: well under a screen.
+MOST_LINES = 25
 
-async def test_the_demo_imports_nginx_into_east_and_leaves_nothing_behind(tmp_path: Path) -> None:
-    work_dir = tmp_path / "demo"
+
+async def run_demo(work_dir: Path, *extra: str) -> str:
+    """The demo as `make demo` runs it (default log level), until the sample is imported; its terminal text."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "mchub_cli.main", "--log-level", "WARNING",
-        "demo", "--exit-when-ready", "--rest-port", "0", "--work-dir", str(work_dir),
+        sys.executable, "-m", "mchub_cli.main",
+        "demo", "--exit-when-ready", "--rest-port", "0", "--work-dir", str(work_dir), *extra,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     output, _ = await asyncio.wait_for(process.communicate(), 120)
     text = output.decode()
     assert process.returncode == 0, text
+    return text
+
+
+async def test_the_demo_imports_nginx_into_east_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    work_dir = tmp_path / "demo"
+    text = await run_demo(work_dir)
     assert "east imported it" in text
     assert f"--kubeconfig {work_dir}/test-cluster-east/kubeconfig get serviceimport -n default" in text
-    assert "Dashboard:  http://127.0.0.1:" in text
+    assert "Dashboard:  https://127.0.0.1:" in text
+    assert f"curl --cacert {work_dir}/hub/tls/ca.crt " in text
     assert "demo stopped and cleaned up" in text
+
+
+async def test_the_terminal_gets_a_few_progress_lines_and_the_summary_while_the_logs_go_to_a_file(
+    tmp_path: Path,
+) -> None:
+    work_dir = tmp_path / "demo"
+    text = await run_demo(work_dir)
+    lines = text.splitlines()
+    assert len(lines) <= MOST_LINES, text
+    assert not LOG_LINE.search(text), text
+    log_file = work_dir / "demo.log"
+    assert str(log_file) in lines[0]
+    log = log_file.read_text()
+    assert LOG_LINE.search(log)
+    assert " I hub.app: hub serving " in log
+    assert log.count(" I member.app: member started ") == 3
+
+
+async def test_verbose_brings_the_logs_back_to_the_terminal(tmp_path: Path) -> None:
+    work_dir = tmp_path / "demo"
+    text = await run_demo(work_dir, "--verbose")
+    assert " I hub.app: hub serving " in text
+    assert len(LOG_LINE.findall(text)) > MOST_LINES
+    assert " I hub.app: hub serving " in (work_dir / "demo.log").read_text()
