@@ -1,9 +1,9 @@
-"""A leader cluster's API for one test, of either kind the suite runs on.
+"""A cluster's API (the leader's, unless told) for one test, of either kind the suite runs on.
 
 - "sandbox": a sandbox API server started for the test (CRDs installed), stopped after it;
-- "real": the session's real `leader` cluster (kube-apiserver + controllers, CRDs installed),
-  shared with every other test, so everything the test makes lives in Namespaces of its own
-  (`namespace()` names them uniquely) which are deleted at exit.
+- "real": the session's real cluster of that name (kube-apiserver + controllers, CRDs
+  installed), shared with every other test, so everything the test makes lives in Namespaces
+  of its own (`namespace()` names them uniquely) which are deleted at exit.
 
 A test that must use a fixed Namespace (the manifests' `antrea-multicluster`) calls
 `fixed_namespace()`: on exit it is deleted and waited for until it is gone, so the next test
@@ -106,13 +106,15 @@ async def wait_namespace_gone(client: KubeClient, name: str, within: float = NAM
 
 
 @contextlib.asynccontextmanager
-async def leader_api(kind: str, request: pytest.FixtureRequest, work_dir: Path) -> AsyncIterator[LeaderApi]:
-    """The leader cluster of `kind` ("sandbox" or "real"), with its Namespaces removed at exit."""
+async def leader_api(
+    kind: str, request: pytest.FixtureRequest, work_dir: Path, cluster: str = "leader"
+) -> AsyncIterator[LeaderApi]:
+    """The cluster of `kind` ("sandbox" or "real"), with its Namespaces removed at exit."""
     if kind == "sandbox":
-        async with sandbox_cluster(work_dir, name="leader") as (server, client):
+        async with sandbox_cluster(work_dir, name=cluster) as (server, client):
             yield LeaderApi(kind, client, server.kubeconfig_path)
         return
-    real = request.getfixturevalue("real_clusters")["leader"]
+    real = request.getfixturevalue("real_clusters")[cluster]
     client = await connect(real.kubeconfig)
     api = LeaderApi(kind, client, real.kubeconfig)
     try:
