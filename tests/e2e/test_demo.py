@@ -18,7 +18,7 @@ LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} [DIWEC] \S+: ", re.MULTILINE)
 MOST_LINES = 25
 
 
-async def run_demo(work_dir: Path, *extra: str) -> str:
+async def run_demo(work_dir: Path, *extra: str, expect: int = 0) -> str:
     """The demo as `make demo` runs it (default log level), until the sample is imported; its terminal text."""
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "mchub_cli.main",
@@ -27,7 +27,7 @@ async def run_demo(work_dir: Path, *extra: str) -> str:
     )  # fmt: skip
     output, _ = await asyncio.wait_for(process.communicate(), 120)
     text = output.decode()
-    assert process.returncode == 0, text
+    assert process.returncode == expect, text
     return text
 
 
@@ -63,3 +63,16 @@ async def test_verbose_brings_the_logs_back_to_the_terminal(tmp_path: Path) -> N
     assert " I hub.app: hub serving " in text
     assert len(LOG_LINE.findall(text)) > MOST_LINES
     assert " I hub.app: hub serving " in (work_dir / "demo.log").read_text()
+
+
+async def test_a_demo_that_fails_says_so_in_a_line_and_keeps_the_log_with_the_reason(tmp_path: Path) -> None:
+    work_dir = tmp_path / "demo"
+    work_dir.mkdir()
+    (work_dir / "test-cluster-east").write_text("a file where the east cluster's directory goes")
+    text = await run_demo(work_dir, expect=1)
+    assert len(text.splitlines()) <= MOST_LINES, text
+    assert "mchub demo failed" in text and str(work_dir / "demo.log") in text
+    assert not LOG_LINE.search(text), text
+    assert "Traceback" not in text
+    log = (work_dir / "demo.log").read_text()
+    assert " E mchub_cli.demo_cmd: demo failed" in log and "Traceback" in log
