@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from hub.auth.identity import Identity
 from hub.bus import Bus
 from hub.config import HubConfig
-from hub.errors import Forbidden, HubError, InvalidRequest, NotJoined
+from hub.errors import Forbidden, HubError, InvalidRequest, NotJoined, bounded, quote
 from hub.index import Index
 from hub.merge import (
     GroupKey,
@@ -68,7 +68,7 @@ async def _to_the_end(work: Coroutine[Any, Any, T]) -> T:
             pass
     if cancelled:
         if not task.cancelled() and task.exception() is not None:
-            log.error("hub commit failed after its caller went away", extra={"error": str(task.exception())})
+            log.error("hub commit failed after its caller went away", extra={"error": bounded(str(task.exception()))})
         raise asyncio.CancelledError
     return task.result()
 
@@ -87,6 +87,16 @@ class ImportStatusEntry:
     reason: str
     message: str
     reported: datetime
+
+
+# A refusal lists at most this many of an export's problems (and counts the rest).
+_PROBLEMS_SHOWN = 8
+
+
+def _problems_text(problems: list[str]) -> str:
+    shown = "; ".join(problems[:_PROBLEMS_SHOWN])
+    hidden = len(problems) - _PROBLEMS_SHOWN
+    return f"{shown} (and {hidden} more problems)" if hidden > 0 else shown
 
 
 def _same_payload(a: pb.ResourceExport, b: pb.ResourceExport) -> bool:
@@ -135,15 +145,13 @@ class Engine:
         if who.admin:
             raise Forbidden("the admin token cannot announce a member cluster")
         if req.cluster_id != who.cluster_id:
-            raise Forbidden(f"token belongs to cluster {who.cluster_id!r}, not {req.cluster_id!r}")
+            raise Forbidden(f"token belongs to cluster {quote(who.cluster_id)}, not {quote(req.cluster_id)}")
         if req.cluster_set_id != self._config.cluster_set_id:
-            raise InvalidRequest(
-                f"ClusterSet {req.cluster_set_id!r} is not this hub's ClusterSet {self._config.cluster_set_id!r}"
-            )
+            ours = quote(self._config.cluster_set_id)
+            raise InvalidRequest(f"ClusterSet {quote(req.cluster_set_id)} is not this hub's ClusterSet {ours}")
         if req.leader_cluster_id and req.leader_cluster_id != self._config.leader_cluster_id:
-            raise InvalidRequest(
-                f"leader cluster {req.leader_cluster_id!r} is not this hub's leader {self._config.leader_cluster_id!r}"
-            )
+            ours = quote(self._config.leader_cluster_id)
+            raise InvalidRequest(f"leader cluster {quote(req.leader_cluster_id)} is not this hub's leader {ours}")
         async with self._lock:
             now = self._clock()
             known = self.index.members.get(who.cluster_id)
@@ -151,7 +159,7 @@ class Engine:
                 for other in self.index.members:
                     if names.is_dash_prefix(other, who.cluster_id):
                         raise Forbidden(
-                            f"cluster ID {who.cluster_id!r} and member {other!r} are dash-prefixes of "
+                            f"cluster ID {quote(who.cluster_id)} and member {quote(other)} are dash-prefixes of "
                             "each other, which makes export names ambiguous; choose another cluster ID"
                         )
             record = MemberRecord(
@@ -206,21 +214,24 @@ class Engine:
             if export.cluster_id != leader:
                 raise InvalidRequest(
                     f"an AntreaClusterNetworkPolicy export is the ClusterSet admin's and applies to every "
-                    f"member: its clusterID must be the leader's {leader!r} or empty, not {export.cluster_id!r}"
+                    f"member: its clusterID must be the leader's {quote(leader)} or empty, "
+                    f"not {quote(export.cluster_id)}"
                 )
             return
         if is_admin_export(export):
             raise Forbidden("only the ClusterSet admin may export an AntreaClusterNetworkPolicy")
         if export.cluster_id != who.cluster_id:
-            raise Forbidden(f"token belongs to cluster {who.cluster_id!r}; it cannot export for {export.cluster_id!r}")
+            raise Forbidden(
+                f"token belongs to cluster {quote(who.cluster_id)}; it cannot export for {quote(export.cluster_id)}"
+            )
         expected = expected_export_name(export)
         if expected is not None and export.export_name != expected:
             raise Forbidden(
-                f"export name {export.export_name!r} is not derived from cluster {who.cluster_id!r}; "
-                f"expected {expected!r}"
+                f"export name {quote(export.export_name)} is not derived from cluster {quote(who.cluster_id)}; "
+                f"expected {quote(expected)}"
             )
         if who.cluster_id not in self.index.members:
-            raise NotJoined(f"cluster {who.cluster_id!r} must announce before it exports")
+            raise NotJoined(f"cluster {quote(who.cluster_id)} must announce before it exports")
 
     async def upsert(self, who: Identity, export: pb.ResourceExport, sequence: int = 0) -> pb.ExportResponse:
         responses, refusal = await self.upsert_many(who, [(export, sequence)])
@@ -231,14 +242,14 @@ class Engine:
     def _admit(self, who: Identity, export: pb.ResourceExport) -> None:
         problems = validate_export(export)
         if problems:
-            raise InvalidRequest("; ".join(problems))
+            raise InvalidRequest(_problems_text(problems))
         self._authorize(who, export)
         existing = self.index.exports.get(export.export_name)
         if existing is not None:
             owner = owner_of(existing)
             if owner != self._owner(who):
                 raise Forbidden(
-                    f"export {export.export_name!r} belongs to {describe_owner(owner)}; "
+                    f"export {quote(export.export_name)} belongs to {describe_owner(owner)}; "
                     f"{who.describe()} cannot overwrite it"
                 )
             self._check_immutable(existing, export)
@@ -298,9 +309,9 @@ class Engine:
     def _check_immutable(existing: pb.ResourceExport, export: pb.ResourceExport) -> None:
         for field_name in ("cluster_id", "namespace", "name"):
             if getattr(existing, field_name) != getattr(export, field_name):
-                raise InvalidRequest(f"{field_name} of export {export.export_name!r} is immutable")
+                raise InvalidRequest(f"{field_name} of export {quote(export.export_name)} is immutable")
         if existing.WhichOneof("payload") != export.WhichOneof("payload"):
-            raise InvalidRequest(f"kind of export {export.export_name!r} is immutable")
+            raise InvalidRequest(f"kind of export {quote(export.export_name)} is immutable")
 
     async def delete(self, who: Identity, export_name: str, sequence: int = 0) -> pb.ExportResponse:
         if not export_name:
@@ -308,7 +319,7 @@ class Engine:
         if not who.admin and not export_name.startswith(who.cluster_id + "-"):
             # Every name a member may export starts with its ID (and no member ID is a
             # dash-prefix of another's): this one is not the caller's, whether it exists or not.
-            raise Forbidden(f"export name {export_name!r} is not derived from cluster {who.cluster_id!r}")
+            raise Forbidden(f"export name {quote(export_name)} is not derived from cluster {quote(who.cluster_id)}")
         async with self._lock:
             existing = self.index.exports.get(export_name)
             if existing is None:
@@ -319,7 +330,7 @@ class Engine:
                 )
             owner = owner_of(existing)
             if owner != self._owner(who):
-                raise Forbidden(f"export {export_name!r} belongs to {describe_owner(owner)}, not {who.describe()}")
+                raise Forbidden(f"export {quote(export_name)} belongs to {describe_owner(owner)}, not {who.describe()}")
             batch = self._regroup(deleted={export_name}, put=[])
             return await self._commit_and_publish(batch, answer_for=(who, export_name, sequence))
 
@@ -338,7 +349,7 @@ class Engine:
 
     def report_import_status(self, who: Identity, req: pb.ReportImportStatusRequest) -> None:
         if who.admin or req.cluster_id != who.cluster_id:
-            raise Forbidden(f"token belongs to {who.describe()}, not cluster {req.cluster_id!r}")
+            raise Forbidden(f"token belongs to {who.describe()}, not cluster {quote(req.cluster_id)}")
         if not req.import_name:
             raise InvalidRequest("import_name is required")
         imp = self.index.imports.get(req.import_name)
@@ -346,14 +357,16 @@ class Engine:
             # Not this member's import: acknowledged, kept nowhere. (A report about
             # an import the hub does not hold is kept until an import of that name
             # is deleted or the member is removed.)
-            log.debug("import status report ignored", extra={"clusterID": req.cluster_id, "import": req.import_name})
+            log.debug(
+                "import status report ignored", extra={"clusterID": req.cluster_id, "import": quote(req.import_name)}
+            )
             return
         per_cluster = self.import_status.setdefault(req.import_name, {})
         per_cluster[req.cluster_id] = ImportStatusEntry(req.succeeded, req.reason, req.message, self._clock())
         if not req.succeeded:
             log.warning(
                 "member could not apply import",
-                extra={"clusterID": req.cluster_id, "import": req.import_name, "reason": req.reason},
+                extra={"clusterID": req.cluster_id, "import": quote(req.import_name), "reason": quote(req.reason)},
             )
 
     # ---- internals -----------------------------------------------------------

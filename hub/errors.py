@@ -1,10 +1,55 @@
-"""The hub's typed refusals; the gRPC and REST layers map them to status codes."""
+"""The hub's typed refusals, and how they quote what a client sent.
+
+The gRPC and REST layers map refusals to status codes. A refusal's message
+travels back in the gRPC trailers (grpc-message), which a client with default
+options accepts only up to 8 KiB of metadata, percent-encoding every byte
+outside printable ASCII (up to 3 characters a byte). So every client-supplied
+value in a refusal or a log line goes through `quote` (a prefix and the
+value's length when it is long), and a refusal's whole message is cut to
+MAX_MESSAGE_BYTES: even fully percent-encoded it stays under 8 KiB.
+"""
 
 from __future__ import annotations
 
+# Values up to this many characters are quoted whole: every cluster ID,
+# Namespace and Service name (DNS-1123 labels, at most 63).
+MAX_QUOTED_CHARS = 64
+# A longer value shows this many leading characters, then its length.
+QUOTED_PREFIX_CHARS = 32
+# A refusal's message, in UTF-8 bytes: x3 when percent-encoded is still < 8 KiB.
+MAX_MESSAGE_BYTES = 2048
+_CUT = "… (message truncated)"
+
+
+def quote(value: str) -> str:
+    """A client-supplied value for a message or a log line: repr()'d, long ones cut.
+
+    `quote("east")` is `'east'`; a 1 MiB value is `'aaaa…' (1048576 bytes)`.
+    repr() escapes control characters, so a value cannot forge log lines.
+    """
+    if len(value) <= MAX_QUOTED_CHARS:
+        return repr(value)
+    return f"{value[:QUOTED_PREFIX_CHARS] + '…'!r} ({len(value.encode(errors='surrogatepass'))} bytes)"
+
+
+def bounded(message: str, limit: int = MAX_MESSAGE_BYTES) -> str:
+    """The message, cut to at most `limit` UTF-8 bytes (a backstop: values are quoted already)."""
+    data = message.encode(errors="surrogatepass")
+    if len(data) <= limit:
+        return message
+    keep = data[: max(0, limit - len(_CUT.encode()))].decode(errors="ignore")
+    return keep + _CUT
+
 
 class HubError(Exception):
-    """A request the hub refused; nothing was changed."""
+    """A request the hub refused; nothing was changed. The message is bounded()."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(bounded(message))
+
+    def with_note(self, note: str) -> HubError:
+        """The same refusal with a note appended, still within the bound (the note is kept)."""
+        return type(self)(bounded(str(self), MAX_MESSAGE_BYTES - len(note.encode())) + note)
 
 
 class InvalidRequest(HubError):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from hub.errors import quote
+
 
 @dataclass(frozen=True)
 class Identity:
@@ -22,7 +24,7 @@ class Identity:
     def describe(self) -> str:
         if self.admin:
             return "admin"
-        return "a shared member credential" if self.any_cluster else f"member {self.cluster_id!r}"
+        return "a shared member credential" if self.any_cluster else f"member {quote(self.cluster_id)}"
 
 
 ADMIN = Identity(admin=True)

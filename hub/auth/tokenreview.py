@@ -19,7 +19,7 @@ import logging
 import time
 
 from hub.auth.identity import Authenticator, Identity
-from hub.errors import Unavailable
+from hub.errors import Unavailable, bounded, quote
 from kube.client import KubeClient
 from kube.errors import KubeError, NotFound
 from kube.resources import SERVICE_ACCOUNTS, TOKEN_REVIEWS
@@ -28,6 +28,8 @@ from mcapi import names
 log = logging.getLogger(__name__)
 
 ANY_CLUSTER = "*"
+# The API server's error texts are not client values, but are cut to this in logs and refusals.
+_DETAIL_BYTES = 512
 _SA_PREFIX = "system:serviceaccount:"
 
 
@@ -57,30 +59,32 @@ class TokenReviewAuthenticator:
         try:
             answer = await self._client.create(TOKEN_REVIEWS, review)
         except KubeError as exc:
-            log.warning("token review failed", extra={"error": str(exc)})
-            raise Unavailable(f"the leader cluster could not review the token: {exc}") from exc
+            detail = bounded(str(exc), _DETAIL_BYTES)
+            log.warning("token review failed", extra={"error": detail})
+            raise Unavailable(f"the leader cluster could not review the token: {detail}") from exc
         status = answer.get("status") or {}
         username = str((status.get("user") or {}).get("username", ""))
         if not status.get("authenticated") or not username.startswith(_SA_PREFIX):
             return None
         namespace, _, account = username.removeprefix(_SA_PREFIX).partition(":")
         if namespace != self._namespace:
-            log.info("token of a ServiceAccount outside the leader Namespace refused", extra={"user": username})
+            log.info("token of a ServiceAccount outside the leader Namespace refused", extra={"user": quote(username)})
             return None
         try:
             sa = await self._client.get(SERVICE_ACCOUNTS, account, namespace)
         except NotFound:
             return None
         except KubeError as exc:
-            log.warning("service account lookup failed", extra={"serviceAccount": account, "error": str(exc)})
-            raise Unavailable(f"the leader cluster could not read ServiceAccount {namespace}/{account}: {exc}") from exc
+            where, detail = quote(f"{namespace}/{account}"), bounded(str(exc), _DETAIL_BYTES)
+            log.warning("service account lookup failed", extra={"serviceAccount": where, "error": detail})
+            raise Unavailable(f"the leader cluster could not read ServiceAccount {where}: {detail}") from exc
         cluster_id = ((sa.get("metadata") or {}).get("annotations") or {}).get(names.ANNOTATION_CLUSTER_ID, "")
         if cluster_id == ANY_CLUSTER:
             return Identity(any_cluster=True)
         if not cluster_id or not names.is_valid_cluster_id(cluster_id):
             log.info(
                 "service account is not annotated with a member cluster ID",
-                extra={"serviceAccount": f"{namespace}/{account}", "annotation": names.ANNOTATION_CLUSTER_ID},
+                extra={"serviceAccount": quote(f"{namespace}/{account}"), "annotation": names.ANNOTATION_CLUSTER_ID},
             )
             return None
         return Identity(cluster_id=cluster_id)

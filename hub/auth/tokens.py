@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hub.auth.identity import ADMIN, Identity
+from hub.errors import quote
 from mcapi import names
 
 TOKEN_PREFIX = "mch_"
@@ -66,11 +67,11 @@ class TokenStore:
     def create(self, name: str, *, cluster_id: str = "", admin: bool = False) -> str:
         """Issue a token and return it in clear (the only time it is visible)."""
         if not names.is_dns1123_subdomain(name):
-            raise TokenError(f"token name {name!r} must be a DNS-1123 subdomain")
+            raise TokenError(f"token name {quote(name)} must be a DNS-1123 subdomain")
         if admin == bool(cluster_id):
             raise TokenError("a token names exactly one of: a member cluster ID, or admin")
         if cluster_id and not names.is_valid_cluster_id(cluster_id):
-            raise TokenError(f"cluster ID {cluster_id!r} must be a DNS-1123 label")
+            raise TokenError(f"cluster ID {quote(cluster_id)} must be a DNS-1123 label")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         created = datetime.now(UTC).isoformat()
         with self._lock:
@@ -80,7 +81,7 @@ class TokenStore:
                     (name, _digest(token), cluster_id, int(admin), created),
                 )
             except sqlite3.IntegrityError as exc:
-                raise TokenError(f"a token named {name!r} exists already") from exc
+                raise TokenError(f"a token named {quote(name)} exists already") from exc
         return token
 
     def delete(self, name: str) -> bool:

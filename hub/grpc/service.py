@@ -12,7 +12,7 @@ import grpc
 
 from hub.auth.identity import Authenticator, Identity
 from hub.engine import Engine, ImportBatch
-from hub.errors import HubError, InvalidRequest
+from hub.errors import HubError, InvalidRequest, bounded, quote
 from hub.grpc.codes import status_code
 from hub.grpc.export_bracket import SyncBracket
 from hub.grpc.lenient import Malformed, lenient
@@ -37,6 +37,8 @@ class _Abort:
 
 
 _END = object()
+# Texts of store and transport errors (not client values) are cut to this in logs and refusals.
+_DETAIL_BYTES = 512
 # Upserts that queued while the previous write was syncing are committed together.
 _BATCH_LIMIT = 256
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -97,7 +99,7 @@ class CommonAreaService:
     @staticmethod
     async def _check_parsed(context: Context, request: object) -> None:
         if isinstance(request, Malformed):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.describe())
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, bounded(request.describe()))
 
     # ---- Announce ------------------------------------------------------------
 
@@ -207,12 +209,14 @@ class CommonAreaService:
             log.info("export refused", extra={"caller": who.describe(), "error": str(exc)})
             out.put_nowait(_Abort(status_code(exc), str(exc)))
         except StoreError as exc:  # nothing was acknowledged; the member retries
-            log.warning("export not stored", extra={"caller": who.describe(), "error": str(exc)})
+            log.warning(
+                "export not stored", extra={"caller": who.describe(), "error": bounded(str(exc), _DETAIL_BYTES)}
+            )
             out.put_nowait(_Abort(grpc.StatusCode.UNAVAILABLE, _store_failed(exc)))
         except asyncio.CancelledError:
             raise
         except grpc.aio.AioRpcError as exc:  # the client went away mid-read
-            out.put_nowait(_Abort(exc.code(), exc.details() or "stream failed"))
+            out.put_nowait(_Abort(exc.code(), bounded(exc.details() or "stream failed")))
         except Exception as exc:  # keep one bad stream from killing others
             log.exception("export stream failed", extra={"caller": who.describe()})
             out.put_nowait(_Abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}"))
@@ -269,7 +273,7 @@ class CommonAreaService:
         if not who.admin and request.cluster_id != who.cluster_id:
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED,
-                f"token belongs to cluster {who.cluster_id!r}, not {request.cluster_id!r}",
+                f"token belongs to cluster {quote(who.cluster_id)}, not {quote(request.cluster_id)}",
             )
         audience: str | None = None if who.admin and not request.cluster_id else request.cluster_id
         engine = self._engine
@@ -359,14 +363,14 @@ class CommonAreaService:
 
 
 def _store_failed(error: StoreError) -> str:
-    return f"the hub could not use its store ({error}); retry later"
+    return f"the hub could not use its store ({bounded(str(error), _DETAIL_BYTES)}); retry later"
 
 
 def _naming_sequence(error: HubError, sequence: int) -> HubError:
     """The same refusal, saying which request it answers (the stream ends with it)."""
     if not sequence:
         return error
-    return type(error)(f"{error} (request sequence {sequence})")
+    return error.with_note(f" (request sequence {sequence})")
 
 
 def handlers(service: CommonAreaService) -> grpc.GenericRpcHandler:

@@ -16,6 +16,7 @@ only what its caller owns.
 
 from __future__ import annotations
 
+from hub.errors import quote
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 # Payload kinds only the admin exports.
@@ -34,4 +35,4 @@ def owner_of(export: pb.ResourceExport) -> str:
 
 
 def describe_owner(owner: str) -> str:
-    return "the ClusterSet admin" if owner == ADMIN_OWNER else f"member {owner!r}"
+    return "the ClusterSet admin" if owner == ADMIN_OWNER else f"member {quote(owner)}"

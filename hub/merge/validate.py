@@ -3,13 +3,16 @@
 Each problem is a sentence a user can act on; an empty list means valid. The
 hub answers INVALID_ARGUMENT when there is any and changes nothing. Names
 follow Kubernetes: export names become object names (DNS-1123 subdomains);
-cluster IDs, Namespaces and Service names are DNS-1123 labels.
+cluster IDs, Namespaces and Service names are DNS-1123 labels. Values the
+client sent are quoted with hub.errors.quote, so a problem stays short
+whatever the client sent.
 """
 
 from __future__ import annotations
 
 import ipaddress
 
+from hub.errors import quote
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -43,7 +46,7 @@ def _check_label(problems: list[str], what: str, value: str) -> None:
         problems.append(f"The {what} is missing.")
     elif not names.is_dns1123_label(value):
         problems.append(
-            f"The {what} {value!r} is not a DNS-1123 label "
+            f"The {what} {quote(value)} is not a DNS-1123 label "
             "(at most 63 lowercase letters, digits and '-', starting and ending with an alphanumeric)."
         )
 
@@ -52,25 +55,25 @@ def _check_protocol_and_port(problems: list[str], where: str, protocol: str, por
     if not 1 <= port <= MAX_PORT:
         problems.append(f"{where} has port number {port}; it must be within 1..{MAX_PORT}.")
     if protocol not in PROTOCOLS:
-        problems.append(f"{where} has protocol {protocol!r}; it must be one of {', '.join(PROTOCOLS)}.")
+        problems.append(f"{where} has protocol {quote(protocol)}; it must be one of {', '.join(PROTOCOLS)}.")
 
 
 def _check_service(problems: list[str], spec: pb.ServiceSpec) -> None:
     if spec.type and spec.type not in SERVICE_TYPES:
-        problems.append(f"The Service type {spec.type!r} is not one of {', '.join(SERVICE_TYPES)}.")
+        problems.append(f"The Service type {quote(spec.type)} is not one of {', '.join(SERVICE_TYPES)}.")
     seen_names: set[str] = set()
     for port in spec.ports:
-        where = f"Service port {port.name!r}"
+        where = f"Service port {quote(port.name)}"
         _check_protocol_and_port(problems, where, port.protocol, port.port)
         if port.name in seen_names:
-            problems.append(f"The Service port name {port.name!r} appears more than once.")
+            problems.append(f"The Service port name {quote(port.name)} appears more than once.")
         seen_names.add(port.name)
     for ip in ([spec.cluster_ip] if spec.cluster_ip else []) + list(spec.cluster_ips):
         if ip != "None" and not _is_ip(ip):
-            problems.append(f"The Service cluster IP {ip!r} is not an IP address (nor 'None').")
+            problems.append(f"The Service cluster IP {quote(ip)} is not an IP address (nor 'None').")
     if spec.session_affinity and spec.session_affinity not in SESSION_AFFINITIES:
         problems.append(
-            f"The session affinity {spec.session_affinity!r} is not one of {', '.join(SESSION_AFFINITIES)}."
+            f"The session affinity {quote(spec.session_affinity)} is not one of {', '.join(SESSION_AFFINITIES)}."
         )
     if not 0 <= spec.session_affinity_timeout_seconds <= MAX_AFFINITY_TIMEOUT_SECONDS:
         problems.append(
@@ -80,12 +83,12 @@ def _check_service(problems: list[str], spec: pb.ServiceSpec) -> None:
     families = list(spec.ip_families)
     for family in families:
         if family not in IP_FAMILIES:
-            problems.append(f"The IP family {family!r} is not one of {', '.join(IP_FAMILIES)}.")
+            problems.append(f"The IP family {quote(family)} is not one of {', '.join(IP_FAMILIES)}.")
     if len(families) != len(set(families)) or len(families) > len(IP_FAMILIES):
-        problems.append(f"The IP families {families} must name each family at most once.")
+        problems.append(f"The IP families {quote(', '.join(families))} must name each family at most once.")
     if spec.internal_traffic_policy and spec.internal_traffic_policy not in INTERNAL_TRAFFIC_POLICIES:
         problems.append(
-            f"The internalTrafficPolicy {spec.internal_traffic_policy!r} is not one of "
+            f"The internalTrafficPolicy {quote(spec.internal_traffic_policy)} is not one of "
             f"{', '.join(INTERNAL_TRAFFIC_POLICIES)}."
         )
 
@@ -94,26 +97,28 @@ def _check_endpoints(problems: list[str], spec: pb.EndpointsSpec) -> None:
     for index, subset in enumerate(spec.subsets):
         for address in subset.addresses:
             if not _is_ip(address.ip):
-                problems.append(f"Endpoints subset {index} has address {address.ip!r}, not an IP address.")
+                problems.append(f"Endpoints subset {index} has address {quote(address.ip)}, not an IP address.")
         for port in subset.ports:
-            _check_protocol_and_port(problems, f"Endpoints subset {index} port {port.name!r}", port.protocol, port.port)
+            _check_protocol_and_port(
+                problems, f"Endpoints subset {index} port {quote(port.name)}", port.protocol, port.port
+            )
 
 
 def _check_cluster_info(problems: list[str], export: pb.ResourceExport) -> None:
     info = export.cluster_info
     if info.cluster_id != export.cluster_id:
         problems.append(
-            f"The ClusterInfo describes cluster {info.cluster_id!r} but is exported by cluster "
-            f"{export.cluster_id!r}; they must be the same."
+            f"The ClusterInfo describes cluster {quote(info.cluster_id)} but is exported by cluster "
+            f"{quote(export.cluster_id)}; they must be the same."
         )
     if info.service_cidr and not _is_cidr(info.service_cidr):
-        problems.append(f"The ClusterInfo Service CIDR {info.service_cidr!r} is not a CIDR.")
+        problems.append(f"The ClusterInfo Service CIDR {quote(info.service_cidr)} is not a CIDR.")
     for cidr in info.pod_cidrs:
         if not _is_cidr(cidr):
-            problems.append(f"The ClusterInfo Pod CIDR {cidr!r} is not a CIDR.")
+            problems.append(f"The ClusterInfo Pod CIDR {quote(cidr)} is not a CIDR.")
     for gateway in info.gateway_infos:
         if not _is_ip(gateway.gateway_ip):
-            problems.append(f"The ClusterInfo gateway IP {gateway.gateway_ip!r} is not an IP address.")
+            problems.append(f"The ClusterInfo gateway IP {quote(gateway.gateway_ip)} is not an IP address.")
 
 
 def validate_export(export: pb.ResourceExport) -> list[str]:
@@ -122,7 +127,7 @@ def validate_export(export: pb.ResourceExport) -> list[str]:
     if not export.export_name:
         problems.append("The export name is missing.")
     elif not names.is_dns1123_subdomain(export.export_name):
-        problems.append(f"The export name {export.export_name!r} is not a valid object name (DNS-1123 subdomain).")
+        problems.append(f"The export name {quote(export.export_name)} is not a valid object name (DNS-1123 subdomain).")
     _check_label(problems, "cluster ID", export.cluster_id)
     kind = export.WhichOneof("payload")
     if kind is None:
@@ -143,7 +148,7 @@ def validate_export(export: pb.ResourceExport) -> list[str]:
         if not export.name:
             problems.append("The AntreaClusterNetworkPolicy name is missing.")
         elif not names.is_dns1123_subdomain(export.name):
-            problems.append(f"The AntreaClusterNetworkPolicy name {export.name!r} is not a DNS-1123 subdomain.")
+            problems.append(f"The AntreaClusterNetworkPolicy name {quote(export.name)} is not a DNS-1123 subdomain.")
     elif kind == "label_identity" and not export.label_identity.normalized_label:
         problems.append("The label identity's normalized label is empty.")
     return problems

@@ -15,7 +15,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from hub.auth.identity import ADMIN, Identity
-from hub.errors import Forbidden, HubError, NotLeader
+from hub.errors import Forbidden, HubError, NotLeader, bounded, quote
 from hub.rest import shapes
 from hub.rest.dashboard import PUBLIC_PATHS as DASHBOARD_PUBLIC_PATHS
 from hub.rest.dashboard import add_dashboard_routes
@@ -69,7 +69,8 @@ async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
         code, reason = http_status(exc)
         return error_response(code, reason, str(exc))
     except StoreError as exc:  # the write did not complete; the caller may retry
-        return error_response(503, "ServiceUnavailable", f"the hub could not use its store ({exc}); retry later")
+        detail = bounded(str(exc), 512)
+        return error_response(503, "ServiceUnavailable", f"the hub could not use its store ({detail}); retry later")
     return response
 
 
@@ -141,7 +142,7 @@ async def delete_export(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     hub = _hub(request)
     if name not in hub.engine.index.exports:
-        return error_response(404, "NotFound", f"resourceexport {name!r} not found")
+        return error_response(404, "NotFound", f"resourceexport {quote(name)} not found")
     answer = await hub.engine.delete(ADMIN, name)
     return web.json_response({"deleted": name, "revision": answer.revision})
 
@@ -152,7 +153,7 @@ async def delete_member(request: web.Request) -> web.Response:
     cluster_id = request.match_info["cluster_id"]
     hub = _hub(request)
     if cluster_id not in hub.engine.index.members:
-        return error_response(404, "NotFound", f"member {cluster_id!r} not found")
+        return error_response(404, "NotFound", f"member {quote(cluster_id)} not found")
     await hub.engine.forget_member(cluster_id)
     return web.json_response({"deleted": cluster_id, "revision": hub.engine.revision})
 

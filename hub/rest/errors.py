@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hub.errors import Forbidden, HubError, InvalidRequest, NotFound, NotJoined, NotLeader, OutOfOrder, Unavailable
+from hub.errors import (
+    Forbidden,
+    HubError,
+    InvalidRequest,
+    NotFound,
+    NotJoined,
+    NotLeader,
+    OutOfOrder,
+    Unavailable,
+    bounded,
+)
 
 
 def http_status(error: HubError) -> tuple[int, str]:
@@ -28,6 +38,6 @@ def error_response(code: int, reason: str, message: str) -> web.Response:
         "status": "Failure",
         "code": code,
         "reason": reason,
-        "message": message,
+        "message": bounded(message),
     }
     return web.json_response(body, status=code)

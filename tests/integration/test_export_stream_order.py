@@ -61,9 +61,11 @@ async def test_a_restarted_bracket_cannot_make_the_next_sync_end_sweep_what_was_
     session = east.export_session()
     await _begin(session)
     await session.upsert(WEB)
-    await session.call.write(pb.ExportRequest(sequence=3, sync_begin=pb.SyncBegin()))
-    await session.call.write(pb.ExportRequest(sequence=4, sync_end=pb.SyncEnd()))
     with pytest.raises(grpc.aio.AioRpcError) as info:
+        # Sent at once, as a member that lost track would; the second write may
+        # already find the stream ended.
+        await session.call.write(pb.ExportRequest(sequence=3, sync_begin=pb.SyncBegin()))
+        await session.call.write(pb.ExportRequest(sequence=4, sync_end=pb.SyncEnd()))
         while True:
             answer = await session.call.read()
             assert answer is not grpc.aio.EOF
