@@ -1,0 +1,164 @@
+"""The DNS fed from a sandbox cluster's API: the member's imports in, answers out, no API load
+per query."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import dns.asyncquery
+import dns.message
+import dns.rcode
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+
+from kube.client import KubeClient, connect
+from kube.errors import AlreadyExists
+from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS_V1BETA1
+from member.dns.service import ClustersetDns, DnsOptions
+from sandbox.server import SandboxServer
+from tests.kubeenv.cluster import CRD_DIR, ensure_namespace, install_crds
+from tests.member_dns.objects import endpoint, endpoint_slice, service_import
+
+NAME = "nginx.web.svc.clusterset.local."
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[KubeClient]:
+    """A sandbox API server without any CRD yet."""
+    server = SandboxServer(name="east", service_cidr="10.112.0.0/16", work_dir=tmp_path / "east")
+    await server.start()
+    client = await connect(server.kubeconfig_path)
+    try:
+        await ensure_namespace(client, "web")
+        yield client
+    finally:
+        await client.close()
+        await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def running_dns(client: KubeClient, **options: object) -> AsyncIterator[ClustersetDns]:
+    registry = CollectorRegistry()
+    dns_server = ClustersetDns(client, DnsOptions("127.0.0.1:0", **options), registry)  # type: ignore[arg-type]
+    dns_server.feed.retry_interval = 0.1
+    await dns_server.start()
+    try:
+        yield dns_server
+    finally:
+        await dns_server.stop()
+
+
+async def ask(server: ClustersetDns, name: str, rdtype: str = "A") -> dns.message.Message:
+    return await dns.asyncquery.udp(
+        dns.message.make_query(name, rdtype), "127.0.0.1", port=server.server.port, timeout=2
+    )
+
+
+async def answers(server: ClustersetDns, name: str, rdtype: str = "A") -> set[str] | None:
+    """The answer's values; None for NXDOMAIN."""
+    reply = await ask(server, name, rdtype)
+    if reply.rcode() == dns.rcode.NXDOMAIN:
+        return None
+    return {r.to_text() for rrset in reply.answer for r in rrset}
+
+
+async def until(probe: Callable[[], object], within: float = 10.0) -> None:
+    """Poll the server (a DNS answer has no event to await) until ``probe()`` holds."""
+    for _ in range(int(within / 0.05)):
+        value = probe()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"not within {within}s")
+
+
+async def test_imports_written_to_the_cluster_are_answered_and_their_deletion_is_nxdomain(
+    cluster: KubeClient,
+) -> None:
+    await install_crds(cluster)
+    async with running_dns(cluster) as served:
+        await cluster.create(
+            SERVICE_IMPORTS_V1BETA1, service_import("nginx", "web", ips=["10.112.0.5"]), namespace="web"
+        )
+        await cluster.create(SERVICE_IMPORTS_V1BETA1, service_import("db", "web", headless=True), namespace="web")
+        await cluster.create(
+            ENDPOINT_SLICES, endpoint_slice("db", "west", [endpoint("10.0.0.1", "db-0")], "web"), namespace="web"
+        )
+        await until(lambda: answers(served, NAME))
+        assert await answers(served, NAME) == {"10.112.0.5"}
+        await until(lambda: answers(served, "db-0.west.db.web.svc.clusterset.local."))
+        assert await answers(served, "db.web.svc.clusterset.local.") == {"10.0.0.1"}
+
+        await cluster.delete(SERVICE_IMPORTS_V1BETA1, "nginx", "web")
+        await until(lambda: _is_none(answers(served, NAME)))
+        await cluster.delete(ENDPOINT_SLICES, "antrea-mc-db.west", "web")
+        await until(lambda: _is_none(answers(served, "db.web.svc.clusterset.local.")))
+
+
+async def _is_none(pending: object) -> bool:
+    return await pending is None  # type: ignore[misc]
+
+
+async def test_a_service_import_the_member_did_not_import_has_no_name(cluster: KubeClient) -> None:
+    await install_crds(cluster)
+    async with running_dns(cluster) as served:
+        await cluster.create(
+            SERVICE_IMPORTS_V1BETA1,
+            service_import("mine", "web", ips=["10.112.0.7"], imported=False),
+            namespace="web",
+        )
+        await cluster.create(
+            SERVICE_IMPORTS_V1BETA1, service_import("nginx", "web", ips=["10.112.0.5"]), namespace="web"
+        )
+        await until(lambda: answers(served, NAME))
+        assert await answers(served, "mine.web.svc.clusterset.local.") is None
+
+
+async def test_imports_listed_before_the_start_are_answered_at_once(cluster: KubeClient) -> None:
+    await install_crds(cluster)
+    await cluster.create(SERVICE_IMPORTS_V1BETA1, service_import("nginx", "web", ips=["10.112.0.5"]), namespace="web")
+    async with running_dns(cluster) as served:
+        assert served.feed.synced
+        assert await answers(served, NAME) == {"10.112.0.5"}
+
+
+async def test_a_serviceimport_crd_installed_after_the_start_is_followed(cluster: KubeClient) -> None:
+    async with running_dns(cluster) as served:
+        assert not served.feed.synced
+        assert (await ask(served, NAME)).rcode() == dns.rcode.NXDOMAIN
+        for path in sorted(CRD_DIR.glob("multicluster.x-k8s.io_*.yaml")):
+            with contextlib.suppress(AlreadyExists):
+                await cluster.create(CRDS, yaml.safe_load(path.read_text()))
+        await until(lambda: served.feed.synced)
+        await cluster.create(
+            SERVICE_IMPORTS_V1BETA1, service_import("nginx", "web", ips=["10.112.0.5"]), namespace="web"
+        )
+        await until(lambda: answers(served, NAME))
+
+
+async def test_queries_cost_the_api_server_nothing(cluster: KubeClient) -> None:
+    await install_crds(cluster)
+    await cluster.create(SERVICE_IMPORTS_V1BETA1, service_import("nginx", "web", ips=["10.112.0.5"]), namespace="web")
+    async with running_dns(cluster) as served:
+        # The two watches open in the background and stay open; everything else would be a
+        # request made for a query.
+        not_watches = ("get", "list", "create", "update", "patch", "delete")
+        before = cluster.metrics.total(verbs=not_watches)
+        for i in range(500):
+            name = NAME if i % 2 else f"other-{i}.web.svc.clusterset.local."
+            await ask(served, name)
+        assert cluster.metrics.total(verbs=not_watches) == before
+        assert cluster.metrics.total(verbs=["watch"]) <= 2
+        counted = {
+            (sample.labels["type"], sample.labels["rcode"]): sample.value
+            for metric in served.metrics.queries.collect()
+            for sample in metric.samples
+            if sample.name.endswith("_total")
+        }
+        assert counted == {("A", "NOERROR"): 250, ("A", "NXDOMAIN"): 250}
