@@ -57,11 +57,12 @@ _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-
 
 def is_dns1123_label(value: str) -> bool:
     """RFC 1123 label: what Kubernetes accepts as a Namespace or Service name."""
-    return len(value) <= 63 and bool(_DNS1123_LABEL.match(value))
+    # fullmatch: a pattern's "$" would also match before a final newline.
+    return len(value) <= 63 and bool(_DNS1123_LABEL.fullmatch(value))
 
 
 def is_dns1123_subdomain(value: str) -> bool:
-    return len(value) <= 253 and bool(_DNS1123_SUBDOMAIN.match(value))
+    return len(value) <= 253 and bool(_DNS1123_SUBDOMAIN.fullmatch(value))
 
 
 def is_valid_cluster_id(value: str) -> bool:

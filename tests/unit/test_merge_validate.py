@@ -66,6 +66,10 @@ def _bad_cluster_ips(e: pb.ResourceExport) -> None:
         (_with(service_export("east"), _clear_payload), "no payload"),
         (service_export("east", namespace="Demo"), "Namespace 'Demo'"),
         (service_export("east", namespace=""), "Namespace is missing"),
+        # A regex's "$" also matches before a final newline; names must not end with one.
+        (service_export("east", namespace="demo\n"), "Namespace 'demo\\n'"),
+        (_with(service_export("east"), lambda e: setattr(e, "cluster_id", "east\n")), "DNS-1123"),
+        (_with(service_export("east"), lambda e: setattr(e, "export_name", e.export_name + "\n")), "object name"),
         (service_export("east", name="web.v1"), "Service name 'web.v1'"),
         (service_export("east", name="x" * 64), "Service name"),
         (service_export("east", ports=[("http", "TCP", 0)]), "within 1..65535"),
