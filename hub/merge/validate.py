@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 
 from hub.errors import quote
+from hub.merge.label_format import normalized_label_problems
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -149,6 +150,9 @@ def validate_export(export: pb.ResourceExport) -> list[str]:
             problems.append("The AntreaClusterNetworkPolicy name is missing.")
         elif not names.is_dns1123_subdomain(export.name):
             problems.append(f"The AntreaClusterNetworkPolicy name {quote(export.name)} is not a DNS-1123 subdomain.")
-    elif kind == "label_identity" and not export.label_identity.normalized_label:
-        problems.append("The label identity's normalized label is empty.")
+    elif kind == "label_identity":
+        if not export.label_identity.normalized_label:
+            problems.append("The label identity's normalized label is empty.")
+        else:
+            problems.extend(normalized_label_problems(export.label_identity.normalized_label))
     return problems
