@@ -15,6 +15,9 @@ from kube.errors import KubeError, PermanentError
 from mcapi.config import ConfigError
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 from member.app import MemberApp
+from member.config import MemberOptions
+from member.dns.service import DnsOptions
+from member.dns.zone import DEFAULT_TTL
 from member.health import HealthServer
 
 
@@ -32,26 +35,46 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--health-address",
         default="",
-        help="serve /healthz and /readyz on HOST:PORT (default: off; the Deployment uses 0.0.0.0:8081)",
+        help="serve /healthz, /readyz and /metrics on HOST:PORT (default: off; the Deployment uses 0.0.0.0:8081)",
+    )
+    parser.add_argument(
+        "--dns-address",
+        default="",
+        help="serve <svc>.<ns>.svc.clusterset.local DNS on HOST:PORT, UDP and TCP "
+        "(default: off; the Deployment uses 0.0.0.0:53)",
+    )
+    parser.add_argument(
+        "--dns-ttl",
+        type=int,
+        default=DEFAULT_TTL,
+        help=f"TTL of clusterset.local answers, seconds (default {DEFAULT_TTL})",
     )
     parser.set_defaults(func=run_member)
 
 
 async def serve(args: argparse.Namespace) -> int:
     try:
+        dns_address = getattr(args, "dns_address", "")  # callers that build args by hand may leave it out
+        dns = DnsOptions(dns_address, ttl=getattr(args, "dns_ttl", DEFAULT_TTL)) if dns_address else None
+    except ValueError as exc:
+        print(f"mchub member: {exc}", file=sys.stderr)
+        return 2
+    try:
         client = await connect(args.kubeconfig, args.context)
     except KubeError as exc:
         print(f"mchub member: {exc}", file=sys.stderr)
         return 2
-    app = MemberApp(client, args.namespace)
-    health = HealthServer(args.health_address, app.readiness) if args.health_address else None
+    app = MemberApp(client, args.namespace, options=MemberOptions(dns=dns))
+    health = HealthServer(args.health_address, app.readiness, app.registry) if args.health_address else None
     try:
         try:
             await app.start()
-        except (ConfigError, PermanentError, KubeError) as exc:
+        except (ConfigError, PermanentError, KubeError, OSError) as exc:
             print(f"mchub member: {exc}", file=sys.stderr)
             return 2
         print(f"member: watching Namespace {args.namespace} of {client.host} for its ClusterSet", flush=True)
+        if app.dns is not None:
+            print(f"member: clusterset.local DNS on {app.dns.address} (UDP and TCP)", flush=True)
         if health is not None:
             await health.start()
             print(f"member: health on {args.health_address} (/healthz, /readyz)", flush=True)

@@ -20,11 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from kube.client import KubeClient
 from kube.events import EventRecorder
 from mcapi.config import MultiClusterConfig
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 from member.config import MemberOptions, load_multicluster_config
+from member.dns.service import ClustersetDns
 from member.exports.controller import ServiceExportController
 from member.gateway.controller import GatewayController
 from member.hubclient import ConnectionState, HubEndpoint, HubSession, HubSessionConfig, ImportEvent
@@ -79,6 +82,8 @@ class MemberApp:
         self._clusterset: ClusterSetController | None = None
         self._joined: _Joined | None = None
         self._lock = asyncio.Lock()
+        self.registry = CollectorRegistry()  # the member's metrics
+        self.dns: ClustersetDns | None = None
 
     @property
     def namespace(self) -> str:
@@ -94,6 +99,9 @@ class MemberApp:
         controller = ClusterSetController(self.client, self.namespace, self, status_resync=self.options.status_resync)
         await controller.start()
         self._clusterset = controller
+        if self.options.dns is not None:
+            self.dns = ClustersetDns(self.client, self.options.dns, self.registry)
+            await self.dns.start()
         log.info(
             "member started",
             extra={"namespace": self.namespace, "endpointIPType": self.config.endpoint_ip_type},
@@ -104,6 +112,9 @@ class MemberApp:
         if self._clusterset is not None:
             await self._clusterset.stop()
             self._clusterset = None
+        if self.dns is not None:
+            await self.dns.stop()
+            self.dns = None
         await self.leave(withdraw=False)
         log.info("member stopped", extra={"namespace": self.namespace})
 

@@ -17,6 +17,7 @@ from kube.errors import NotFound
 from kube.resources import CONFIG_MAPS
 from mcapi.config import ConfigError, MultiClusterConfig, parse_configmap_data
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE, MC_CONTROLLER_CONFIGMAP
+from member.dns.service import DnsOptions
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ class MemberOptions:
     sync_timeout: float = 30.0
     # Re-read the ClusterSet and rewrite its status this often even without events (Antrea: 30 s).
     status_resync: float = 30.0
+    # Serve clusterset.local DNS from the member's imports (None: off).
+    dns: DnsOptions | None = None
 
 
 async def load_multicluster_config(client: KubeClient, namespace: str) -> MultiClusterConfig:

@@ -3,7 +3,7 @@
 /healthz answers while the process serves requests (liveness); /readyz answers 200
 when the member has nothing to join yet or is connected to its leader hub, and 503
 with the reason otherwise (readiness: `kubectl get pods` then shows a member that
-cannot reach its hub).
+cannot reach its hub). With a registry, /metrics shows it (Prometheus text format).
 """
 
 from __future__ import annotations
@@ -11,16 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 Readiness = Callable[[], tuple[bool, str]]
 
 
 class HealthServer:
-    def __init__(self, address: str, readiness: Readiness) -> None:
+    def __init__(self, address: str, readiness: Readiness, registry: CollectorRegistry | None = None) -> None:
         host, _, port = address.rpartition(":")
         self._host = host.strip("[]") or "0.0.0.0"
         self._port = int(port)
         self._readiness = readiness
+        self._registry = registry
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -28,6 +30,8 @@ class HealthServer:
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
+        if self._registry is not None:
+            app.router.add_get("/metrics", self._metrics)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self._host, self._port)
@@ -47,3 +51,8 @@ class HealthServer:
     async def _readyz(self, _: web.Request) -> web.Response:
         ready, why = self._readiness()
         return web.Response(status=200 if ready else 503, text=why or ("ok" if ready else "not ready"))
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        assert self._registry is not None
+        body = generate_latest(self._registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
