@@ -7,7 +7,9 @@ The queue's promises, the ones controllers are written against:
   queued again when its worker calls ``done``;
 * ``add_rate_limited`` waits a per-key delay that doubles with every failure up to
   a cap, and ``forget`` resets it (after a success);
-* ``add_after`` delays an add; the earliest pending delay of a key wins.
+* ``add_after`` delays an add; the earliest pending delay of a key wins;
+* ``add_background`` queues a key behind every key added with ``add`` (clean-ups that must
+  not hold up new work); adding it with ``add`` moves it to the front lane.
 
 ``run_reconciler`` is the worker loop: reconcile(key) returns None (done) or a
 number of seconds (look again then), or raises a typed error; only cancellation
@@ -95,7 +97,12 @@ class WorkQueue(Generic[K]):
         self.backoff = backoff or ItemBackoff()
         self.metrics = WorkqueueMetrics.for_registry(registry) if registry is not None else None
         self._queue: deque[K] = deque()
-        self._dirty: set[K] = set()  # waiting in _queue, or re-added while processing
+        self._dirty: set[K] = set()  # waiting in a lane, or re-added while processing
+        # The background lane: its entries may be stale (a key moved to the front lane, or
+        # handed out through an older entry); _background_keys says which keys belong there.
+        self._background: deque[K] = deque()
+        self._background_keys: set[K] = set()
+        self._background_len = 0  # keys waiting in the background lane
         self._processing: set[K] = set()
         self._failures: dict[K, int] = {}
         self._delayed: dict[K, tuple[float, asyncio.TimerHandle]] = {}
@@ -115,6 +122,12 @@ class WorkQueue(Generic[K]):
         if self.metrics:
             self.metrics.adds.labels(self.name).inc()
         if key in self._dirty:
+            if key in self._background_keys:
+                self._background_keys.discard(key)
+                if key not in self._processing:  # waiting in the background lane: to the front
+                    self._background_len -= 1
+                    self._queue.append(key)
+                    self._wake()
             return
         self._dirty.add(key)
         self._idle.clear()
@@ -122,6 +135,25 @@ class WorkQueue(Generic[K]):
         if key in self._processing:
             return  # done() queues it again, so no second worker gets it meanwhile
         self._queue.append(key)
+        self._update_depth()
+        self._wake()
+
+    def add_background(self, key: K) -> None:
+        """Queue ``key`` behind every key added with ``add`` (one already queued stays where it is)."""
+        if self._shutting_down:
+            return
+        if self.metrics:
+            self.metrics.adds.labels(self.name).inc()
+        if key in self._dirty:
+            return
+        self._dirty.add(key)
+        self._background_keys.add(key)
+        self._idle.clear()
+        self._quiet.clear()
+        if key in self._processing:
+            return
+        self._background.append(key)
+        self._background_len += 1
         self._update_depth()
         self._wake()
 
@@ -167,31 +199,44 @@ class WorkQueue(Generic[K]):
         while True:
             if self._shutting_down and not self._draining:
                 raise QueueShutDown(self.name)
-            if self._queue:
+            if self._queue or self._background_len:
                 break
             if self._shutting_down:
                 raise QueueShutDown(self.name)  # drained
             # Several getters may wake for one key; the losers find the queue empty and wait again.
             self._ready.clear()
             await self._ready.wait()
-        key = self._queue.popleft()
+        key = self._queue.popleft() if self._queue else self._next_background()
         self._dirty.discard(key)
         self._processing.add(key)
         self._update_depth()
         return key
 
+    def _next_background(self) -> K:
+        while True:
+            key = self._background.popleft()
+            if key in self._background_keys and key not in self._processing:
+                self._background_keys.discard(key)
+                self._background_len -= 1
+                return key
+
     def done(self, key: K) -> None:
         self._processing.discard(key)
         if key in self._dirty and not self._shutting_down:
-            self._queue.append(key)
+            if key in self._background_keys:
+                self._background.append(key)
+                self._background_len += 1
+            else:
+                self._queue.append(key)
             self._update_depth()
             self._wake()
         elif key in self._dirty:
             self._dirty.discard(key)
+            self._background_keys.discard(key)
         self._check_idle()
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self._queue) + self._background_len
 
     @property
     def shutting_down(self) -> bool:
@@ -203,6 +248,9 @@ class WorkQueue(Generic[K]):
         """Stop now: pending and delayed keys are dropped, waiting get()s raise QueueShutDown."""
         self._stop(drain=False)
         self._queue.clear()
+        self._background.clear()
+        self._background_keys.clear()
+        self._background_len = 0
         self._dirty.clear()
         self._update_depth()
         self._check_idle()
@@ -236,7 +284,7 @@ class WorkQueue(Generic[K]):
         self._ready.set()
 
     def _check_idle(self) -> None:
-        if self._queue or self._processing:
+        if self._queue or self._background_len or self._processing:
             return
         self._quiet.set()
         if not self._delayed:
@@ -246,7 +294,7 @@ class WorkQueue(Generic[K]):
 
     def _update_depth(self) -> None:
         if self.metrics:
-            self.metrics.depth.labels(self.name).set(len(self._queue))
+            self.metrics.depth.labels(self.name).set(len(self))
 
 
 Reconcile = Callable[[K], Awaitable[float | None]]

@@ -1,15 +1,17 @@
 """The member's import side: what the hub imports becomes objects in this cluster.
 
-`ImportApplier.handle` is the HubSession's `on_import_event`; `start`/`stop` run its
-Namespace watch and retries; `remove_all` removes everything it imported.
+`ImportApplier.handle` is the HubSession's `on_import_event` (it records the desired state
+and returns); `start`/`stop` run its caches and workers; `settled` waits until what was
+handed over was tried; `remove_all` removes everything it imported.
 """
 
-from member.imports.applier import ImportApplier, Report
+from member.imports.applier import DEFAULT_WORKERS, ImportApplier, Report
 from member.imports.cluster_info_status import CONDITION_READY, set_cluster_info_import_condition
 from member.imports.outcome import ImportReason, Outcome
 
 __all__ = [
     "CONDITION_READY",
+    "DEFAULT_WORKERS",
     "ImportApplier",
     "ImportReason",
     "Outcome",

@@ -1,39 +1,48 @@
 """ImportApplier: the member's side of WatchImports, turning the hub's imports into objects
 in this cluster (Antrea's ResourceImport reconciler and the import half of its stale
-controller).
+controller), level-based and concurrent.
 
-Events come one at a time from the HubSession and are applied under one lock, shared
-with the background retry. An import blocked by this cluster (its Namespace missing, a
-user's object under our name, Antrea's CRDs or a Tier missing) is acknowledged, reported
-failed and retried when its Namespace appears and every ``retry_interval``; any other
-failure is raised so that the session delivers the event again. Each import's outcome
-is reported to the hub only when it changes.
+The session's events only change the desired state, the latest import of every name, and
+queue that name; ``handle`` returns at once. A keyed work queue with ``workers`` workers
+converges each name on what the caches show (``member.imports.caches``): one name is
+never handled by two workers at once, repeated updates of a name coalesce into one pass,
+and a name that fails backs off alone. A name with no import is removed, once the
+importer knows it is stale: the hub deleted it, or a snapshot ended without it (Synced) —
+those removals go in the queue's background lane, behind every import to apply.
+
+An import blocked by this cluster (its Namespace missing, a user's object under our name,
+Antrea's CRDs or a Tier missing) is reported failed and tried again with a backoff up to
+``retry_interval``, and at once when its Namespace appears; any other failure (the API
+server unreachable, a write conflict) is retried with the same backoff without a report.
+Each import's outcome is reported to the hub only when it changes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from prometheus_client import CollectorRegistry
+
 from kube.client import KubeClient, WatchEvent
-from kube.errors import KubeError, TemporaryError
+from kube.errors import TemporaryError
 from kube.events import EventRecorder
-from kube.informer import Informer
-from kube.resources import NAMESPACES, Obj, name_of
+from kube.resources import name_of
+from kube.workqueue import ItemBackoff, WorkQueue, run_reconciler
 from mcapi.convert.errors import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient.events import Delete, ImportEvent, Resumed, Synced, Upsert
+from member.imports.caches import ImportCaches
 from member.imports.cluster_info import apply_cluster_info, delete_cluster_info
 from member.imports.context import ImportContext
 from member.imports.discovery import ApiDiscovery
 from member.imports.endpoints import apply_endpoints, delete_endpoints
-from member.imports.inventory import delete_imported, imported_objects
 from member.imports.label_identity import apply_label_identity, delete_label_identity
 from member.imports.outcome import SUCCEEDED, ImportBlocked, ImportReason, Outcome
-from member.imports.policies import apply_acnp, delete_acnp, policy_name
+from member.imports.ownership import ObjectWriter
+from member.imports.policies import apply_acnp, delete_acnp, watched_policies
 from member.imports.services import apply_service_import, delete_service_import
 
 log = logging.getLogger(__name__)
@@ -41,6 +50,8 @@ log = logging.getLogger(__name__)
 Report = Callable[[str, bool, str, str], None]
 EVENT_COMPONENT = "mchub-member"
 EVENT_REASON_CONFLICT = "ImportConflict"
+# A real API server takes 1-2k writes/s on two cores; 8 writers keep it busy without a pile-up.
+DEFAULT_WORKERS = 8
 _NAMESPACED_PAYLOADS = ("service_import", "endpoints")
 
 
@@ -60,116 +71,172 @@ class ImportApplier:
         clock: Callable[[], datetime] = _utc_now,
         retry_interval: float = 30.0,
         discovery_ttl: float = 10.0,
+        workers: int = DEFAULT_WORKERS,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         """``report(import_name, succeeded, reason, message)`` is called when an import's outcome
-        changes (e.g. ``HubSession.report_import_status``). ``retry_interval``: seconds between
-        attempts at blocked imports. ``discovery_ttl``: seconds a discovery answer (is the
-        ClusterNetworkPolicy CRD served?) is reused."""
+        changes (e.g. ``HubSession.report_import_status``). ``retry_interval``: seconds, the
+        longest wait between attempts at a blocked import. ``discovery_ttl``: seconds a discovery
+        answer (is the ServiceImport CRD served, in which version?) is reused. ``workers``: imports
+        written at once. ``registry``: where the work queue's metrics go (none: not counted)."""
+        if workers < 1:
+            raise ValueError("an importer needs at least one worker")
+        self._caches = ImportCaches(client, member_namespace, self._on_object_changed, self._on_namespace)
         self._ctx = ImportContext(
-            client, cluster_id, member_namespace, ApiDiscovery(client, discovery_ttl), clock, self._cached_namespace
+            client,
+            cluster_id,
+            member_namespace,
+            ApiDiscovery(client, discovery_ttl),
+            clock,
+            self._caches,
+            ObjectWriter(client),
         )
         self._report_to = report
         self._recorder = recorder if recorder is not None else EventRecorder(client, EVENT_COMPONENT)
-        self._retry_interval = retry_interval
-        self._lock = asyncio.Lock()
-        self._known: dict[str, pb.ResourceImport] = {}  # the latest Upsert of every import
-        self._retry: set[str] = set()  # imports to apply again (blocked, failed, or their Namespace came back)
+        self._workers = workers
+        backoff = ItemBackoff(base=min(0.05, retry_interval), cap=retry_interval)
+        self._queue: WorkQueue[str] = WorkQueue(f"imports-{cluster_id}", backoff=backoff, registry=registry)
+        self._desired: dict[str, pb.ResourceImport] = {}  # the latest Upsert of every import
+        # Until a snapshot ended (or the watch resumed), an import not desired may just not have
+        # been delivered yet: its objects are removed only if the hub deleted it.
+        self._complete = False
+        self._deleted: set[str] = set()
         self._reported: dict[str, Outcome] = {}
         self._warned: dict[str, str] = {}  # import -> uid of the user's object we put a Warning on
-        self._wake = asyncio.Event()
-        self._namespaces: Informer | None = None
-        self._retry_task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[None] | None = None
 
     # ---- lifecycle -----------------------------------------------------------
 
     async def start(self) -> None:
-        """Watch Namespaces (an import waiting for its Namespace is applied when it appears) and
-        retry blocked imports in the background."""
-        if self._retry_task is not None:
+        """Fill the caches (watches of our objects and of Namespaces), then start the workers."""
+        if self._task is not None:
             return
-        self._namespaces = Informer(self._ctx.client, NAMESPACES, handler=self._on_namespace)
-        self._namespaces.start()
-        self._retry_task = asyncio.create_task(self._retry_loop(), name=f"imports-retry-{self._ctx.cluster_id}")
+        await self._caches.start()
+        # Policies may have been imported before a restart: watch them when Antrea serves them.
+        await watched_policies(self._ctx)
+        await self._ctx.service_imports()
+        self._task = asyncio.create_task(
+            run_reconciler(self._queue, self._reconcile, workers=self._workers), name=self._queue.name
+        )
 
     async def stop(self) -> None:
-        task, self._retry_task = self._retry_task, None
+        self._queue.shutdown()
+        task, self._task = self._task, None
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        informer, self._namespaces = self._namespaces, None
-        if informer is not None:
-            await informer.stop()
+        await self._caches.stop()
 
     # ---- the session's consumer ---------------------------------------------
 
     async def handle(self, event: ImportEvent) -> None:
-        """Apply one import event; returning acknowledges it, raising has it delivered again."""
-        async with self._lock:
-            if isinstance(event, Upsert):
-                await self._apply(event.resource, from_event=True)
-            elif isinstance(event, Delete):
-                await self._delete(event.import_name)
-            elif isinstance(event, Synced):
-                await self._remove_stale(event)
-                self._wake.set()
-            elif isinstance(event, Resumed):
-                self._wake.set()
+        """Take one import event into the desired state; the workers apply it."""
+        if isinstance(event, Upsert):
+            name = event.import_name
+            self._desired[name] = event.resource
+            self._deleted.discard(name)
+            self._queue.add(name)
+        elif isinstance(event, Delete):
+            self._forget_desired(event.import_name)
+            self._queue.add(event.import_name)
+        elif isinstance(event, Synced):
+            await self._mark_stale(event)
+        elif isinstance(event, Resumed):
+            self._complete = True
+
+    async def settled(self) -> None:
+        """Until every change handed over so far was tried once (blocked imports keep retrying)."""
+        await self._queue.wait_quiet()
 
     async def remove_all(self) -> None:
-        """The member leaves the ClusterSet: delete every object it imported (users' objects stay)."""
-        async with self._lock:
-            objects = await imported_objects(self._ctx)
-            deleted = await delete_imported(objects, self._ctx)
-            self._known.clear()
-            self._retry.clear()
-            self._reported.clear()
-            self._warned.clear()
-        log.info("importedObjectsRemoved", extra={"clusterID": self._ctx.cluster_id, "count": deleted})
+        """The member leaves the ClusterSet: delete every object it imported (users' objects stay).
+        Raises TemporaryError if some could not be deleted."""
+        self._desired.clear()
+        self._complete = True
+        await self._watch_optional_kinds()
+        for name in sorted(self._caches.import_names()):
+            self._queue.forget(name)
+            self._queue.add(name)
+        await self._queue.wait_quiet()
+        left = self._caches.import_names()
+        self._reported.clear()
+        self._warned.clear()
+        log.info("importedObjectsRemoved", extra={"clusterID": self._ctx.cluster_id, "importsLeft": len(left)})
+        if left:
+            raise TemporaryError(f"objects of {len(left)} imports could not be removed yet")
 
     async def retry_blocked(self) -> None:
-        """Apply again every import that is blocked or waiting (the background loop calls this)."""
-        async with self._lock:
-            for import_name in sorted(self._retry):
-                message = self._known.get(import_name)
-                if message is None:
-                    self._retry.discard(import_name)
-                    continue
-                await self._apply(message, from_event=False)
+        """Try every import that is blocked or failing again now, and wait until that is done."""
+        for name, outcome in list(self._reported.items()):
+            if not outcome.succeeded:
+                self._queue.forget(name)
+                self._queue.add(name)
+        await self._queue.wait_quiet()
 
     def outcome(self, import_name: str) -> Outcome | None:
         """The last outcome reported for this import."""
         return self._reported.get(import_name)
 
-    # ---- applying ------------------------------------------------------------
+    def requeues(self, import_name: str) -> int:
+        """How many attempts at this import failed in a row (0 once applied)."""
+        return self._queue.num_requeues(import_name)
 
-    async def _apply(self, message: pb.ResourceImport, *, from_event: bool) -> None:
-        import_name = message.import_name
-        self._known[import_name] = message
+    # ---- the desired state ---------------------------------------------------
+
+    def _forget_desired(self, import_name: str) -> None:
+        self._desired.pop(import_name, None)
+        self._deleted.add(import_name)
+
+    async def _mark_stale(self, synced: Synced) -> None:
+        """A snapshot ended: every import it did not hold is stale, whatever objects it has."""
+        keep = synced.names
+        await self._watch_optional_kinds()
+        stale = {name for name in self._desired if name not in keep}
+        for name in stale:
+            self._forget_desired(name)
+        stale |= self._caches.import_names() - keep
+        self._complete = True
+        for name in sorted(stale):
+            self._queue.add_background(name)
+        log.info(
+            "importsSynced",
+            extra={"reason": pb.SyncedReason.Name(synced.reason), "imports": len(keep), "stale": len(stale)},
+        )
+
+    async def _watch_optional_kinds(self) -> None:
+        """Watch the CRD kinds served now, so that their stale objects are seen too."""
+        await self._ctx.service_imports()
+        await watched_policies(self._ctx)
+
+    # ---- one import ----------------------------------------------------------
+
+    async def _reconcile(self, import_name: str) -> float | None:
+        message = self._desired.get(import_name)
+        if message is None:
+            if self._complete or import_name in self._deleted:
+                await self._remove(import_name)
+                self._deleted.discard(import_name)
+                self._reported.pop(import_name, None)
+                self._warned.pop(import_name, None)
+            return None
         if not self._targets_this_cluster(message):
             log.debug("importNotForThisCluster", extra={"import": import_name})
-            await self._remove(import_name, message)
-            self._forget(import_name)
-            return
+            await self._remove(import_name)
+            self._reported.pop(import_name, None)
+            return None
         try:
             await self._write(message)
         except ImportBlocked as blocked:
-            self._retry.add(import_name)
             log.info(
                 "importBlocked",
                 extra={"import": import_name, "reason": str(blocked.reason), "detail": blocked.message},
             )
             await self._warn(import_name, blocked)
             self._report(import_name, blocked.outcome)
-            return
-        except (KubeError, TemporaryError) as err:
-            self._retry.add(import_name)
-            if from_event:
-                raise
-            log.warning("importRetryFailed", extra={"import": import_name, "error": str(err)})
-            return
-        self._retry.discard(import_name)
+            raise TemporaryError(f"blocked: {blocked.message}") from None
         self._warned.pop(import_name, None)
         self._report(import_name, SUCCEEDED)
+        return None
 
     async def _write(self, message: pb.ResourceImport) -> None:
         payload = message.WhichOneof("payload")
@@ -196,52 +263,21 @@ class ImportApplier:
         # A member never imports its own ClusterInfo.
         return not (message.HasField("cluster_info") and message.cluster_info.cluster_id == cluster_id)
 
-    # ---- removing ------------------------------------------------------------
-
-    async def _delete(self, import_name: str) -> None:
-        await self._remove(import_name, self._known.get(import_name))
-        self._forget(import_name)
-
-    async def _remove(self, import_name: str, message: pb.ResourceImport | None) -> None:
-        """Delete the objects of one import (ours only)."""
+    async def _remove(self, import_name: str) -> None:
+        """Delete whatever objects of ours belong to this import (found in the caches by name,
+        so this works for imports this process never saw)."""
         ctx = self._ctx
-        payload = message.WhichOneof("payload") if message is not None else None
-        if message is None or payload is None:
-            # An import this process never saw (delivered before a restart): find its objects by name.
-            objects = [o for o in await imported_objects(ctx) if o.import_name == import_name]
-            await delete_imported(objects, ctx)
-        elif payload == "service_import":
-            await delete_service_import(ctx, message.namespace, message.name)
-        elif payload == "endpoints":
-            await delete_endpoints(ctx, message.namespace, message.name)
-        elif payload == "cluster_network_policy":
-            await delete_acnp(ctx, policy_name(message))
-        elif payload == "cluster_info":
-            await delete_cluster_info(ctx, import_name)
-        else:
-            await delete_label_identity(ctx, import_name)
-        log.info("importRemoved", extra={"import": import_name})
-
-    async def _remove_stale(self, synced: Synced) -> None:
-        """After a snapshot: delete every object of ours whose import the hub no longer has."""
-        keep = synced.names
-        for import_name in [n for n in self._known if n not in keep]:
-            self._forget(import_name)
-        objects = await imported_objects(self._ctx)
-        stale = [o for o in objects if o.import_name not in keep]
-        for item in stale:
-            log.info("staleImportedObject", extra={"import": item.import_name, "object": item.ref})
-        deleted = await delete_imported(stale, self._ctx)
-        log.info(
-            "importsSynced",
-            extra={"reason": pb.SyncedReason.Name(synced.reason), "imports": len(keep), "staleDeleted": deleted},
-        )
-
-    def _forget(self, import_name: str) -> None:
-        self._known.pop(import_name, None)
-        self._retry.discard(import_name)
-        self._reported.pop(import_name, None)
-        self._warned.pop(import_name, None)
+        deleted = 0
+        for remove in (
+            delete_service_import,
+            delete_endpoints,
+            delete_acnp,
+            delete_cluster_info,
+            delete_label_identity,
+        ):
+            deleted += await remove(ctx, import_name)
+        if deleted:
+            log.info("importRemoved", extra={"import": import_name, "objects": deleted})
 
     # ---- telling -------------------------------------------------------------
 
@@ -265,36 +301,18 @@ class ImportApplier:
         self._warned[import_name] = uid
         await self._recorder.warning(conflicting.object, EVENT_REASON_CONFLICT, blocked.message, conflicting.resource)
 
-    def _cached_namespace(self, name: str) -> Obj | None:
-        informer = self._namespaces
-        if informer is None or not informer.synced.is_set():
-            return None
-        return informer.get(name)
+    # ---- what the caches tell ------------------------------------------------
 
-    # ---- background ----------------------------------------------------------
+    def _on_object_changed(self, import_name: str) -> None:
+        """Someone else changed or deleted one of our objects: look at its import again."""
+        if import_name in self._desired or self._complete:
+            self._queue.add(import_name)
 
-    async def _on_namespace(self, event: WatchEvent) -> None:
+    def _on_namespace(self, event: WatchEvent) -> None:
         if event.type != "ADDED" or (event.object.get("metadata") or {}).get("deletionTimestamp"):
             return
         namespace = name_of(event.object)
-        waiting = [
-            name
-            for name, message in self._known.items()
-            if message.namespace == namespace and message.WhichOneof("payload") in _NAMESPACED_PAYLOADS
-        ]
-        if waiting:
-            self._retry.update(waiting)
-            self._wake.set()
-
-    async def _retry_loop(self) -> None:
-        while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._retry_interval):
-                    await self._wake.wait()
-            self._wake.clear()
-            try:
-                await self.retry_blocked()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("importRetryLoopFailed", extra={"clusterID": self._ctx.cluster_id})
+        for name, message in self._desired.items():
+            if message.namespace == namespace and message.WhichOneof("payload") in _NAMESPACED_PAYLOADS:
+                self._queue.forget(name)  # no backoff left over from waiting
+                self._queue.add(name)

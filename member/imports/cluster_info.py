@@ -10,9 +10,8 @@ from __future__ import annotations
 from kube.resources import CLUSTER_INFO_IMPORTS, Obj
 from mcapi.convert import build_cluster_info_import
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from member.imports.cluster_info_status import CONDITION_READY, set_condition_retrying
+from member.imports.cluster_info_status import CONDITION_READY, set_cluster_info_import_condition
 from member.imports.context import ImportContext
-from member.imports.ownership import delete_owned, ensure_owned
 
 # ClusterInfo fields the spec carries: one the import leaves unset must be absent.
 _SPEC_FIELDS = ("clusterID", "serviceCIDR", "gatewayInfos", "podCIDRs", "wireGuard")
@@ -30,14 +29,20 @@ def desired_cluster_info_import(message: pb.ResourceImport, namespace: str) -> O
 
 async def apply_cluster_info(ctx: ImportContext, message: pb.ResourceImport) -> Obj:
     """Write the spec (every ClusterInfoImport in the member Namespace is the importer's, as in
-    Antrea), then mark it Ready; returns the object as last written."""
-    await ctx.require_namespace(ctx.member_namespace)
+    Antrea), then mark it Ready; returns the object as last written. A Ready written from a
+    read older than another writer's condition (overlap, gateway health) is a Conflict: the
+    import is tried again once the cache has the other write."""
+    ctx.require_namespace(ctx.member_namespace)
+    kind = ctx.caches.kind(CLUSTER_INFO_IMPORTS)
     desired = desired_cluster_info_import(message, ctx.member_namespace)
-    live = await ensure_owned(ctx.client, CLUSTER_INFO_IMPORTS, desired, None, import_name=message.import_name)
-    return await set_condition_retrying(
+    live = await ctx.writer.ensure(kind, desired, import_name=message.import_name)
+    written = await set_cluster_info_import_condition(
         ctx.client, live, CONDITION_READY, "True", reason=REASON_IMPORTED, now=ctx.clock()
     )
+    if written is not live:
+        kind.wrote(written)
+    return written
 
 
-async def delete_cluster_info(ctx: ImportContext, import_name: str) -> None:
-    await delete_owned(ctx.client, CLUSTER_INFO_IMPORTS, import_name, ctx.member_namespace, None)
+async def delete_cluster_info(ctx: ImportContext, import_name: str) -> int:
+    return await ctx.writer.delete_all(ctx.caches.kind(CLUSTER_INFO_IMPORTS), import_name)

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from kube.client import KubeClient
-from kube.resources import SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1, Obj, Resource
+from kube.resources import SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1, Resource
 from mcapi import names
+from member.imports.caches import ImportCaches, OwnedKind, service_import_kind
 from member.imports.discovery import ApiDiscovery
-from member.imports.ownership import require_namespace
+from member.imports.ownership import ObjectWriter, require_namespace
 
 # v1beta1 first: only it carries internalTrafficPolicy and trafficDistribution (the
 # mcs-api conformance suite checks both, and a v1alpha1 schema would prune them).
@@ -26,14 +27,18 @@ class ImportContext:
     member_namespace: str
     apis: ApiDiscovery
     clock: Callable[[], datetime]
-    # The Namespaces the applier's informer has seen (None until it synced): a Namespace
-    # found there needs no GET per import.
-    known_namespace: Callable[[str], Obj | None] = lambda _: None
+    caches: ImportCaches
+    writer: ObjectWriter
 
-    async def require_namespace(self, namespace: str) -> None:
-        await require_namespace(self.client, namespace, self.cluster_id, self.known_namespace(namespace))
+    def require_namespace(self, namespace: str) -> None:
+        require_namespace(namespace, self.cluster_id, self.caches.namespace(namespace))
 
     async def service_import_resource(self) -> Resource | None:
         """The MCS ServiceImport version to write, None when the MCS CRD is not installed."""
         version = await self.apis.pick_version(names.MCS_GROUP, "serviceimports", tuple(SERVICE_IMPORT_VERSIONS))
         return SERVICE_IMPORT_VERSIONS.get(version) if version else None
+
+    async def service_imports(self) -> OwnedKind | None:
+        """The watched ServiceImports of the served version, None when the MCS CRD is not installed."""
+        resource = await self.service_import_resource()
+        return await self.caches.optional_kind(service_import_kind(resource)) if resource is not None else None

@@ -1,36 +1,35 @@
-"""An Endpoints import -> the Endpoints ``antrea-mc-<name>`` and its EndpointSlices."""
+"""An Endpoints import -> the Endpoints ``antrea-mc-<name>`` and its EndpointSlices.
+
+Both, as Antrea users and the MCS API expect them: the Endpoints (what Antrea's member
+writes; labelled ``endpointslice.kubernetes.io/skip-mirror`` so kube-controller-manager
+does not mirror them into a slice of its own) and one EndpointSlice per source cluster
+with the MCS labels. Each is written only when it differs from what the cache shows;
+slices of a source cluster that left are found in the cache, not listed.
+"""
 
 from __future__ import annotations
 
 from kube.resources import ENDPOINT_SLICES, ENDPOINTS, name_of
-from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.imports.context import ImportContext
-from member.imports.ownership import delete_exact, delete_owned, ensure_owned, is_imported_service
 from member.imports.slices import desired_endpoint_slices, desired_endpoints
 
 
 async def apply_endpoints(ctx: ImportContext, message: pb.ResourceImport) -> None:
-    await ctx.require_namespace(message.namespace)
+    ctx.require_namespace(message.namespace)
     imported = message.import_name
-    await ensure_owned(ctx.client, ENDPOINTS, desired_endpoints(message), is_imported_service, import_name=imported)
+    await ctx.writer.ensure(ctx.caches.kind(ENDPOINTS), desired_endpoints(message), import_name=imported)
+    slices = ctx.caches.kind(ENDPOINT_SLICES)
     wanted = desired_endpoint_slices(message)
     for endpoint_slice in wanted:
-        await ensure_owned(ctx.client, ENDPOINT_SLICES, endpoint_slice, is_imported_service, import_name=imported)
+        await ctx.writer.ensure(slices, endpoint_slice, import_name=imported)
     keep = {name_of(s) for s in wanted}
-    for live in await _our_slices(ctx, message.namespace, message.name):
+    for live in slices.of_import(imported):
         if name_of(live) not in keep:
-            await delete_exact(ctx.client, ENDPOINT_SLICES, live)
+            await ctx.writer.delete(slices, live)
 
 
-async def delete_endpoints(ctx: ImportContext, namespace: str, name: str) -> None:
-    await delete_owned(ctx.client, ENDPOINTS, names.imported_object_name(name), namespace, is_imported_service)
-    for live in await _our_slices(ctx, namespace, name):
-        await delete_exact(ctx.client, ENDPOINT_SLICES, live)
-
-
-async def _our_slices(ctx: ImportContext, namespace: str, name: str) -> list[dict[str, object]]:
-    listed = await ctx.client.list_all(
-        ENDPOINT_SLICES, namespace, label_selector=f"{names.LABEL_MCS_SERVICE_NAME}={name}"
-    )
-    return [s for s in listed.items if is_imported_service(s)]
+async def delete_endpoints(ctx: ImportContext, import_name: str) -> int:
+    """Delete the Endpoints and EndpointSlices of this import (ours only); how many were deleted."""
+    deleted = await ctx.writer.delete_all(ctx.caches.kind(ENDPOINTS), import_name)
+    return deleted + await ctx.writer.delete_all(ctx.caches.kind(ENDPOINT_SLICES), import_name)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from kube.resources import LABEL_IDENTITIES, Obj
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.imports.context import ImportContext
-from member.imports.ownership import delete_owned, ensure_owned
 
 
 def desired_label_identity(message: pb.ResourceImport) -> Obj:
@@ -15,9 +14,9 @@ def desired_label_identity(message: pb.ResourceImport) -> Obj:
 
 
 async def apply_label_identity(ctx: ImportContext, message: pb.ResourceImport) -> None:
-    desired = desired_label_identity(message)
-    await ensure_owned(ctx.client, LABEL_IDENTITIES, desired, None, import_name=message.import_name)
+    kind = ctx.caches.kind(LABEL_IDENTITIES)
+    await ctx.writer.ensure(kind, desired_label_identity(message), import_name=message.import_name)
 
 
-async def delete_label_identity(ctx: ImportContext, import_name: str) -> None:
-    await delete_owned(ctx.client, LABEL_IDENTITIES, import_name, None, None)
+async def delete_label_identity(ctx: ImportContext, import_name: str) -> int:
+    return await ctx.writer.delete_all(ctx.caches.kind(LABEL_IDENTITIES), import_name)

@@ -1,22 +1,33 @@
-"""Writing only what is ours: how imported objects are marked, and the create-or-update
-and delete that refuse to touch anything else.
+"""Writing only what is ours, once per change: how imported objects are marked, and the
+create-or-update and delete that read the importer's caches and refuse to touch anything else.
 
 Antrea's rule: an object under the name an import needs that lacks the importer's
-annotation belongs to a user (or another controller) and is never changed or
-deleted; the import fails instead, and the user learns why from a Warning Event
-on their object and from the import's status in the leader.
+annotation belongs to a user (or another controller) and is never changed or deleted; the
+import fails instead, and the user learns why from a Warning Event on their object and from
+the import's status in the leader.
+
+Every imported object also carries a label (the annotation's key), so the importer can watch
+exactly its own objects; what the cache shows decides between create, patch and nothing, so
+no request is sent that is expected to fail. The exceptions are a name taken by an object the
+cache does not select (a user's, or one imported before the label existed): the create
+answers AlreadyExists, and that object is read once and remembered, so retries read it
+instead of failing again.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Any
 
-from kube.apply import OwnedCheck, ensure, without_absent
+from kube.apply import OwnedCheck, contains, without_absent
 from kube.client import KubeClient
-from kube.errors import AlreadyExists, Conflict, Invalid, NotFound, NotOwned
-from kube.resources import NAMESPACES, Obj, Resource, name_of, namespace_of
+from kube.errors import AlreadyExists, Conflict, Invalid, NotFound, TemporaryError
+from kube.resources import Obj, Resource, name_of, namespace_of
 from mcapi import names
 from member.imports.outcome import Conflicting, ImportBlocked, ImportReason
+
+if TYPE_CHECKING:
+    from member.imports.caches import OwnedKind
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +39,14 @@ LABEL_SKIP_MIRROR = "endpointslice.kubernetes.io/skip-mirror"
 LABEL_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
 LABEL_SERVICE_NAME = "kubernetes.io/service-name"
 MANAGED_BY = "mchub-member.multicluster.antrea.io"
+# What the importer's watches select on (the annotations are what ownership is decided by).
+LABEL_IMPORTED_SERVICE = names.ANNOTATION_IMPORTED_SERVICE
+LABEL_IMPORTED_ACNP = names.ANNOTATION_IMPORTED_ACNP
+
+# Set by the server; a desired object carrying them must not make them look "different".
+_SERVER_METADATA = frozenset(
+    {"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink", "deletionTimestamp"}
+)
 
 
 def _annotated(key: str) -> OwnedCheck:
@@ -43,100 +62,146 @@ def imported_service_annotations() -> dict[str, str]:
     return {names.ANNOTATION_IMPORTED_SERVICE: "true"}
 
 
+def imported_service_labels() -> dict[str, str]:
+    return {LABEL_IMPORTED_SERVICE: "true"}
+
+
 def _ref(resource: Resource, namespace: str | None, name: str) -> str:
     return f"{resource.kind} {namespace}/{name}" if namespace else f"{resource.kind} {name}"
 
 
-async def ensure_owned(
-    client: KubeClient,
-    resource: Resource,
-    desired: Obj,
-    owned: OwnedCheck | None,
-    *,
-    import_name: str,
-    exists: bool = False,
-) -> Obj:
-    """Create or update ``desired`` without churn; ImportBlocked if the name is taken by
-    someone else's object or the API server refuses the object. ``exists``: the caller just
-    saw an object of that name, so no create is tried first."""
-    name, namespace = name_of(desired), namespace_of(desired)
-    try:
-        created = None if exists else await create_if_absent(client, resource, desired)
-        if created is not None:
-            return created
-        return (await ensure(client, resource, desired, owned)).object
-    except NotOwned:
+def _managed(desired: Obj) -> Obj:
+    body = {k: v for k, v in desired.items() if k not in ("status", "apiVersion", "kind")}
+    body["metadata"] = {k: v for k, v in (desired.get("metadata") or {}).items() if k not in _SERVER_METADATA}
+    return body
+
+
+class ObjectWriter:
+    """Writes one cluster's imported objects through the caches of their kinds."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        # Names found taken by an object our caches do not see: read, not created, on a retry.
+        self._unseen: set[tuple[Resource, str | None, str]] = set()
+
+    async def ensure(self, kind: OwnedKind, desired: Obj, *, import_name: str) -> Obj:
+        """Create or update ``desired`` when what is there differs; returns the object as it is
+        now. ImportBlocked when the name is someone else's or the API server refuses the object."""
+        resource = kind.resource
+        name, namespace = name_of(desired), namespace_of(desired)
+        managed = _managed(desired)
         try:
-            live = await client.get(resource, name, namespace)
+            live = kind.get(name, namespace) or await self._read_unseen(resource, name, namespace)
+            if live is None:
+                created = await self._create(kind, managed, name, namespace)
+                if created is not None:
+                    return created
+                live = await self._read_unseen(resource, name, namespace)
+                if live is None:
+                    raise TemporaryError(f"{_ref(resource, namespace, name)} was there and is gone", delay=0.1)
+            if not kind.owns(live):
+                raise self._conflict(kind, live, import_name)
+            if (live.get("metadata") or {}).get("deletionTimestamp"):
+                # Patching it is pointless and creating is refused until it is gone: come back later.
+                raise TemporaryError(f"{_ref(resource, namespace, name)} is being deleted", delay=1.0)
+            if contains(live, managed):
+                return live
+            patch = {
+                **managed,
+                "metadata": {**managed["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]},
+            }
+            try:
+                updated = await self.client.patch(resource, name, patch, namespace)
+            except NotFound:
+                raise TemporaryError(f"{_ref(resource, namespace, name)} went away meanwhile", delay=0.1) from None
+            kind.wrote(updated)
+            self._unseen.discard((resource, namespace, name))
+            log.info("importedObjectUpdated", extra={"kind": resource.kind, "object": _ref(resource, namespace, name)})
+            return updated
+        except Invalid as err:
+            message = f"{_ref(resource, namespace, name)} refused by the API server: {err.message}"
+            raise ImportBlocked(ImportReason.INVALID, message) from None
+
+    async def ensure_status(self, kind: OwnedKind, live: Obj, desired_status: dict[str, Any]) -> Obj:
+        """Patch the status subresource when ``desired_status`` is not already there (conditional
+        on ``live``'s resourceVersion: a Conflict is retried once the cache has caught up)."""
+        if contains(live.get("status") or {}, desired_status):
+            return live
+        name, namespace = name_of(live), namespace_of(live)
+        patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "status": desired_status}
+        updated = await self.client.patch_status(kind.resource, name, patch, namespace)
+        kind.wrote(updated)
+        return updated
+
+    async def delete(self, kind: OwnedKind, live: Obj) -> bool:
+        """Delete exactly this object (its uid): a same-named successor made meanwhile is not hit."""
+        meta = live.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            return False
+        name, namespace = name_of(live), namespace_of(live)
+        try:
+            await self.client.delete(kind.resource, name, namespace, uid=meta.get("uid") or None)
+        except (NotFound, Conflict):
+            kind.deleted(live)
+            return False  # gone, or replaced by another object of that name (uid precondition)
+        kind.deleted(live)
+        log.info(
+            "importedObjectDeleted", extra={"kind": kind.resource.kind, "object": _ref(kind.resource, namespace, name)}
+        )
+        return True
+
+    async def delete_all(self, kind: OwnedKind, import_name: str) -> int:
+        deleted = 0
+        for live in kind.of_import(import_name):
+            if await self.delete(kind, live):
+                deleted += 1
+        return deleted
+
+    async def _create(self, kind: OwnedKind, managed: Obj, name: str, namespace: str | None) -> Obj | None:
+        """POST it; None when the name turned out to be taken by an object the cache does not see."""
+        resource = kind.resource
+        try:
+            created = await self.client.create(resource, without_absent(managed), namespace)
+        except AlreadyExists:
+            self._unseen.add((resource, namespace, name))
+            return None
+        kind.wrote(created)
+        log.info("importedObjectCreated", extra={"kind": resource.kind, "object": _ref(resource, namespace, name)})
+        return created
+
+    async def _read_unseen(self, resource: Resource, name: str, namespace: str | None) -> Obj | None:
+        if (resource, namespace, name) not in self._unseen:
+            return None
+        try:
+            return await self.client.get(resource, name, namespace)
         except NotFound:
-            live = None  # gone meanwhile: the next attempt will create ours
-        annotation = names.ANNOTATION_IMPORTED_ACNP if owned is is_imported_acnp else names.ANNOTATION_IMPORTED_SERVICE
+            self._unseen.discard((resource, namespace, name))
+            return None
+
+    def _conflict(self, kind: OwnedKind, live: Obj, import_name: str) -> ImportBlocked:
+        resource = kind.resource
+        name, namespace = name_of(live), namespace_of(live)
+        annotation = (
+            names.ANNOTATION_IMPORTED_ACNP if kind.spec.owned is is_imported_acnp else names.ANNOTATION_IMPORTED_SERVICE
+        )
         message = (
             f"{_ref(resource, namespace, name)} exists and was not created by Antrea Multi-cluster "
             f"(no annotation {annotation}): import {import_name} is not applied; "
             f"delete or rename that {resource.kind} to import it"
         )
-        raise ImportBlocked(
-            ImportReason.CONFLICT, message, Conflicting(resource, live) if live is not None else None
-        ) from None
-    except Invalid as err:
-        message = f"{_ref(resource, namespace, name)} refused by the API server: {err.message}"
-        raise ImportBlocked(ImportReason.INVALID, message) from None
+        return ImportBlocked(ImportReason.CONFLICT, message, Conflicting(resource, live))
 
 
-async def create_if_absent(client: KubeClient, resource: Resource, desired: Obj) -> Obj | None:
-    """Create ``desired`` (without its None, "must be absent", fields) unless something has
-    its name; None then. Create first, not GET first: most imports are new, and a create
-    that finds a name taken writes nothing (the caller then compares with what is there)."""
-    name, namespace = name_of(desired), namespace_of(desired)
-    try:
-        created = await client.create(resource, without_absent(desired), namespace)
-    except AlreadyExists:
-        return None  # lost a race: ensure() compares with the winner
-    log.info("importedObjectCreated", extra={"kind": resource.kind, "object": _ref(resource, namespace, name)})
-    return created
-
-
-async def delete_owned(
-    client: KubeClient, resource: Resource, name: str, namespace: str | None, owned: OwnedCheck | None
-) -> bool:
-    """Delete the object if it exists and is ours; a user's object is left alone. True if deleted."""
-    try:
-        live = await client.get(resource, name, namespace)
-    except NotFound:
-        return False
-    if owned is not None and not owned(live):
-        log.info("importedObjectNotOurs", extra={"kind": resource.kind, "object": _ref(resource, namespace, name)})
-        return False
-    return await delete_exact(client, resource, live)
-
-
-async def delete_exact(client: KubeClient, resource: Resource, live: Obj) -> bool:
-    """Delete exactly this object (its uid): a same-named successor made meanwhile is not hit."""
-    meta = live.get("metadata") or {}
-    if meta.get("deletionTimestamp"):
-        return False
-    name, namespace = name_of(live), namespace_of(live)
-    try:
-        await client.delete(resource, name, namespace, uid=meta.get("uid") or None)
-    except (NotFound, Conflict):
-        return False  # gone, or replaced by another object of that name (uid precondition)
-    log.info("importedObjectDeleted", extra={"kind": resource.kind, "object": _ref(resource, namespace, name)})
-    return True
-
-
-async def require_namespace(client: KubeClient, namespace: str, cluster_id: str, cached: Obj | None = None) -> None:
+def require_namespace(namespace: str, cluster_id: str, known: Obj | None) -> None:
     """ImportBlocked unless the Namespace exists and is not terminating (MCS namespace sameness:
-    a Service is imported only into clusters that have its Namespace). ``cached``: the Namespace
-    as a watch last saw it; without it (a cache lags creations) the API server is asked."""
-    try:
-        ns = cached if cached is not None else await client.get(NAMESPACES, namespace)
-    except NotFound:
+    a Service is imported only into clusters that have its Namespace). ``known``: the Namespace
+    as the importer's watch shows it; when it appears, the watch wakes the imports waiting."""
+    if known is None:
         raise ImportBlocked(
             ImportReason.NAMESPACE_NOT_FOUND,
             f"Namespace {namespace} does not exist in cluster {cluster_id}: the import is applied when it is created",
-        ) from None
-    if (ns.get("metadata") or {}).get("deletionTimestamp"):
+        )
+    if (known.get("metadata") or {}).get("deletionTimestamp"):
         raise ImportBlocked(
             ImportReason.NAMESPACE_NOT_FOUND,
             f"Namespace {namespace} is being deleted in cluster {cluster_id}",

@@ -15,9 +15,10 @@ from kube.resources import Obj, Resource
 from mcapi import names
 from mcapi.convert import struct_to_dict
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from member.imports.caches import OwnedKind, acnp_kind
 from member.imports.context import ImportContext
 from member.imports.outcome import ImportBlocked, ImportReason
-from member.imports.ownership import delete_owned, ensure_owned, is_imported_acnp
+from member.imports.ownership import LABEL_IMPORTED_ACNP
 
 ANTREA_CRD_GROUP = "crd.antrea.io"
 ACNP_VERSIONS = ("v1beta1", "v1alpha1")
@@ -40,14 +41,20 @@ async def served_acnp_resource(ctx: ImportContext) -> Resource | None:
     return acnp_resource(version) if version else None
 
 
+async def watched_policies(ctx: ImportContext) -> OwnedKind | None:
+    """The importer's ClusterNetworkPolicies in the served version, None without Antrea's CRD."""
+    resource = await served_acnp_resource(ctx)
+    return await ctx.caches.optional_kind(acnp_kind(resource)) if resource is not None else None
+
+
 def policy_name(message: pb.ResourceImport) -> str:
     """The source policy's name: spec.name, else the import name without its suffix."""
     return message.name or message.import_name.removesuffix(_ACNP_SUFFIX)
 
 
 async def apply_acnp(ctx: ImportContext, message: pb.ResourceImport) -> None:
-    resource = await served_acnp_resource(ctx)
-    if resource is None:
+    policies = await watched_policies(ctx)
+    if policies is None:
         raise ImportBlocked(
             ImportReason.CRD_NOT_INSTALLED, "ClusterNetworkPolicy CRD not installed: is Antrea running?"
         )
@@ -55,20 +62,24 @@ async def apply_acnp(ctx: ImportContext, message: pb.ResourceImport) -> None:
     name = names.imported_object_name(policy_name(message))
     tier = str(spec.get("tier") or DEFAULT_TIER)
     if not await _tier_exists(ctx, tier):
-        await delete_owned(ctx.client, resource, name, None, is_imported_acnp)
+        await ctx.writer.delete_all(policies, message.import_name)
         raise ImportBlocked(
             ImportReason.TIER_NOT_FOUND, f"ACNP Tier {tier} does not exist in the importing cluster {ctx.cluster_id}"
         )
-    desired: Obj = {"metadata": {"name": name, "annotations": {names.ANNOTATION_IMPORTED_ACNP: "true"}}, "spec": spec}
-    try:
-        live = await ctx.client.get(resource, name)
-    except NotFound:
-        live = None
-    if live is not None and is_imported_acnp(live):
+    desired: Obj = {
+        "metadata": {
+            "name": name,
+            "annotations": {names.ANNOTATION_IMPORTED_ACNP: "true"},
+            "labels": {LABEL_IMPORTED_ACNP: "true"},
+        },
+        "spec": spec,
+    }
+    live = policies.get(name)
+    if live is not None and policies.owns(live):
         # The imported spec replaces ours whole: top-level fields it no longer has must go.
         for key in (live.get("spec") or {}).keys() - spec.keys():
             spec[key] = None
-    await ensure_owned(ctx.client, resource, desired, is_imported_acnp, import_name=message.import_name)
+    await ctx.writer.ensure(policies, desired, import_name=message.import_name)
 
 
 async def _tier_exists(ctx: ImportContext, tier: str) -> bool:
@@ -82,7 +93,9 @@ async def _tier_exists(ctx: ImportContext, tier: str) -> bool:
     return True
 
 
-async def delete_acnp(ctx: ImportContext, policy: str) -> None:
-    resource = await served_acnp_resource(ctx)
-    if resource is not None:
-        await delete_owned(ctx.client, resource, names.imported_object_name(policy), None, is_imported_acnp)
+async def delete_acnp(ctx: ImportContext, import_name: str) -> int:
+    deleted = 0
+    for kind in ctx.caches.optional_kinds():
+        if kind.resource.plural == "clusternetworkpolicies":
+            deleted += await ctx.writer.delete_all(kind, import_name)
+    return deleted

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any, Literal, cast
 
-from kube.apply import ensure_status
-from kube.errors import NotFound
 from kube.resources import SERVICES, Obj, Resource
 from mcapi import names
 from mcapi.convert import build_service_import
@@ -21,12 +19,8 @@ from member.imports.context import ImportContext
 from member.imports.outcome import ImportBlocked, ImportReason
 from member.imports.ownership import (
     ANNOTATION_LOCAL_CLUSTER_ID,
-    create_if_absent,
-    delete_exact,
-    delete_owned,
-    ensure_owned,
     imported_service_annotations,
-    is_imported_service,
+    imported_service_labels,
 )
 
 # Spec fields the importer owns on each version: one the import leaves unset must be absent.
@@ -74,6 +68,7 @@ def desired_service(message: pb.ResourceImport) -> Obj:
             "name": names.imported_object_name(message.name),
             "namespace": message.namespace,
             "annotations": imported_service_annotations(),
+            "labels": imported_service_labels(),
         },
         "spec": service_spec,
     }
@@ -103,49 +98,44 @@ def desired_service_import(
         **imported_service_annotations(),
         ANNOTATION_LOCAL_CLUSTER_ID: cluster_id,
     }
+    document["metadata"]["labels"] = {**(document["metadata"].get("labels") or {}), **imported_service_labels()}
     return document, {"clusters": status.get("clusters") or None}
 
 
 async def apply_service_import(ctx: ImportContext, message: pb.ResourceImport) -> None:
-    await ctx.require_namespace(message.namespace)
+    """The Service, then the ServiceImport (its ClusterSetIP is the Service's ClusterIP), then its
+    status: at most three writes, none when all is as it should be."""
+    ctx.require_namespace(message.namespace)
     service = await _apply_service(ctx, message)
-    resource = await ctx.service_import_resource()
-    if resource is None:
+    service_imports = await ctx.service_imports()
+    if service_imports is None:
         raise ImportBlocked(
             ImportReason.CRD_NOT_INSTALLED,
             "ServiceImport CRD (multicluster.x-k8s.io) not installed: "
             f"Service {message.namespace}/{names.imported_object_name(message.name)} was imported without it",
         )
     ips = [] if is_headless(message.service_import) else cluster_set_ips(service)
-    desired, status = desired_service_import(message, resource, ips, ctx.cluster_id)
-    live = await ensure_owned(ctx.client, resource, desired, is_imported_service, import_name=message.import_name)
-    await ensure_status(ctx.client, resource, live, status)
+    desired, status = desired_service_import(message, service_imports.resource, ips, ctx.cluster_id)
+    live = await ctx.writer.ensure(service_imports, desired, import_name=message.import_name)
+    await ctx.writer.ensure_status(service_imports, live, status)
 
 
 async def _apply_service(ctx: ImportContext, message: pb.ResourceImport) -> Obj:
+    services = ctx.caches.kind(SERVICES)
     desired = desired_service(message)
-    name = desired["metadata"]["name"]
-    created = await create_if_absent(ctx.client, SERVICES, desired)
-    if created is not None:
-        return created
-    try:
-        live = await ctx.client.get(SERVICES, name, message.namespace)
-    except NotFound:
-        live = None
-    exists = live is not None
-    if live is not None and is_imported_service(live):
+    live = services.get(desired["metadata"]["name"], message.namespace)
+    if live is not None and services.owns(live):
         # ClusterIP is immutable: an import that turned Headless (or back) needs a new Service.
         live_headless = (live.get("spec") or {}).get("clusterIP") == "None"
         if live_headless != is_headless(message.service_import):
-            await delete_exact(ctx.client, SERVICES, live)
-            exists = False
-    return await ensure_owned(
-        ctx.client, SERVICES, desired, is_imported_service, import_name=message.import_name, exists=exists
-    )
+            await ctx.writer.delete(services, live)  # the cache hides it from now on: ensure creates anew
+    return await ctx.writer.ensure(services, desired, import_name=message.import_name)
 
 
-async def delete_service_import(ctx: ImportContext, namespace: str, name: str) -> None:
-    await delete_owned(ctx.client, SERVICES, names.imported_object_name(name), namespace, is_imported_service)
-    resource = await ctx.service_import_resource()
-    if resource is not None:
-        await delete_owned(ctx.client, resource, name, namespace, is_imported_service)
+async def delete_service_import(ctx: ImportContext, import_name: str) -> int:
+    """Delete the Service and ServiceImport of this import (ours only); how many were deleted."""
+    deleted = await ctx.writer.delete_all(ctx.caches.kind(SERVICES), import_name)
+    for kind in ctx.caches.optional_kinds():
+        if kind.resource.plural == "serviceimports":
+            deleted += await ctx.writer.delete_all(kind, import_name)
+    return deleted

@@ -23,6 +23,7 @@ from member.imports.ownership import (
     LABEL_SKIP_MIRROR,
     MANAGED_BY,
     imported_service_annotations,
+    imported_service_labels,
 )
 
 MAX_ENDPOINTS_PER_SLICE = 1000
@@ -57,7 +58,7 @@ def desired_endpoints(message: pb.ResourceImport) -> Obj:
             "name": names.imported_object_name(message.name),
             "namespace": message.namespace,
             "annotations": imported_service_annotations(),
-            "labels": {LABEL_SKIP_MIRROR: "true"},
+            "labels": {LABEL_SKIP_MIRROR: "true", **imported_service_labels()},
         },
         "subsets": subsets or None,
     }
@@ -128,6 +129,7 @@ def _slice(
                 names.LABEL_MCS_SOURCE_CLUSTER: cluster,
                 LABEL_SERVICE_NAME: names.imported_object_name(message.name),
                 LABEL_MANAGED_BY: MANAGED_BY,
+                **imported_service_labels(),
             },
         },
         "addressType": address_type,

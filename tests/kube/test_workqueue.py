@@ -268,3 +268,30 @@ async def test_wait_quiet_returns_once_every_key_was_handled_even_while_one_wait
         await asyncio.sleep(0.05)
         assert not idle.done()  # "failing" is still due again in 30 s
         idle.cancel()
+
+
+async def test_background_keys_wait_behind_every_key_added_normally_and_move_up_when_added_normally() -> None:
+    queue: WorkQueue[str] = WorkQueue("t")
+    for key in ("old-1", "old-2", "old-3"):
+        queue.add_background(key)
+    queue.add("new-1")
+    queue.add_background("new-1")  # already queued in front: stays there
+    queue.add("old-3")  # moves to the front lane, behind new-1
+    queue.add("new-2")
+    assert len(queue) == 5
+    taken = []
+    for _ in range(5):
+        key = await queue.get()
+        taken.append(key)
+        queue.done(key)
+    assert taken == ["new-1", "old-3", "new-2", "old-1", "old-2"]
+    assert len(queue) == 0
+
+    # Re-added in the background while in progress: handed out again after done(), once.
+    queue.add_background("a")
+    key = await queue.get()
+    queue.add_background("a")
+    queue.add("b")
+    queue.done(key)
+    assert [await queue.get(), await queue.get()] == ["b", "a"]
+    queue.shutdown()

@@ -2,9 +2,12 @@
 
 - `member`: a KubeClient for a fresh sandbox cluster (the member "west", mchub CRDs installed).
 - `reports`: a `Reports` recorder to pass as the applier's `report`.
-- `appliers`: `appliers.new()` gives a started ImportApplier for `member` (cluster "west",
-  member Namespace kube-system, 0.1 s retries, no discovery caching); all are stopped at
-  teardown. Building a second one is how a test restarts the member.
+- `appliers`: `appliers.new(**options)` gives a started ImportApplier for `member` (cluster
+  "west", member Namespace kube-system, 0.1 s retries, no discovery caching unless
+  `discovery_ttl` is given, its own metrics registry), wrapped so that `handle()` returns once
+  the event's changes were tried, as the tests of single imports want (the applier itself only
+  records the event and returns; `.applier` is the applier). All are stopped at teardown.
+  Building a second one is how a test restarts the member.
 - `hubs`, `hub`, `sessions`: a real in-process hub and HubSessions (from tests/member_hubclient).
 """
 
@@ -14,13 +17,15 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kube.client import KubeClient
 from kube.events import EventRecorder
-from member.imports import ImportApplier
+from member.hubclient import ImportEvent
+from member.imports import ImportApplier, Outcome
 from tests.kubeenv.cluster import sandbox_cluster
 from tests.member_hubclient.conftest import hub, hubs, sessions  # noqa: F401 - fixtures used by the end-to-end test
 
@@ -49,25 +54,51 @@ class Reports:
         return sum(1 for call in self.calls if call[0] == import_name)
 
 
+class Settling:
+    """An ImportApplier whose handle() waits until the event's changes were tried once."""
+
+    def __init__(self, applier: ImportApplier, registry: CollectorRegistry) -> None:
+        self.applier = applier
+        self.registry = registry
+
+    async def handle(self, event: ImportEvent) -> None:
+        await self.applier.handle(event)
+        async with asyncio.timeout(WAIT):
+            await self.applier.settled()
+
+    async def retry_blocked(self) -> None:
+        await self.applier.retry_blocked()
+
+    async def remove_all(self) -> None:
+        await self.applier.remove_all()
+
+    async def stop(self) -> None:
+        await self.applier.stop()
+
+    def outcome(self, import_name: str) -> Outcome | None:
+        return self.applier.outcome(import_name)
+
+
 @dataclass
 class Appliers:
     client: KubeClient
     reports: Reports
     started: list[ImportApplier] = field(default_factory=list)
 
-    async def new(self) -> ImportApplier:
+    async def new(self, **options: Any) -> Settling:
+        registry = CollectorRegistry()
+        settings: dict[str, Any] = {"retry_interval": 0.1, "discovery_ttl": 0.0, "report": self.reports, **options}
         applier = ImportApplier(
             self.client,
             cluster_id=CLUSTER_ID,
             member_namespace=MEMBER_NAMESPACE,
-            report=self.reports,
             recorder=EventRecorder(self.client, "mchub-member-test"),
-            retry_interval=0.1,
-            discovery_ttl=0.0,
+            registry=registry,
+            **settings,
         )
         await applier.start()
         self.started.append(applier)
-        return applier
+        return Settling(applier, registry)
 
     async def close(self) -> None:
         for applier in self.started:

@@ -108,6 +108,7 @@ async def test_a_delete_the_member_never_saw_finds_the_objects_by_their_names(
     first = await appliers.new()
     await first.handle(service_import("default", "nginx"))
     await first.handle(endpoints_import("default", "nginx", {"east": ["10.10.0.5"]}))
+    await first.stop()  # a running importer would put back what another one deletes
 
     restarted = await appliers.new()  # knows nothing: as after a member restart that resumed the watch
     await restarted.handle(Delete(names.endpoints_import_name("default", "nginx")))
