@@ -16,6 +16,8 @@ LEADER_NAMESPACED = BUILD_DIR / "antrea-multicluster-leader-namespaced.yml"
 MEMBER = BUILD_DIR / "antrea-multicluster-member.yml"
 AGENT = BUILD_DIR / "mchub-agent.yml"
 ALL = (LEADER, LEADER_NAMESPACED, MEMBER, AGENT)
+# Where the tests install the namespaced leader with the user guide's sed recipe.
+ELSEWHERE_NAMESPACE = "mc-leader-elsewhere"
 
 Obj = dict[str, Any]
 

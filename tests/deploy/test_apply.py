@@ -1,6 +1,11 @@
-"""Every rendered manifest against a sandbox cluster, with the real kubectl: a server-side
-dry run, an apply that establishes the CRDs and is idempotent, and a delete that leaves
-nothing of ours behind."""
+"""Every rendered manifest with the real kubectl: a server-side dry run, an apply that
+establishes the CRDs and is idempotent, and a delete that leaves nothing of ours behind.
+
+Each step on a sandbox, per manifest; then on a real kube-apiserver, which validates RBAC, the
+Deployments, the DaemonSet, probes and security contexts for real, and whose controllers make
+ReplicaSets, Pods and revisions the uninstall must take away too: here the member's and the
+agent's manifests, in kube-system (the leader's, which brings its Namespace, in
+test_leader_install.py, so the shared cluster deletes that Namespace only once)."""
 
 from __future__ import annotations
 
@@ -11,26 +16,14 @@ from pathlib import Path
 import pytest
 
 from tests.deploy import manifests
+from tests.deploy.conftest import DeployCluster
+from tests.deploy.installed import leftovers, made_by_controllers, wait_nothing_made_by_controllers
 from tests.deploy.kubectl import Kubectl, needs_kubectl
 
 pytestmark = [pytest.mark.kubectl, needs_kubectl]
 
 LEADER_NAMESPACE = "antrea-multicluster"
 HUB_TLS_PATCH = manifests.ROOT / "deploy" / "config" / "components" / "hub-tls" / "patch.yaml"
-
-
-async def leftovers(kubectl: Kubectl, refs: list[manifests.Ref]) -> list[str]:
-    """The objects of `refs` that still exist."""
-    existing: set[str] = set()
-    for args in manifests.get_args(refs):
-        existing.update((await kubectl(*args)).check().stdout.split())
-    return [f"{ref.kind} {ref.name}" for ref in refs if _printed_name(ref) in existing]
-
-
-def _printed_name(ref: manifests.Ref) -> str:
-    """`kubectl get -o name` prints core kinds without a group: `serviceaccount/x`, `role.rbac.../x`."""
-    group = ref.plural.partition(".")[2]
-    return f"{ref.kind.lower()}{'.' + group if group else ''}/{ref.name}"
 
 
 async def prepare(kubectl: Kubectl, manifest: Path) -> None:
@@ -81,7 +74,7 @@ async def test_a_rendered_manifest_applies_then_deletes_without_leaving_anything
 async def test_the_user_guides_sed_recipe_installs_the_namespaced_leader_in_another_namespace(
     kubectl: Kubectl,
 ) -> None:
-    namespace = "mc-leader-elsewhere"
+    namespace = manifests.ELSEWHERE_NAMESPACE
     (await kubectl("create", "namespace", namespace)).check()
     sed = await asyncio.create_subprocess_exec(
         "sed", f"s/antrea-multicluster/{namespace}/g", str(manifests.LEADER_NAMESPACED),
@@ -135,6 +128,35 @@ async def test_the_hub_tls_patch_makes_every_replica_serve_the_secrets_certifica
     assert volumes.stdout.split() == ["mchub-hub-tls"]
     (await kubectl("delete", "-f", str(manifests.LEADER), "--ignore-not-found")).check()
     assert await leftovers(kubectl, manifests.refs(manifests.load(manifests.LEADER))) == []
+
+
+async def test_on_a_real_cluster_the_member_and_agent_manifests_install_and_uninstall_leaving_nothing(
+    real_north: DeployCluster,
+) -> None:
+    kubectl = real_north.kubectl()
+    installed = (manifests.MEMBER, manifests.AGENT)
+    files = [arg for path in installed for arg in ("-f", str(path))]
+    refs = [ref for path in installed for ref in manifests.refs(manifests.load(path))]
+    # The session installed the mchub CRDs; nothing else of ours is there.
+    crds = [f"{ref.kind} {ref.name}" for ref in refs if ref.kind == "CustomResourceDefinition"]
+    assert await leftovers(kubectl, refs) == crds
+
+    result = (await kubectl("apply", "--dry-run=server", *files)).check()
+    assert result.stdout.count("(server dry run)") == len(refs)
+    assert await leftovers(kubectl, refs) == crds
+
+    (await kubectl("apply", *files)).check()
+    assert await leftovers(kubectl, refs) == [f"{ref.kind} {ref.name}" for ref in refs]
+    again = (await kubectl("apply", *files)).check()
+    assert again.stdout.count(" unchanged") == len(refs), again.stdout
+    # The controllers took the workloads in hand (no Node runs their Pods here).
+    made = " ".join(await made_by_controllers(kubectl))
+    assert "replicaset.apps/mchub-member-" in made and "controllerrevision.apps/mchub-agent-" in made, made
+
+    # The user guide's uninstall of a member.
+    (await kubectl("delete", *files, "--ignore-not-found", "--wait=true")).check()
+    assert await leftovers(kubectl, refs) == []
+    await wait_nothing_made_by_controllers(kubectl)
 
 
 _CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}

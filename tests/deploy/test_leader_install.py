@@ -1,10 +1,13 @@
-"""The leader manifest installed on a sandbox cluster, the hub run exactly as its Deployment
-runs it, a member joined with the default token Secret, then the user guide's uninstall.
+"""The leader manifest installed on a cluster (a sandbox, and the real `north` cluster), the
+hub run exactly as its Deployment runs it, a member joined with the default token Secret,
+then the user guide's uninstall.
 
 The hub runs as a subprocess with the Deployment's command, arguments and resolved
-environment; only what a Pod gets from its surroundings is substituted: the
-emptyDir at --data-dir is a temporary directory, the listen addresses are free
-loopback ports, and --kubeconfig points at the sandbox in place of in-cluster config.
+environment; only what a Pod gets from its surroundings is substituted: the emptyDir at
+--data-dir is a temporary directory, the listen addresses are free loopback ports, and
+--kubeconfig points at the cluster in place of in-cluster config, with the credential the
+kubelet would give the Pod: a token of its ServiceAccount `mchub-hub` (so on the real
+cluster the hub runs with exactly the RBAC the manifest grants it).
 """
 
 from __future__ import annotations
@@ -25,19 +28,22 @@ from pathlib import Path
 import aiohttp
 import grpc
 import pytest
+import yaml
 
 from hub.grpc.service import CLUSTER_ID_METADATA
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
-from sandbox.server import SandboxServer
 from tests.deploy import manifests
+from tests.deploy.conftest import DeployCluster
+from tests.deploy.installed import wait_nothing_made_by_controllers
 from tests.deploy.kubectl import Kubectl, needs_kubectl
 from tests.deploy.podspec import PodIdentity, command_line, container_env, flag_value, replace_flag_value
 
 pytestmark = [pytest.mark.kubectl, needs_kubectl]
 
 NAMESPACE = "antrea-multicluster"
+HUB_TLS_PATCH = manifests.ROOT / "deploy" / "config" / "components" / "hub-tls" / "patch.yaml"
 MEMBER = "test-cluster-east"
 LEADER_CLUSTERSET = f"""
 apiVersion: multicluster.crd.antrea.io/v1alpha2
@@ -63,7 +69,7 @@ class RunningHub:
 
 
 @contextlib.asynccontextmanager
-async def hub_as_deployed(sandbox: SandboxServer, data_dir: Path) -> AsyncIterator[RunningHub]:
+async def hub_as_deployed(kubeconfig: Path, data_dir: Path) -> AsyncIterator[RunningHub]:
     objects = manifests.load(manifests.LEADER)
     deployment = manifests.find(objects, "Deployment", "mchub-hub")
     pod_spec = deployment["spec"]["template"]["spec"]
@@ -78,21 +84,20 @@ async def hub_as_deployed(sandbox: SandboxServer, data_dir: Path) -> AsyncIterat
     argv = replace_flag_value(argv, "--data-dir", str(data_dir))
     argv = replace_flag_value(argv, "--grpc-address", "127.0.0.1:0")
     argv = replace_flag_value(argv, "--rest-address", "127.0.0.1:0")
-    argv = [sys.executable, "-m", "mchub_cli.main", *argv[1:], "--kubeconfig", str(sandbox.kubeconfig_path)]
+    argv = [sys.executable, "-m", "mchub_cli.main", *argv[1:], "--kubeconfig", str(kubeconfig)]
 
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        env={**_inherited_env(), **env},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    log = data_dir.parent / "hub.log"
+    with log.open("wb") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            *argv, env={**_inherited_env(), **env}, stdout=asyncio.subprocess.PIPE, stderr=stderr
+        )
     try:
         assert process.stdout is not None
         target = rest = ""
         async with asyncio.timeout(30):
             while not (target and rest):
                 line = (await process.stdout.readline()).decode()
-                assert line, "the hub exited before listening"
+                assert line, f"the hub exited before listening: {log.read_text()[-2000:]}"
                 if match := _GRPC.search(line):
                     target = match.group(1)
                 if match := _REST.search(line):
@@ -102,6 +107,21 @@ async def hub_as_deployed(sandbox: SandboxServer, data_dir: Path) -> AsyncIterat
         if process.returncode is None:
             process.kill()
         await process.wait()
+
+
+async def pod_kubeconfig(kubectl: Kubectl, cluster_kubeconfig: Path, path: Path) -> Path:
+    """A kubeconfig with the cluster's address and CA and, as the Pod's credential, a token of
+    the Deployment's ServiceAccount (what the kubelet projects into the Pod)."""
+    deployment = manifests.find(manifests.load(manifests.LEADER), "Deployment", "mchub-hub")
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    token = (await kubectl("create", "token", account, "-n", NAMESPACE, "--duration", "10m")).check()
+    config = yaml.safe_load(cluster_kubeconfig.read_text())
+    config["users"] = [{"name": account, "user": {"token": token.stdout.strip()}}]
+    for context in config["contexts"]:
+        context["context"]["user"] = account
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
 
 
 def _inherited_env() -> dict[str, str]:
@@ -168,16 +188,24 @@ async def names_in_namespace(kubectl: Kubectl, kinds: str) -> list[str]:
 
 
 async def test_the_deployed_hub_serves_a_member_joined_with_the_default_token_and_uninstalls_cleanly(
-    sandbox: SandboxServer, kubectl: Kubectl, tmp_path: Path
+    deploy_cluster: DeployCluster, tmp_path: Path
 ) -> None:
+    kubectl = deploy_cluster.kubectl()
     (await kubectl("create", "namespace", NAMESPACE)).check()
+    for manifest in (manifests.LEADER, manifests.LEADER_NAMESPACED):
+        result = (await kubectl("apply", "--dry-run=server", "-f", str(manifest))).check()
+        assert result.stdout.count("(server dry run)") == len(manifests.load(manifest)), result.stdout
     (await kubectl("apply", "-f", str(manifests.LEADER))).check()
+    # The guide's certificate patch is valid for the API server as well.
+    patch = ("patch", "deployment", "mchub-hub", "--type", "json", "--patch-file", str(HUB_TLS_PATCH))
+    (await kubectl("-n", NAMESPACE, *patch, "--dry-run=server")).check()
     (await kubectl("wait", "--for=condition=Established", "--timeout=20s", "crd", "--all")).check()
     (await kubectl("apply", "-f", "-", stdin=LEADER_CLUSTERSET)).check()
     token = await default_member_token(kubectl)
     metadata = ((CLUSTER_ID_METADATA, MEMBER),)
 
-    async with hub_as_deployed(sandbox, tmp_path / "emptydir") as hub:
+    as_pod = await pod_kubeconfig(kubectl, deploy_cluster.kubeconfig, tmp_path / "pod.kubeconfig")
+    async with hub_as_deployed(as_pod, tmp_path / "emptydir") as hub:
         await wait_ready(hub, 20)
         async with member_channel(hub, token) as channel:
             stub = pb_grpc.CommonAreaServiceStub(channel)
@@ -232,3 +260,6 @@ async def test_the_deployed_hub_serves_a_member_joined_with_the_default_token_an
         assert (await kubectl(*args)).check().stdout.strip() == "", args
     gone = await kubectl("get", "namespace", NAMESPACE, "-o", "json", "--ignore-not-found")
     assert gone.check().stdout.strip() == "", f"the Namespace is stuck: {json.loads(gone.stdout).get('status')}"
+    if deploy_cluster.real:
+        # The Deployment's ReplicaSet and Pods, which a real cluster's controllers made.
+        await wait_nothing_made_by_controllers(kubectl)
