@@ -9,7 +9,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctl import commands
+from ctl import commands, dnsconfig
 from ctl.errors import EXIT_CODES_HELP, EXIT_FAILED, EXIT_NOT_FOUND, CtlError
 from ctl.output import FORMATS, note
 from kube.errors import ConnectionFailed, Forbidden, KubeError, NotFound, Unauthorized
@@ -124,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--hub-server", default="", help="the hub's gRPC URL, https://HOST:PORT (default: what init recorded)"
     )
     _namespace(p, LEADER_NS, "leader ClusterSet")
+    dnsconfig.register(b.leaf, get_kinds)
 
     create = b.verbs.add_parser("create", help="create a member token")
     create_kinds = create.add_subparsers(dest="kind", required=True, metavar="KIND")
