@@ -362,10 +362,14 @@ class KubeClient:
             raise ValueError(f"{resource.kind} is namespaced: give a namespace")
         return ns if resource.namespaced else None
 
-    async def create(self, resource: Resource, obj: Obj, namespace: str | None = None) -> Obj:
+    async def create(
+        self, resource: Resource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False
+    ) -> Obj:
+        """POST the object; with ``dry_run`` the server validates and answers but stores nothing."""
         ns = self._target(resource, obj, namespace)
         body = {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
-        return await self._object("POST", resource.path(ns), body=body)
+        query = [("dryRun", "All")] if dry_run else []
+        return await self._object("POST", resource.path(ns), body=body, query=query)
 
     async def replace(self, resource: Resource, obj: Obj) -> Obj:
         """PUT the whole object; its metadata.resourceVersion makes the write conditional."""

@@ -15,7 +15,7 @@ from kube.errors import KubeError, PermanentError
 from mcapi.config import ConfigError
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 from member.app import MemberApp
-from member.config import MemberOptions
+from member.config import DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS, MemberOptions
 from member.dns.service import DnsOptions
 from member.dns.zone import DEFAULT_TTL
 from member.health import HealthServer
@@ -49,6 +49,31 @@ def register(sub: Any) -> None:
         default=DEFAULT_TTL,
         help=f"TTL of clusterset.local answers, seconds (default {DEFAULT_TTL})",
     )
+    defaults = MemberOptions()
+    parser.add_argument(
+        "--kube-api-qps",
+        type=float,
+        default=DEFAULT_KUBE_API_QPS,
+        help=f"requests per second to the member's API server, 0: no limit (default {DEFAULT_KUBE_API_QPS:g})",
+    )
+    parser.add_argument(
+        "--kube-api-burst",
+        type=int,
+        default=DEFAULT_KUBE_API_BURST,
+        help=f"requests at once above --kube-api-qps (default {DEFAULT_KUBE_API_BURST})",
+    )
+    parser.add_argument(
+        "--import-workers",
+        type=int,
+        default=defaults.import_workers,
+        help=f"imports written at once (default {defaults.import_workers})",
+    )
+    parser.add_argument(
+        "--export-workers",
+        type=int,
+        default=defaults.export_workers,
+        help=f"ServiceExports reconciled at once (default {defaults.export_workers})",
+    )
     parser.set_defaults(func=run_member)
 
 
@@ -56,15 +81,23 @@ async def serve(args: argparse.Namespace) -> int:
     try:
         dns_address = getattr(args, "dns_address", "")  # callers that build args by hand may leave it out
         dns = DnsOptions(dns_address, ttl=getattr(args, "dns_ttl", DEFAULT_TTL)) if dns_address else None
+        defaults = MemberOptions()
+        options = MemberOptions(
+            dns=dns,
+            import_workers=getattr(args, "import_workers", defaults.import_workers),
+            export_workers=getattr(args, "export_workers", defaults.export_workers),
+        )
     except ValueError as exc:
         print(f"mchub member: {exc}", file=sys.stderr)
         return 2
+    qps = getattr(args, "kube_api_qps", DEFAULT_KUBE_API_QPS)
+    burst = getattr(args, "kube_api_burst", DEFAULT_KUBE_API_BURST)
     try:
-        client = await connect(args.kubeconfig, args.context)
+        client = await connect(args.kubeconfig, args.context, qps=qps, burst=burst)
     except KubeError as exc:
         print(f"mchub member: {exc}", file=sys.stderr)
         return 2
-    app = MemberApp(client, args.namespace, options=MemberOptions(dns=dns))
+    app = MemberApp(client, args.namespace, options=options)
     health = HealthServer(args.health_address, app.readiness, app.registry) if args.health_address else None
     try:
         try:

@@ -9,6 +9,10 @@ desired set of exports handed to a new HubSession before it starts (so its first
 sweeps only what really went away), imports applied by an ImportApplier. Leaving (ClusterSet
 deleted): exports withdrawn and acknowledged by the hub, session stopped, imported objects
 removed. Several MemberApps may run in one process, each with its own KubeClient.
+
+``registry`` holds the member's metrics: its client's requests (rest_client_requests_total,
+the QPS limit) and its work queues (workqueue_depth, controller_runtime_reconcile_total...);
+the health server serves it on /metrics.
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ class MemberApp:
         self._joined: _Joined | None = None
         self._lock = asyncio.Lock()
         self.registry = CollectorRegistry()  # the member's metrics
+        client.metrics.register(self.registry)  # its API requests and rate limit
         self.dns: ClustersetDns | None = None
 
     @property
@@ -146,7 +151,13 @@ class MemberApp:
         async with self._lock:
             if self._joined is not None:
                 raise RuntimeError(f"already joined {self._joined.spec.ref}")
-            exports = ServiceExportController(self.client, spec.cluster_id, self.config.endpoint_ip_type)
+            exports = ServiceExportController(
+                self.client,
+                spec.cluster_id,
+                self.config.endpoint_ip_type,
+                workers=self.options.export_workers,
+                registry=self.registry,
+            )
             gateway = GatewayController(
                 self.client, self.namespace, self.config, spec.cluster_id, recorder=self.recorder
             )
@@ -198,6 +209,8 @@ class MemberApp:
             member_namespace=self.namespace,
             report=session.report_import_status,
             recorder=self.recorder,
+            workers=self.options.import_workers,
+            registry=self.registry,
         )
         relay.importer = importer
         return session, importer

@@ -21,7 +21,18 @@ from member.dns.service import DnsOptions
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ConfigError", "MemberOptions", "load_multicluster_config"]
+# The member's own client limit on requests to its API server (`mchub member --kube-api-qps`,
+# `--kube-api-burst`); 429 answers are honoured on top of it.
+DEFAULT_KUBE_API_QPS = 100.0
+DEFAULT_KUBE_API_BURST = 200
+
+__all__ = [
+    "DEFAULT_KUBE_API_BURST",
+    "DEFAULT_KUBE_API_QPS",
+    "ConfigError",
+    "MemberOptions",
+    "load_multicluster_config",
+]
 
 
 @dataclass(frozen=True)
@@ -40,8 +51,17 @@ class MemberOptions:
     sync_timeout: float = 30.0
     # Re-read the ClusterSet and rewrite its status this often even without events (Antrea: 30 s).
     status_resync: float = 30.0
+    # Imports written at once (each import's objects one after another); a real API server on
+    # two cores takes 1-2k writes/s, which 8 writers of a few ms each keep busy.
+    import_workers: int = 8
+    # ServiceExports reconciled at once (each ends with its status write).
+    export_workers: int = 4
     # Serve clusterset.local DNS from the member's imports (None: off).
     dns: DnsOptions | None = None
+
+    def __post_init__(self) -> None:
+        if self.import_workers < 1 or self.export_workers < 1:
+            raise ValueError("import_workers and export_workers must be at least 1")
 
 
 async def load_multicluster_config(client: KubeClient, namespace: str) -> MultiClusterConfig:

@@ -3,9 +3,12 @@ desired exports, and the hub's verdicts -> ServiceExport conditions.
 
 Informers watch ServiceExports (multicluster.x-k8s.io, v1alpha1 when served, else v1beta1),
 Services and Endpoints in every Namespace; a work queue keyed by (namespace, name) runs
-one reconcile per ServiceExport: get (gone means withdraw) -> evaluate into exports or a
-reason -> hand the exports to the session (it sends only what changed) -> write the
-conditions if they differ. Verdicts, solicited or not, re-queue the ServiceExport.
+one reconcile per ServiceExport on ``workers`` workers: get (gone means withdraw) -> evaluate
+into exports or a reason -> hand the exports to the session (it sends only what changed,
+pipelined) -> write the conditions if they differ. Verdicts, solicited or not, re-queue the
+ServiceExport. The conditions are compared with the cache as our last status write left it
+(a WriteThroughCache), so a status write costs one request and the echo of our own write
+does not wake the ServiceExport again.
 
 Start order, so a restarted member does not churn: ``start_watching()`` (informers synced),
 ``desired_exports()`` (everything, for the session's first sync bracket), then ``attach()``
@@ -19,11 +22,14 @@ import logging
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from prometheus_client import CollectorRegistry
+
 from kube.client import KubeClient, WatchEvent
 from kube.errors import NotFound, PermanentError
 from kube.informer import Informer, cache_key
 from kube.resources import ENDPOINTS, SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1, SERVICES, Resource
 from kube.workqueue import WorkQueue, run_reconciler
+from kube.writecache import WriteThroughCache
 from mcapi.config import EndpointIPType
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.exports.conditions import HubAnswer, apply_conditions, wanted_conditions
@@ -34,6 +40,8 @@ from member.join.discovery import first_served
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+# Status writes are what a reconcile waits for; enough of them at once keep exports flowing.
+DEFAULT_WORKERS = 4
 
 
 class ExportSink(Protocol):
@@ -50,14 +58,23 @@ def _key(obj: Obj) -> Key:
 
 
 class ServiceExportController:
-    def __init__(self, client: KubeClient, cluster_id: str, ip_type: EndpointIPType, *, workers: int = 2) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        cluster_id: str,
+        ip_type: EndpointIPType,
+        *,
+        workers: int = DEFAULT_WORKERS,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
         self._client = client
         self._cluster_id = cluster_id
         self._ip_type = ip_type
         self._workers = workers
-        self._queue: WorkQueue[Key] = WorkQueue(f"serviceexport-{cluster_id}")
+        self._queue: WorkQueue[Key] = WorkQueue(f"serviceexport-{cluster_id}", registry=registry)
         self._resource: Resource = SERVICE_EXPORTS
         self._service_exports: Informer | None = None
+        self._written: WriteThroughCache | None = None
         self._services: Informer | None = None
         self._endpoints: Informer | None = None
         self._sink: ExportSink | None = None
@@ -79,6 +96,7 @@ class ServiceExportController:
             raise PermanentError("the MCS ServiceExport CRD (multicluster.x-k8s.io) is not installed")
         self._resource = served
         self._service_exports = Informer(self._client, served, handler=self._on_service_export)
+        self._written = WriteThroughCache(self._service_exports)
         self._services = Informer(self._client, SERVICES, handler=self._on_backing_object)
         self._endpoints = Informer(self._client, ENDPOINTS, handler=self._on_backing_object)
         try:
@@ -141,6 +159,9 @@ class ServiceExportController:
     # ---- events --------------------------------------------------------------
 
     async def _on_service_export(self, event: WatchEvent) -> None:
+        assert self._written is not None
+        if self._written.observe(event):
+            return  # our own status write coming back
         self._queue.add(_key(event.object))
 
     async def _on_backing_object(self, event: WatchEvent) -> None:
@@ -178,9 +199,9 @@ class ServiceExportController:
         log.info("service export withdrawn", extra={"serviceExport": f"{key[0]}/{key[1]}"})
 
     async def _reconcile(self, key: Key) -> float | None:
-        assert self._service_exports is not None and self._sink is not None
+        assert self._written is not None and self._sink is not None
         namespace, name = key
-        service_export = self._service_exports.get(name, namespace)
+        service_export = self._written.get(name, namespace)
         if service_export is None or (service_export.get("metadata") or {}).get("deletionTimestamp"):
             self._withdraw(key)
             return None
@@ -206,26 +227,22 @@ class ServiceExportController:
         return apply_conditions(current, wanted, generation if isinstance(generation, int) else None, datetime.now(UTC))
 
     async def _write_status(self, cached: Obj, evaluation: Evaluation) -> None:
-        _, changed = self._conditions(cached, evaluation)
+        """One conditional patch when the conditions differ from the cache (which holds our last
+        write); a Conflict (someone wrote meanwhile) is retried by the queue from a fresher cache."""
+        assert self._written is not None
+        conditions, changed = self._conditions(cached, evaluation)
         if not changed:
             return
-        # The cache may lag behind our last write: compare with the live object before writing.
         namespace, name = evaluation.key
-        try:
-            live = await self._client.get(self._resource, name, namespace)
-        except NotFound:
-            return
-        conditions, changed = self._conditions(live, evaluation)
-        if not changed:
-            return
         patch = {
-            "metadata": {"resourceVersion": live["metadata"]["resourceVersion"]},
+            "metadata": {"resourceVersion": cached["metadata"]["resourceVersion"]},
             "status": {"conditions": conditions},
         }
         try:
-            await self._client.patch_status(self._resource, name, patch, namespace)
+            written = await self._client.patch_status(self._resource, name, patch, namespace)
         except NotFound:
             return
+        self._written.wrote(written)
         log.info(
             "service export status updated",
             extra={

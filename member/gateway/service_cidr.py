@@ -4,7 +4,8 @@
    the IPv4 range of the default object ``kubernetes`` (else of the first object that has one).
 2. Otherwise Antrea's trick: create a Service with clusterIP ``0.0.0.0`` in the member
    Namespace; kube-apiserver refuses it (422) with "... The range of valid IPs is <cidr>",
-   which is parsed. Nothing is created (if a server accepted it, it is deleted at once).
+   which is parsed. The create is a dry run, so even a server that accepted it would store
+   nothing (and the probe is deleted at once should one not honour dryRun).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ async def from_invalid_service(client: KubeClient, namespace: str) -> str:
         "spec": {"clusterIP": "0.0.0.0", "ports": [{"port": 443, "protocol": "TCP"}]},
     }
     try:
-        await client.create(SERVICES, body, namespace)
+        await client.create(SERVICES, body, namespace, dry_run=True)
     except Invalid as err:
         cidr = parse_valid_range(err.message)
         if cidr is None:

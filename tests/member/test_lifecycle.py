@@ -10,12 +10,13 @@ from typing import Any
 from hub.app import HubApp
 from hub.store.sqlite import SqliteStore
 from kube.errors import NotFound
-from kube.resources import ENDPOINTS, SECRETS, SERVICES
+from kube.metrics import WRITE_VERBS
+from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SECRETS, SERVICE_IMPORTS, SERVICES
 from mcapi import names
 from tests.integration.hubrunner import HubRunner
 from tests.kubeenv.cluster import ensure_namespace
 from tests.member.conftest import MemberFactory
-from tests.member.harness import MEMBER_NAMESPACE, JoinedMember, eventually
+from tests.member.harness import MEMBER_NAMESPACE, WAIT, JoinedMember, eventually
 
 NS = "shop"
 
@@ -188,3 +189,60 @@ async def test_stopping_the_member_while_it_leaves_leaves_no_hub_session_running
 
     running = [t.get_name() for t in asyncio.all_tasks() if not t.done() and "-east" in t.get_name()]
     assert running == []
+
+
+async def test_a_restarted_member_with_nothing_changed_writes_nothing_to_its_cluster(
+    hub: HubApp, members: MemberFactory
+) -> None:
+    """Counted by the member's own request counter: the restart reads (lists, watches), it does
+    not write, and nothing it sends is refused but the Service CIDR probe and reads of optional things."""
+    east = await members.join("east")
+    west = await members.join("west")
+    await ensure_namespace(west.client, NS)
+    for name in ("web", "api"):
+        await east.create_service(NS, name)
+        await east.create_endpoints(NS, name, ["10.10.0.5", "10.10.0.6"])
+        await east.export(NS, name)
+    await west.create_service(NS, "local")
+    await west.export(NS, "local")
+    await west.wait_condition(NS, "local", "Ready", "True", "Exported")
+
+    async def imported() -> bool:
+        slices = await west.client.list(ENDPOINT_SLICES, NS, label_selector=f"{names.LABEL_MCS_SERVICE_NAME}")
+        imports = await west.client.list(SERVICE_IMPORTS, NS)
+        return len(slices.items) == 3 and len(imports.items) == 3  # web, api, and west's own local
+
+    await eventually(imported, what="east's Services imported into west")
+    await _member_settled(west)
+
+    await west.stop_member()
+    before = west.client.metrics.counts()
+    await west.start_member()
+    await west.wait_connected()
+    await _member_settled(west)
+
+    grown = {k: v - before.get(k, 0) for k, v in west.client.metrics.counts().items() if v != before.get(k, 0)}
+    # The Service CIDR probe (Antrea's way to learn it on every start: a dry-run create of a Service
+    # with an invalid ClusterIP, refused by design) stores nothing; it is the one request refused.
+    assert grown.pop(("create", "services", "422")) == 1
+    writes = {k: v for k, v in grown.items() if k[0] in WRITE_VERBS}
+    assert writes == {}
+    # Reads may find an optional thing absent (no MultiClusterConfig, no ServiceCIDR API): 404.
+    refused = {k: v for k, v in grown.items() if k[2] != "404" and (not k[2].isdigit() or int(k[2]) >= 400)}
+    assert refused == {}
+    assert any(verb == "list" for verb, _, _ in grown)  # it did look
+
+
+async def _member_settled(member: JoinedMember) -> None:
+    """Until the member applied everything the hub sent and its exports have their status."""
+
+    async def synced() -> bool:
+        session = member.member.session
+        return session is not None and session.state.imports_synced and session.state.exports_synced
+
+    await eventually(synced, what=f"{member.cluster_id} synced")
+    importer, exports = member.member.importer, member.member.exports
+    assert importer is not None and exports is not None
+    async with asyncio.timeout(WAIT):
+        await importer.settled()
+        await exports.wait_idle()
