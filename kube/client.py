@@ -362,9 +362,7 @@ class KubeClient:
             raise ValueError(f"{resource.kind} is namespaced: give a namespace")
         return ns if resource.namespaced else None
 
-    async def create(
-        self, resource: Resource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False
-    ) -> Obj:
+    async def create(self, resource: Resource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False) -> Obj:
         """POST the object; with ``dry_run`` the server validates and answers but stores nothing."""
         ns = self._target(resource, obj, namespace)
         body = {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
