@@ -10,6 +10,12 @@ dnspython reads and writes every message; this module decides what to answer:
   the client's EDNS payload size capped at ``max_udp_payload``; one that does not fit goes out
   with the TC bit (records that do not fit left out) so the client asks again over TCP, where
   the whole answer is sent.
+
+A packet cache keeps the answers dnspython rendered, keyed by the query's bytes after its ID
+(flags, question as asked, EDNS) and the transport: a query asked before is answered with the
+same bytes under its own ID, without reading or rendering again. It is emptied whenever the
+zone changes (its SOA serial moves) and when it holds ``max_cached_answers``, so a flood of
+distinct names costs at most that much memory.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ PLAIN_UDP_PAYLOAD = 512
 # The DNS flag day 2020 default: answers that large pass every path without fragmenting.
 DEFAULT_MAX_UDP_PAYLOAD = 1232
 DEFAULT_MAX_QUERY_SIZE = 1024
+DEFAULT_MAX_CACHED_ANSWERS = 4096
 TCP_MAX_MESSAGE = 65535
 
 _REFUSED_TYPES = frozenset({dns.rdatatype.AXFR, dns.rdatatype.IXFR})
@@ -48,13 +55,23 @@ class Responder:
         *,
         max_udp_payload: int = DEFAULT_MAX_UDP_PAYLOAD,
         max_query_size: int = DEFAULT_MAX_QUERY_SIZE,
+        max_cached_answers: int = DEFAULT_MAX_CACHED_ANSWERS,
     ) -> None:
         """``max_udp_payload``: bytes, the largest UDP answer; ``max_query_size``: bytes, the
-        largest query read."""
+        largest query read; ``max_cached_answers``: entries of the packet cache (0: none)."""
         self.zone = zone
         self.metrics = metrics
         self.max_udp_payload = max(PLAIN_UDP_PAYLOAD, min(max_udp_payload, TCP_MAX_MESSAGE))
         self.max_query_size = max_query_size
+        self.max_cached_answers = max_cached_answers
+        # (udp, query bytes after the ID) -> (question type, rcode, truncated, answer after the ID)
+        self._cache: dict[tuple[bool, bytes], tuple[int | None, int, bool, bytes]] = {}
+        self._cache_serial = zone.serial
+        self.cache_hits = 0
+
+    @property
+    def cached_answers(self) -> int:
+        return len(self._cache)
 
     def respond(self, wire: bytes, *, udp: bool) -> bytes | None:
         """The answer to ``wire`` (a whole DNS message), or None to drop it."""
@@ -66,6 +83,16 @@ class Responder:
             return None
         if len(wire) > self.max_query_size:
             return self._header_only(wire, dns.rcode.FORMERR)
+        if self._cache_serial != self.zone.serial:
+            self._cache.clear()
+            self._cache_serial = self.zone.serial
+        key = (udp, wire[2:])
+        cached = self._cache.get(key)
+        if cached is not None:
+            rdtype, rcode, truncated, body = cached
+            self.cache_hits += 1
+            self._count(rdtype, rcode, truncated)
+            return wire[:2] + body
         try:
             query = dns.message.from_wire(wire)
         except dns.message.UnknownTSIGKey:
@@ -73,26 +100,36 @@ class Responder:
         except Exception:  # whatever the bytes are, the answer is FORMERR, never a crash
             return self._header_only(wire, dns.rcode.FORMERR)
         try:
-            return self._answer(query, udp)
+            rdtype, rcode, truncated, answer = self._answer(query, udp)
         except Exception:
             log.exception("dnsAnswerFailed", extra={"query": str(query.question)})
             return self._header_only(wire, dns.rcode.SERVFAIL)
+        self._count(rdtype, rcode, truncated)
+        if self.max_cached_answers > 0:
+            if len(self._cache) >= self.max_cached_answers:
+                self._cache.clear()
+            self._cache[key] = (rdtype, rcode, truncated, answer[2:])
+        return answer
 
-    def _answer(self, query: dns.message.Message, udp: bool) -> bytes:
+    def _count(self, rdtype: int | None, rcode: int, truncated: bool) -> None:
+        self.metrics.answered(rdtype, rcode)
+        if truncated:
+            self.metrics.truncated.inc()
+
+    def _answer(self, query: dns.message.Message, udp: bool) -> tuple[int | None, int, bool, bytes]:
+        """(question type, rcode, truncated, the answer's wire format)."""
         response = dns.message.make_response(query, our_payload=self.max_udp_payload)
         rdtype: int | None = query.question[0].rdtype if len(query.question) == 1 else None
         rcode = self._fill(query, response)
         response.set_rcode(rcode)
-        self.metrics.answered(rdtype, rcode)
         if not udp:
-            return response.to_wire(max_size=TCP_MAX_MESSAGE)
+            return rdtype, rcode, False, response.to_wire(max_size=TCP_MAX_MESSAGE)
         limit = PLAIN_UDP_PAYLOAD
         if query.edns >= 0:
             limit = min(max(query.payload, PLAIN_UDP_PAYLOAD), self.max_udp_payload)
         wire = response.to_wire(max_size=limit, prefer_truncation=True)
-        if response.flags & dns.flags.TC or wire[2] & dns.flags.TC >> 8:
-            self.metrics.truncated.inc()
-        return wire
+        truncated = bool(int.from_bytes(wire[2:4], "big") & dns.flags.TC)
+        return rdtype, rcode, truncated, wire
 
     def _fill(self, query: dns.message.Message, response: dns.message.Message) -> dns.rcode.Rcode:
         """Put the answer into ``response``; its rcode."""

@@ -152,3 +152,28 @@ def test_metrics_count_queries_by_type_and_rcode() -> None:
     assert sample("mchub_dns_queries_total", type="none", rcode="FORMERR") == 1
     assert sample("mchub_dns_dropped_total", reason="short") == 1
     assert sample("mchub_dns_truncated_total") == 1
+
+
+def test_repeated_queries_are_answered_from_the_packet_cache_until_the_zone_changes() -> None:
+    registry = CollectorRegistry()
+    r = responder(registry)
+    first, second = dns.message.make_query(NAME, "A"), dns.message.make_query(NAME, "A")
+    second.id = (first.id + 1) % 65536
+    a, b = ask(r, first), ask(r, second)
+    assert (a.id, b.id) == (first.id, second.id)
+    assert a.answer == b.answer
+    assert r.cache_hits == 1
+    r.zone.put_service_import(service_import("nginx", "web", ips=["10.112.0.9"]))
+    assert [rd.to_text() for rrset in ask(r, first).answer for rd in rrset] == ["10.112.0.9"]
+    assert registry.get_sample_value("mchub_dns_queries_total", {"type": "A", "rcode": "NOERROR"}) == 3
+    # Over TCP the same bytes may get a longer answer: never the UDP one.
+    big = dns.message.make_query("big.web.svc.clusterset.local.", "A")
+    assert ask(r, big).flags & dns.flags.TC
+    assert not ask(r, big, udp=False).flags & dns.flags.TC
+
+
+def test_the_packet_cache_is_bounded() -> None:
+    r = responder(max_cached_answers=10)
+    for i in range(50):
+        ask(r, dns.message.make_query(f"n{i}.web.svc.clusterset.local.", "A"))
+    assert r.cached_answers <= 10
