@@ -2,7 +2,9 @@
 
 A hub restart (same data dir and address) and a member restart each happen while
 another cluster withdraws an export; afterwards the withdrawn import is gone
-everywhere and every other imported object keeps its resourceVersion.
+everywhere and every other imported object keeps its resourceVersion. On sandbox clusters the
+hub's SQLite store resumes its watchers; on the real ones its kube store begins a new epoch,
+so members get a snapshot and must drop what it no longer has (tests/e2e/conftest.py).
 """
 
 from __future__ import annotations
