@@ -15,7 +15,7 @@ from kube.client import KubeClient
 from member.dns.answer import DEFAULT_MAX_UDP_PAYLOAD, Responder
 from member.dns.feed import DnsFeed
 from member.dns.metrics import DnsMetrics
-from member.dns.server import DEFAULT_MAX_TCP_CONNECTIONS, DEFAULT_TCP_IDLE_TIMEOUT, DnsServer
+from member.dns.server import DEFAULT_MAX_TCP_CONNECTIONS, DEFAULT_TCP_IDLE_TIMEOUT, DnsServer, split_address
 from member.dns.zone import DEFAULT_TTL, ClustersetZone
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,7 @@ class DnsOptions:
     tcp_idle_timeout: float = DEFAULT_TCP_IDLE_TIMEOUT
 
     def __post_init__(self) -> None:
+        split_address(self.address)  # ValueError when it is not HOST:PORT
         if not 0 <= self.ttl <= 2**31 - 1:
             raise ValueError(f"DNS TTL {self.ttl} is not in 0..2147483647 seconds")
 
