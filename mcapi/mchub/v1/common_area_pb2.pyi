@@ -3,7 +3,7 @@
 isort:skip_file
 The wire contract between the leader hub and its members.
 
-One service, four calls. Every call carries `authorization: Bearer <token>`;
+One service, five calls. Every call carries `authorization: Bearer <token>`;
 a token maps to one member cluster ID or to the admin.
 """
 
@@ -993,3 +993,57 @@ class ReportImportStatusResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ReportImportStatusResponse: _TypeAlias = ReportImportStatusResponse  # noqa: Y015
+
+@_typing.final
+class LeaveRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CLUSTER_ID_FIELD_NUMBER: _builtins.int
+    cluster_id: _builtins.str
+    """The caller's cluster ID; it must be the one its token names."""
+    def __init__(
+        self,
+        *,
+        cluster_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LeaveRequest: _TypeAlias = LeaveRequest  # noqa: Y015
+
+@_typing.final
+class LeaveResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WAS_MEMBER_FIELD_NUMBER: _builtins.int
+    DELETED_EXPORTS_FIELD_NUMBER: _builtins.int
+    REVISION_FIELD_NUMBER: _builtins.int
+    was_member: _builtins.bool
+    """False when the hub did not know the caller (it had left already or was
+    removed); nothing was changed then.
+    """
+    revision: _builtins.int
+    """Store revision of the removal (0 when nothing was written)."""
+    @_builtins.property
+    def deleted_exports(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Export names of the caller the hub deleted with it (empty when the
+        member had withdrawn them before leaving).
+        """
+
+    def __init__(
+        self,
+        *,
+        was_member: _builtins.bool = ...,
+        deleted_exports: _abc.Iterable[_builtins.str] | None = ...,
+        revision: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted_exports", b"deleted_exports", "revision", b"revision", "was_member", b"was_member"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LeaveResponse: _TypeAlias = LeaveResponse  # noqa: Y015

@@ -56,6 +56,11 @@ class CommonAreaServiceStub:
                 request_serializer=mchub_dot_v1_dot_common__area__pb2.ReportImportStatusRequest.SerializeToString,
                 response_deserializer=mchub_dot_v1_dot_common__area__pb2.ReportImportStatusResponse.FromString,
                 _registered_method=True)
+        self.Leave = channel.unary_unary(
+                '/mchub.v1.CommonAreaService/Leave',
+                request_serializer=mchub_dot_v1_dot_common__area__pb2.LeaveRequest.SerializeToString,
+                response_deserializer=mchub_dot_v1_dot_common__area__pb2.LeaveResponse.FromString,
+                _registered_method=True)
 
 
 class CommonAreaServiceServicer:
@@ -124,6 +129,29 @@ class CommonAreaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Leave(self, request, context):
+        """Leave takes the calling member out of the ClusterSet: the hub deletes its
+        announce (MemberClusterAnnounce), every export it made and what was merged
+        from them, so the ClusterSet counts only the remaining members. A member
+        leaves when its ClusterSet is deleted (or `mcctl leave`), after it has
+        withdrawn its exports and stopped announcing; exports still there are
+        deleted all the same, and each is listed in the answer.
+
+        Leaving is idempotent: a member the hub does not know (it left already, or
+        the operator removed it) gets OK with was_member false. Leaving is not
+        banning: the same cluster ID and token may Announce again later and join
+        as a new member. A member that stops without leaving stays in the
+        ClusterSet as Disconnected until it comes back or the operator removes it
+        (REST DELETE /api/v1/members/CLUSTER_ID, `mcctl delete member`).
+
+        Refused: PERMISSION_DENIED (another cluster's ID, the admin token),
+        INVALID_ARGUMENT (no cluster ID), UNAVAILABLE (the hub cannot store now;
+        nothing was removed: retry).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CommonAreaServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -146,6 +174,11 @@ def add_CommonAreaServiceServicer_to_server(servicer, server):
                     servicer.ReportImportStatus,
                     request_deserializer=mchub_dot_v1_dot_common__area__pb2.ReportImportStatusRequest.FromString,
                     response_serializer=mchub_dot_v1_dot_common__area__pb2.ReportImportStatusResponse.SerializeToString,
+            ),
+            'Leave': grpc.unary_unary_rpc_method_handler(
+                    servicer.Leave,
+                    request_deserializer=mchub_dot_v1_dot_common__area__pb2.LeaveRequest.FromString,
+                    response_serializer=mchub_dot_v1_dot_common__area__pb2.LeaveResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -258,6 +291,33 @@ class CommonAreaService:
             '/mchub.v1.CommonAreaService/ReportImportStatus',
             mchub_dot_v1_dot_common__area__pb2.ReportImportStatusRequest.SerializeToString,
             mchub_dot_v1_dot_common__area__pb2.ReportImportStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Leave(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mchub.v1.CommonAreaService/Leave',
+            mchub_dot_v1_dot_common__area__pb2.LeaveRequest.SerializeToString,
+            mchub_dot_v1_dot_common__area__pb2.LeaveResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,7 +3,7 @@
 isort:skip_file
 The wire contract between the leader hub and its members.
 
-One service, four calls. Every call carries `authorization: Bearer <token>`;
+One service, five calls. Every call carries `authorization: Bearer <token>`;
 a token maps to one member cluster ID or to the admin.
 """
 
@@ -83,6 +83,25 @@ class CommonAreaServiceStub:
     """
     ReportImportStatus: _grpc.UnaryUnaryMultiCallable[_common_area_pb2.ReportImportStatusRequest, _common_area_pb2.ReportImportStatusResponse]
     """ReportImportStatus tells the hub whether a member could apply an import."""
+    Leave: _grpc.UnaryUnaryMultiCallable[_common_area_pb2.LeaveRequest, _common_area_pb2.LeaveResponse]
+    """Leave takes the calling member out of the ClusterSet: the hub deletes its
+    announce (MemberClusterAnnounce), every export it made and what was merged
+    from them, so the ClusterSet counts only the remaining members. A member
+    leaves when its ClusterSet is deleted (or `mcctl leave`), after it has
+    withdrawn its exports and stopped announcing; exports still there are
+    deleted all the same, and each is listed in the answer.
+
+    Leaving is idempotent: a member the hub does not know (it left already, or
+    the operator removed it) gets OK with was_member false. Leaving is not
+    banning: the same cluster ID and token may Announce again later and join
+    as a new member. A member that stops without leaving stays in the
+    ClusterSet as Disconnected until it comes back or the operator removes it
+    (REST DELETE /api/v1/members/CLUSTER_ID, `mcctl delete member`).
+
+    Refused: PERMISSION_DENIED (another cluster's ID, the admin token),
+    INVALID_ARGUMENT (no cluster ID), UNAVAILABLE (the hub cannot store now;
+    nothing was removed: retry).
+    """
 
 @_typing.type_check_only
 class CommonAreaServiceAsyncStub(CommonAreaServiceStub):
@@ -135,6 +154,25 @@ class CommonAreaServiceAsyncStub(CommonAreaServiceStub):
     """
     ReportImportStatus: _aio.UnaryUnaryMultiCallable[_common_area_pb2.ReportImportStatusRequest, _common_area_pb2.ReportImportStatusResponse]  # type: ignore[assignment]
     """ReportImportStatus tells the hub whether a member could apply an import."""
+    Leave: _aio.UnaryUnaryMultiCallable[_common_area_pb2.LeaveRequest, _common_area_pb2.LeaveResponse]  # type: ignore[assignment]
+    """Leave takes the calling member out of the ClusterSet: the hub deletes its
+    announce (MemberClusterAnnounce), every export it made and what was merged
+    from them, so the ClusterSet counts only the remaining members. A member
+    leaves when its ClusterSet is deleted (or `mcctl leave`), after it has
+    withdrawn its exports and stopped announcing; exports still there are
+    deleted all the same, and each is listed in the answer.
+
+    Leaving is idempotent: a member the hub does not know (it left already, or
+    the operator removed it) gets OK with was_member false. Leaving is not
+    banning: the same cluster ID and token may Announce again later and join
+    as a new member. A member that stops without leaving stays in the
+    ClusterSet as Disconnected until it comes back or the operator removes it
+    (REST DELETE /api/v1/members/CLUSTER_ID, `mcctl delete member`).
+
+    Refused: PERMISSION_DENIED (another cluster's ID, the admin token),
+    INVALID_ARGUMENT (no cluster ID), UNAVAILABLE (the hub cannot store now;
+    nothing was removed: retry).
+    """
 
 class CommonAreaServiceServicer(metaclass=_abc_1.ABCMeta):
     """CommonAreaService replaces the leader cluster's shared Namespace of Antrea
@@ -208,5 +246,30 @@ class CommonAreaServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_common_area_pb2.ReportImportStatusResponse, _abc.Awaitable[_common_area_pb2.ReportImportStatusResponse]]:
         """ReportImportStatus tells the hub whether a member could apply an import."""
+
+    @_abc_1.abstractmethod
+    def Leave(
+        self,
+        request: _common_area_pb2.LeaveRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_common_area_pb2.LeaveResponse, _abc.Awaitable[_common_area_pb2.LeaveResponse]]:
+        """Leave takes the calling member out of the ClusterSet: the hub deletes its
+        announce (MemberClusterAnnounce), every export it made and what was merged
+        from them, so the ClusterSet counts only the remaining members. A member
+        leaves when its ClusterSet is deleted (or `mcctl leave`), after it has
+        withdrawn its exports and stopped announcing; exports still there are
+        deleted all the same, and each is listed in the answer.
+
+        Leaving is idempotent: a member the hub does not know (it left already, or
+        the operator removed it) gets OK with was_member false. Leaving is not
+        banning: the same cluster ID and token may Announce again later and join
+        as a new member. A member that stops without leaving stays in the
+        ClusterSet as Disconnected until it comes back or the operator removes it
+        (REST DELETE /api/v1/members/CLUSTER_ID, `mcctl delete member`).
+
+        Refused: PERMISSION_DENIED (another cluster's ID, the admin token),
+        INVALID_ARGUMENT (no cluster ID), UNAVAILABLE (the hub cannot store now;
+        nothing was removed: retry).
+        """
 
 def add_CommonAreaServiceServicer_to_server(servicer: CommonAreaServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
