@@ -19,8 +19,9 @@ from hub.auth.identity import Authenticator
 from hub.auth.tokenreview import ChainAuthenticator
 from hub.auth.tokens import TokenStore, ensure_admin_token
 from hub.clusterset import member_health
+from hub.clusterset_end import EndRecord, deleted_through_rest, held_by_cr
 from hub.config import HubConfig
-from hub.engine import Engine, ImportBatch, utc_now
+from hub.engine import ClusterSetEnd, Engine, ImportBatch, utc_now
 from hub.grpc.service import SERVICE_NAME, CommonAreaService, handlers
 from hub.leadership import KubeLeadership
 from hub.metrics import HubMetrics
@@ -68,6 +69,9 @@ class HubApp:
         self._clock = clock
         self._given_store = store
         self.engine = Engine(store or SqliteStore(self.config.data_dir), self.config, clock)
+        # Whether (and why) this data dir's ClusterSet was deleted (SQLite store; the kube store
+        # follows the leader ClusterSet CR instead).
+        self.end_record = EndRecord(self.config.data_dir)
         self.kube: KubeLeadership | None = None
         self._serving = False
         self._grpc: grpc.aio.Server | None = None
@@ -116,6 +120,9 @@ class HubApp:
             self.engine = self.kube.new_engine()
         else:
             await self.engine.start()
+            ended = self.end_record.reason(self.config.cluster_set_id)
+            if ended:  # refused from the first call; and whatever a crash mid-deletion left goes
+                await self.engine.end_clusterset(ended)
             self._serving = True
         tls = self._serving_tls()
         await self._start_grpc(tls)
@@ -236,6 +243,16 @@ class HubApp:
         if self.kube is not None:
             await self.kube.close()
         self.tokens.close()
+
+    async def end_clusterset(self) -> ClusterSetEnd:
+        """Delete the ClusterSet (REST `DELETE /api/v1/clusterset`, SQLite store): recorded in the
+        data dir first, then every announce, export and import is deleted; members are refused."""
+        cfg = self.config
+        if cfg.store == "kube":
+            raise held_by_cr(cfg.cluster_set_id, cfg.namespace)
+        reason = deleted_through_rest(cfg.cluster_set_id, self.now())
+        self.end_record.write(cfg.cluster_set_id, reason)
+        return await self.engine.end_clusterset(reason)
 
     # ---- background ----------------------------------------------------------
 

@@ -25,6 +25,8 @@ class Subscription(Generic[T]):
     # was already given, in order.
     queue: asyncio.Queue[T | None] = field(default_factory=asyncio.Queue)
     overflowed: bool = False
+    # Set when the publisher ended this subscription on purpose (Bus.end): why.
+    ended: str = ""
 
     def offer(self, item: T) -> None:
         if self.overflowed:
@@ -53,6 +55,15 @@ class Bus(Generic[T]):
         self.closed = True
         for subs in self._subs.values():
             for sub in subs:
+                sub.overflowed = True
+                sub.queue.put_nowait(None)
+
+    def end(self, topic: str, reason: str) -> None:
+        """End the subscriptions of one topic (e.g. a member removed): their next get() is None
+        and their `ended` says why."""
+        for sub in list(self._subs.get(topic, ())):
+            if not sub.overflowed:
+                sub.ended = reason
                 sub.overflowed = True
                 sub.queue.put_nowait(None)
 

@@ -20,20 +20,11 @@ from typing import Any, TypeVar
 from hub.auth.identity import Identity
 from hub.bus import Bus
 from hub.config import HubConfig
-from hub.errors import Forbidden, HubError, InvalidRequest, NotJoined, bounded, quote
+from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, NotJoined, bounded, quote
 from hub.index import Index
-from hub.merge import (
-    GroupKey,
-    MergeConfig,
-    MergeContext,
-    delivers_to,
-    expected_export_name,
-    group_key,
-    import_names_for_group,
-    merge_group,
-    validate_export,
-)
+from hub.merge import MergeConfig, MergeContext, delivers_to, expected_export_name, validate_export
 from hub.merge.ownership import ADMIN_OWNER, describe_owner, is_admin_export, owner_of
+from hub.regroup import regroup
 from hub.store.base import ImportChange, MemberRecord, Store, WriteBatch
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -41,7 +32,6 @@ from mcapi.mchub.v1 import common_area_pb2 as pb
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-_LABEL_IDENTITY_GROUP = "labelidentity"
 T = TypeVar("T")
 
 
@@ -79,6 +69,27 @@ class ImportBatch:
 
     revision: int
     changes: list[ImportChange]
+
+
+@dataclass(frozen=True)
+class MemberRemoval:
+    """What removing a member takes (a plan: revision 0) or took: its exports and what they made."""
+
+    cluster_id: str
+    exports: list[str]
+    imports_deleted: list[str]
+    imports_changed: list[str]
+    revision: int = 0
+
+
+@dataclass(frozen=True)
+class ClusterSetEnd:
+    """What ending the ClusterSet deletes (a plan: revision 0) or deleted: everything."""
+
+    members: list[str]
+    exports: list[str]
+    imports: list[str]
+    revision: int = 0
 
 
 @dataclass(frozen=True)
@@ -124,6 +135,8 @@ class Engine:
         # Topic: the owner key (a cluster ID, ADMIN_OWNER for the admin); items: unsolicited verdicts.
         self.verdicts_bus: Bus[pb.ExportResponse] = Bus(config.watch_queue_limit)
         self.import_status: dict[str, dict[str, ImportStatusEntry]] = {}
+        # Why the ClusterSet ended ("" while it is served): until it is made again, members are refused.
+        self.ended = ""
 
     @property
     def store(self) -> Store:
@@ -153,6 +166,8 @@ class Engine:
             ours = quote(self._config.leader_cluster_id)
             raise InvalidRequest(f"leader cluster {quote(req.leader_cluster_id)} is not this hub's leader {ours}")
         async with self._lock:
+            if self.ended:
+                raise ClusterSetEnded(self.ended)
             now = self._clock()
             known = self.index.members.get(who.cluster_id)
             if known is None:
@@ -180,12 +195,74 @@ class Engine:
         )
 
     async def forget_member(self, cluster_id: str) -> None:
-        """Remove a member and everything it exported (its token was revoked)."""
+        """Remove a member and everything it exported (the operator's DELETE /api/v1/members)."""
+        await self.remove_member(cluster_id, f"cluster {quote(cluster_id)} was removed from the ClusterSet")
+
+    def removal_plan(self, cluster_id: str) -> MemberRemoval:
+        """What remove_member would delete and change now (nothing is written)."""
+        owned = self.index.owned_by(cluster_id, admin=False)
+        batch = self._regroup(deleted=owned, put=[])
+        changed = sorted(i.import_name for i in batch.put_imports)
+        return MemberRemoval(cluster_id, sorted(owned), sorted(batch.delete_imports), changed)
+
+    async def remove_member(self, cluster_id: str, reason: str) -> MemberRemoval | None:
+        """Remove a member's announce and every export it made, re-merging what they were part of.
+
+        Its open Export streams end with FAILED_PRECONDITION and `reason`: a member still
+        running then announces again and resends its exports in a new sync bracket, rather
+        than believing exports the hub no longer has. None when there was nothing to remove.
+        """
         async with self._lock:
-            owned = self.index.owned_by(cluster_id, admin=False)
-            batch = self._regroup(deleted=owned, put=[])
+            plan = self.removal_plan(cluster_id)
+            if cluster_id not in self.index.members and not plan.exports:
+                return None
+            batch = self._regroup(deleted=set(plan.exports), put=[])
             batch.delete_members.append(cluster_id)
-            await self._commit_and_publish(batch, answer_for=None)
+            revision = await self._commit_and_publish_batch(batch)
+        self.verdicts_bus.end(cluster_id, reason)
+        log.info("member removed", extra={"clusterID": cluster_id, "exports": len(plan.exports), "why": reason})
+        return MemberRemoval(cluster_id, plan.exports, plan.imports_deleted, plan.imports_changed, revision)
+
+    async def leave(self, who: Identity, req: pb.LeaveRequest) -> pb.LeaveResponse:
+        """The caller leaves the ClusterSet (rpc Leave): its announce and exports go; idempotent."""
+        if who.admin:
+            raise Forbidden("the admin token is no member and cannot leave; remove a member with its REST DELETE")
+        if not req.cluster_id:
+            raise InvalidRequest("cluster_id is required")
+        if req.cluster_id != who.cluster_id:
+            raise Forbidden(f"token belongs to cluster {quote(who.cluster_id)}, not {quote(req.cluster_id)}")
+        removal = await self.remove_member(who.cluster_id, f"cluster {quote(who.cluster_id)} left the ClusterSet")
+        if removal is None:
+            return pb.LeaveResponse(was_member=False)
+        return pb.LeaveResponse(was_member=True, deleted_exports=removal.exports, revision=removal.revision)
+
+    # ---- the ClusterSet's end ------------------------------------------------
+
+    def end_plan(self) -> ClusterSetEnd:
+        """What end_clusterset would delete now: every announce, export and import."""
+        index = self.index
+        return ClusterSetEnd(sorted(index.members), sorted(index.exports), sorted(index.imports))
+
+    async def end_clusterset(self, reason: str) -> ClusterSetEnd:
+        """The ClusterSet was deleted: refuse members from now on (with `reason`) and delete
+        every announce, export and import. Idempotent: run again, it deletes what is left."""
+        async with self._lock:
+            self.ended = reason
+            plan = self.end_plan()
+            batch = WriteBatch(delete_exports=plan.exports, delete_imports=plan.imports, delete_members=plan.members)
+            revision = await self._commit_and_publish_batch(batch) if not batch.is_empty() else 0
+        for owner in (*plan.members, ADMIN_OWNER):
+            self.verdicts_bus.end(owner, reason)
+        if not batch.is_empty():
+            log.info(
+                "clusterset ended",
+                extra={"members": len(plan.members), "exports": len(plan.exports), "imports": len(plan.imports)},
+            )
+        return ClusterSetEnd(plan.members, plan.exports, plan.imports, revision)
+
+    def reopen(self) -> None:
+        """A new ClusterSet of the same ID was made: members are admitted again."""
+        self.ended = ""
 
     # ---- exports -------------------------------------------------------------
 
@@ -265,9 +342,9 @@ class Engine:
         nothing but itself.
         """
         async with self._lock:
-            refusal: HubError | None = None
+            refusal: HubError | None = ClusterSetEnded(self.ended) if self.ended else None
             admitted: list[tuple[pb.ResourceExport, int]] = []
-            for given, sequence in items:
+            for given, sequence in items if refusal is None else []:
                 export = self._as_written_by(who, given)
                 try:
                     self._admit(who, export)
@@ -372,40 +449,7 @@ class Engine:
     # ---- internals -----------------------------------------------------------
 
     def _regroup(self, *, deleted: set[str], put: list[pb.ResourceExport]) -> WriteBatch:
-        """Re-merge every group the change touches; return the whole write."""
-        current = self.index.exports
-        overlay = {e.export_name: e for e in put}
-        keys: set[GroupKey] = {group_key(current[n]) for n in deleted if n in current}
-        keys.update(group_key(e) for e in put)
-        batch = WriteBatch(delete_exports=sorted(n for n in deleted if n in current))
-        for key in sorted(keys):
-            members = sorted(
-                (self.index.groups.get(key, set()) | {n for n, e in overlay.items() if group_key(e) == key}) - deleted
-            )
-            group = [overlay.get(n) or current[n] for n in members]
-            import_names = import_names_for_group(key)
-            previous = {n: self.index.imports[n] for n in import_names if n in self.index.imports}
-            result = merge_group(group, previous, self._context_for(key, import_names))
-            for name in import_names:
-                produced = result.imports.get(name)
-                if produced is not None and previous.get(name) != produced:
-                    batch.put_imports.append(produced)
-                elif produced is None and name in previous:
-                    batch.delete_imports.append(name)
-            for export in group:
-                status = result.statuses.get(export.export_name, pb.ExportStatus())
-                if export.export_name in overlay or export.status != status:
-                    stored = pb.ResourceExport()
-                    stored.CopyFrom(export)
-                    stored.status.CopyFrom(status)
-                    batch.put_exports.append(stored)
-        return batch
-
-    def _context_for(self, key: GroupKey, import_names: list[str]) -> MergeContext:
-        # Only label identities draw from a shared ID space; other groups skip the scan.
-        if key[0] != _LABEL_IDENTITY_GROUP:
-            return self._merge
-        return MergeContext(config=self._merge.config, used_label_ids=self.index.label_ids(set(import_names)))
+        return regroup(self.index, self._merge, deleted=deleted, put=put)
 
     async def _commit(self, batch: WriteBatch) -> int:
         return await _to_the_end(self._commit_now(batch))

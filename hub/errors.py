@@ -64,9 +64,19 @@ class NotJoined(HubError):
     """The member must announce before it exports (gRPC FAILED_PRECONDITION, HTTP 409)."""
 
 
+class ClusterSetEnded(NotJoined):
+    """The ClusterSet was deleted: the hub admits no member until a new one is made
+    (gRPC FAILED_PRECONDITION, HTTP 409)."""
+
+
 class OutOfOrder(HubError):
     """A stream item the stream's state does not allow now, e.g. a second sync_begin
     (gRPC FAILED_PRECONDITION, HTTP 409)."""
+
+
+class Conflict(HubError):
+    """The request conflicts with how this hub is set up, e.g. deleting through REST what a
+    CR holds (gRPC FAILED_PRECONDITION, HTTP 409)."""
 
 
 class NotFound(HubError):

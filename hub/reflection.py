@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import grpc
 from grpc_reflection.v1alpha import reflection
 
-from hub.auth.identity import Authenticator
+from hub.auth.identity import INVALID_TOKEN, Authenticator
 from hub.errors import HubError
 from hub.grpc.codes import status_code
 from hub.metrics import HubMetrics
@@ -66,5 +66,5 @@ class ReflectionNeedsToken(grpc.aio.ServerInterceptor):
             return _refusal(status_code(exc), str(exc))
         if identity is None:
             self._metrics.auth_failures.inc()
-            return _refusal(grpc.StatusCode.UNAUTHENTICATED, "the bearer token is not valid")
+            return _refusal(grpc.StatusCode.UNAUTHENTICATED, INVALID_TOKEN)
         return None

@@ -28,6 +28,9 @@ class Identity:
 
 
 ADMIN = Identity(admin=True)
+# The refusal of a token no authenticator knows. The hub cannot tell a revoked token from a
+# made-up one (it keeps no trace of either), so the message names both.
+INVALID_TOKEN = "the bearer token is not valid (unknown, expired or revoked)"
 
 
 class Authenticator(Protocol):

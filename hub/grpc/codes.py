@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import grpc
 
-from hub.errors import Forbidden, HubError, InvalidRequest, NotFound, NotJoined, NotLeader, OutOfOrder, Unavailable
+from hub.errors import (
+    Conflict,
+    Forbidden,
+    HubError,
+    InvalidRequest,
+    NotFound,
+    NotJoined,
+    NotLeader,
+    OutOfOrder,
+    Unavailable,
+)
 
 
 def status_code(error: HubError) -> grpc.StatusCode:
@@ -12,7 +22,7 @@ def status_code(error: HubError) -> grpc.StatusCode:
         return grpc.StatusCode.INVALID_ARGUMENT
     if isinstance(error, Forbidden):
         return grpc.StatusCode.PERMISSION_DENIED
-    if isinstance(error, NotJoined | OutOfOrder):
+    if isinstance(error, NotJoined | OutOfOrder | Conflict):
         return grpc.StatusCode.FAILED_PRECONDITION
     if isinstance(error, NotFound):
         return grpc.StatusCode.NOT_FOUND

@@ -10,7 +10,7 @@ from typing import Any
 
 import grpc
 
-from hub.auth.identity import Authenticator, Identity
+from hub.auth.identity import INVALID_TOKEN, Authenticator, Identity
 from hub.engine import Engine, ImportBatch
 from hub.errors import HubError, InvalidRequest, bounded, quote
 from hub.grpc.codes import status_code
@@ -26,6 +26,7 @@ from mcapi.mchub.v1 import common_area_pb2 as pb
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = "mchub.v1.CommonAreaService"
+
 # Metadata a member sends with every call: its cluster ID (needed with shared tokens).
 CLUSTER_ID_METADATA = "mchub-cluster-id"
 
@@ -79,7 +80,7 @@ class CommonAreaService:
             raise
         if identity is None:
             self._metrics.auth_failures.inc()
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "the bearer token is not valid")
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, INVALID_TOKEN)
         assert identity is not None
         if identity.any_cluster:
             # A credential shared by several members speaks for the cluster it names.
@@ -109,6 +110,21 @@ class CommonAreaService:
         assert isinstance(request, pb.AnnounceRequest)
         try:
             return await self._engine.announce(who, request)
+        except HubError as exc:
+            await self._refuse(context, exc)
+            raise
+        except StoreError as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, _store_failed(exc))
+            raise
+
+    # ---- Leave ---------------------------------------------------------------
+
+    async def Leave(self, request: pb.LeaveRequest | Malformed, context: Context) -> pb.LeaveResponse:
+        who = await self._identity(context)
+        await self._check_parsed(context, request)
+        assert isinstance(request, pb.LeaveRequest)
+        try:
+            return await self._engine.leave(who, request)
         except HubError as exc:
             await self._refuse(context, exc)
             raise
@@ -160,6 +176,9 @@ class CommonAreaService:
         while True:
             item = await verdicts.get()
             if item is None:
+                if verdicts.ended:  # the member was removed, or the ClusterSet ended: it must announce again
+                    out.put_nowait(_Abort(grpc.StatusCode.FAILED_PRECONDITION, verdicts.ended))
+                    return
                 reason = "hub shutting down" if self._engine.verdicts_bus.closed else "verdict queue overflowed"
                 out.put_nowait(_Abort(grpc.StatusCode.UNAVAILABLE, reason))
                 return
@@ -394,6 +413,11 @@ def handlers(service: CommonAreaService) -> grpc.GenericRpcHandler:
             service.ReportImportStatus,
             request_deserializer=lenient(pb.ReportImportStatusRequest),
             response_serializer=pb.ReportImportStatusResponse.SerializeToString,
+        ),
+        "Leave": grpc.unary_unary_rpc_method_handler(
+            service.Leave,
+            request_deserializer=lenient(pb.LeaveRequest),
+            response_serializer=pb.LeaveResponse.SerializeToString,
         ),
     }
     return grpc.method_handlers_generic_handler(SERVICE_NAME, methods)

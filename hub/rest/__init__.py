@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from hub.auth.identity import Authenticator
+    from hub.auth.tokens import TokenStore
     from hub.config import HubConfig
-    from hub.engine import Engine
+    from hub.engine import ClusterSetEnd, Engine
     from hub.metrics import HubMetrics
 
 
@@ -34,6 +35,11 @@ class RestHub(Protocol):
     @property
     def metrics(self) -> HubMetrics: ...
 
+    @property
+    def tokens(self) -> TokenStore:
+        """The hub's own member tokens (removing a member may revoke them)."""
+        ...
+
     def now(self) -> datetime: ...
 
     def is_ready(self) -> bool: ...
@@ -41,3 +47,7 @@ class RestHub(Protocol):
     def is_leader(self) -> bool: ...
 
     def refresh_metrics(self) -> None: ...
+
+    async def end_clusterset(self) -> ClusterSetEnd:
+        """Delete the ClusterSet (SQLite store); raises hub.errors.Conflict where a CR holds it."""
+        ...

@@ -27,7 +27,7 @@ from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 if TYPE_CHECKING:
-    from hub.app import HubApp
+    from hub.rest import RestHub
 
 STATIC_DIR = Path(__file__).parent / "static"
 _CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
@@ -74,7 +74,7 @@ def _cluster_statuses(item: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return statuses
 
 
-def liveness_view(hub: HubApp) -> dict[str, Any]:
+def liveness_view(hub: RestHub) -> dict[str, Any]:
     """ClusterSet readiness and each member's connection state."""
     clusterset = shapes.clusterset(hub)
     status = clusterset["status"]
@@ -195,7 +195,7 @@ def gateway_links(gateways: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return links
 
 
-def resources_view(hub: HubApp) -> dict[str, Any]:
+def resources_view(hub: RestHub) -> dict[str, Any]:
     """Exports with verdicts, imports with per-cluster status, gateways and their links."""
     exports = [_export_row(item) for item in shapes.exports(hub) if item["spec"]["kind"] != names.KIND_LABEL_IDENTITY]
     imports = {item["metadata"]["name"]: item for item in shapes.imports(hub)}
@@ -219,7 +219,7 @@ def resources_view(hub: HubApp) -> dict[str, Any]:
     }
 
 
-def view_header(hub: HubApp) -> dict[str, Any]:
+def view_header(hub: RestHub) -> dict[str, Any]:
     """Every event's clock (the page ages heartbeats from it) and the store revision."""
     return {
         "serverTime": hub.now().isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -227,7 +227,7 @@ def view_header(hub: HubApp) -> dict[str, Any]:
     }
 
 
-def dashboard_view(hub: HubApp) -> dict[str, Any]:
+def dashboard_view(hub: RestHub) -> dict[str, Any]:
     """The whole view model: what the `snapshot` and `changed` events carry."""
     return {**view_header(hub), **liveness_view(hub), **resources_view(hub)}
 

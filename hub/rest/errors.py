@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from hub.errors import (
+    Conflict,
     Forbidden,
     HubError,
     InvalidRequest,
@@ -24,7 +25,7 @@ def http_status(error: HubError) -> tuple[int, str]:
         return 403, "Forbidden"
     if isinstance(error, NotFound):
         return 404, "NotFound"
-    if isinstance(error, NotJoined | OutOfOrder):
+    if isinstance(error, NotJoined | OutOfOrder | Conflict):
         return 409, "Conflict"
     if isinstance(error, NotLeader | Unavailable):
         return 503, "ServiceUnavailable"

@@ -36,7 +36,7 @@ from hub.rest.dashboard import liveness_view, resources_view, view_header
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 if TYPE_CHECKING:
-    from hub.app import HubApp
+    from hub.rest import RestHub
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def _client_gone(request: web.Request) -> bool:
     return transport is None or transport.is_closing()
 
 
-async def _stream(request: web.Request, hub: HubApp, feeds: set[ChangeFeed]) -> web.StreamResponse:
+async def _stream(request: web.Request, hub: RestHub, feeds: set[ChangeFeed]) -> web.StreamResponse:
     response = web.StreamResponse(
         headers={
             "Content-Type": "text/event-stream",
@@ -194,7 +194,7 @@ async def _stream(request: web.Request, hub: HubApp, feeds: set[ChangeFeed]) -> 
     return response
 
 
-def add_live_routes(app: web.Application, hub: HubApp) -> None:
+def add_live_routes(app: web.Application, hub: RestHub) -> None:
     """Register the event stream; end every open stream when the app shuts down."""
     feeds: set[ChangeFeed] = set()
 

@@ -22,7 +22,7 @@ from mcapi.crds.clusterset import MemberClusterAnnounce
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 if TYPE_CHECKING:
-    from hub.app import HubApp
+    from hub.rest import RestHub
 
 
 def _rfc3339(moment: Any) -> str:
@@ -38,18 +38,26 @@ def item_list(kind: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"apiVersion": f"{names.GROUP}/v1alpha1", "kind": kind, "items": items}
 
 
-def clusterset(hub: HubApp) -> dict[str, Any]:
+def clusterset(hub: RestHub) -> dict[str, Any]:
     cfg = hub.config
     return {
         "apiVersion": f"{names.GROUP}/v1alpha2",
         "kind": "ClusterSet",
         "metadata": {"name": cfg.cluster_set_id, "namespace": cfg.namespace},
         "spec": {"clusterID": cfg.leader_cluster_id, "leaders": [{"clusterID": cfg.leader_cluster_id}]},
-        "status": clusterset_status(list(hub.engine.index.members.values()), hub.now(), cfg.disconnect_after),
+        "status": _status(hub),
     }
 
 
-def members(hub: HubApp) -> list[dict[str, Any]]:
+def _status(hub: RestHub) -> dict[str, Any]:
+    status = clusterset_status(list(hub.engine.index.members.values()), hub.now(), hub.config.disconnect_after)
+    if hub.engine.ended:  # what the dashboard shows of a deleted ClusterSet (REST answers 404)
+        ended = {"type": "Ready", "status": "False", "reason": "ClusterSetDeleted", "message": hub.engine.ended}
+        status["conditions"] = [{**ended, "lastTransitionTime": status["conditions"][0]["lastTransitionTime"]}]
+    return status
+
+
+def members(hub: RestHub) -> list[dict[str, Any]]:
     """MemberClusterAnnounces; `status` (not in Antrea's CRD) adds the hub's view of liveness."""
     now = hub.now()
     items = []
@@ -82,7 +90,7 @@ def export_item(export: pb.ResourceExport, namespace: str = names.DEFAULT_LEADER
     return item
 
 
-def exports(hub: HubApp, clusterID: str = "", kind: str = "", namespace: str = "") -> list[dict[str, Any]]:
+def exports(hub: RestHub, clusterID: str = "", kind: str = "", namespace: str = "") -> list[dict[str, Any]]:
     chosen = [
         export
         for _, export in sorted(hub.engine.index.exports.items())
@@ -93,7 +101,7 @@ def exports(hub: HubApp, clusterID: str = "", kind: str = "", namespace: str = "
     return [export_item(e, hub.config.namespace) for e in chosen]
 
 
-def import_item(hub: HubApp, imp: pb.ResourceImport) -> dict[str, Any]:
+def import_item(hub: RestHub, imp: pb.ResourceImport) -> dict[str, Any]:
     item = resource_import_to_cr(imp, hub.config.namespace).to_dict()
     reports = hub.engine.import_status.get(imp.import_name, {})
     if reports:
@@ -117,7 +125,7 @@ def import_item(hub: HubApp, imp: pb.ResourceImport) -> dict[str, Any]:
     return item
 
 
-def imports(hub: HubApp, clusterID: str = "", kind: str = "", namespace: str = "") -> list[dict[str, Any]]:
+def imports(hub: RestHub, clusterID: str = "", kind: str = "", namespace: str = "") -> list[dict[str, Any]]:
     chosen = [
         imp
         for _, imp in sorted(hub.engine.index.imports.items())

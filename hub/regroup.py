@@ -1,0 +1,53 @@
+"""What a change of exports does to the imports: re-merge only the groups it touches (pure).
+
+The engine hands the current index, the exports deleted and the exports put; the answer is the
+whole write (exports with their new verdicts, imports put or deleted). Nothing is changed, so
+the same call also tells what a change *would* do (a dry run of removing a member).
+"""
+
+from __future__ import annotations
+
+from hub.index import Index
+from hub.merge import GroupKey, MergeContext, group_key, import_names_for_group, merge_group
+from hub.store.base import WriteBatch
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+_LABEL_IDENTITY_GROUP = "labelidentity"
+
+
+def regroup(index: Index, merge: MergeContext, *, deleted: set[str], put: list[pb.ResourceExport]) -> WriteBatch:
+    """Re-merge every group the change touches; return the whole write."""
+    current = index.exports
+    overlay = {e.export_name: e for e in put}
+    keys: set[GroupKey] = {group_key(current[n]) for n in deleted if n in current}
+    keys.update(group_key(e) for e in put)
+    batch = WriteBatch(delete_exports=sorted(n for n in deleted if n in current))
+    for key in sorted(keys):
+        members = sorted(
+            (index.groups.get(key, set()) | {n for n, e in overlay.items() if group_key(e) == key}) - deleted
+        )
+        group = [overlay.get(n) or current[n] for n in members]
+        import_names = import_names_for_group(key)
+        previous = {n: index.imports[n] for n in import_names if n in index.imports}
+        result = merge_group(group, previous, _context_for(index, merge, key, import_names))
+        for name in import_names:
+            produced = result.imports.get(name)
+            if produced is not None and previous.get(name) != produced:
+                batch.put_imports.append(produced)
+            elif produced is None and name in previous:
+                batch.delete_imports.append(name)
+        for export in group:
+            status = result.statuses.get(export.export_name, pb.ExportStatus())
+            if export.export_name in overlay or export.status != status:
+                stored = pb.ResourceExport()
+                stored.CopyFrom(export)
+                stored.status.CopyFrom(status)
+                batch.put_exports.append(stored)
+    return batch
+
+
+def _context_for(index: Index, merge: MergeContext, key: GroupKey, import_names: list[str]) -> MergeContext:
+    # Only label identities draw from a shared ID space; other groups skip the scan.
+    if key[0] != _LABEL_IDENTITY_GROUP:
+        return merge
+    return MergeContext(config=merge.config, used_label_ids=index.label_ids(set(import_names)))
