@@ -66,6 +66,7 @@ class RunningHub:
     target: str
     rest_url: str
     ca: bytes
+    log: Path
 
 
 @contextlib.asynccontextmanager
@@ -102,7 +103,7 @@ async def hub_as_deployed(kubeconfig: Path, data_dir: Path) -> AsyncIterator[Run
                     target = match.group(1)
                 if match := _REST.search(line):
                     rest = match.group(1)
-        yield RunningHub(process, target, rest, (data_dir / "tls" / "ca.crt").read_bytes())
+        yield RunningHub(process, target, rest, (data_dir / "tls" / "ca.crt").read_bytes(), log)
     finally:
         if process.returncode is None:
             process.kill()
@@ -182,6 +183,18 @@ def nginx_export() -> pb.ResourceExport:
     )
 
 
+async def wait_clusterset_counts(kubectl: Kubectl, *, total: int, ready: int, within: float) -> None:
+    deadline = time.monotonic() + within
+    counts = ""
+    while time.monotonic() < deadline:
+        jsonpath = "jsonpath={.status.totalClusters}/{.status.readyClusters}"
+        counts = (await kubectl("get", "clusterset", "test-clusterset", "-n", NAMESPACE, "-o", jsonpath)).check().stdout
+        if counts == f"{total}/{ready}":
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"the leader ClusterSet's status says {counts!r} (total/ready) after {within}s")
+
+
 async def names_in_namespace(kubectl: Kubectl, kinds: str) -> list[str]:
     result = (await kubectl("get", kinds, "-n", NAMESPACE, "-o", "name", "--ignore-not-found")).check()
     return result.stdout.split()
@@ -222,7 +235,8 @@ async def test_the_deployed_hub_serves_a_member_joined_with_the_default_token_an
             assert isinstance(accepted, pb.ExportResponse), accepted
             assert accepted.status.verdict == pb.VERDICT_ACCEPTED, accepted
 
-            # What Antrea's users check in the leader, with kubectl.
+            # What Antrea's users check in the leader, with kubectl: the hub writes the ClusterSet's status.
+            await wait_clusterset_counts(kubectl, total=1, ready=1, within=15)
             assert await names_in_namespace(kubectl, "memberclusterannounces") == [
                 f"memberclusterannounce.multicluster.crd.antrea.io/{names.member_announce_name(MEMBER)}"
             ]
@@ -246,6 +260,7 @@ async def test_the_deployed_hub_serves_a_member_joined_with_the_default_token_an
         # once the members are gone; the left member's announce is deleted by hand; then the
         # ClusterSet, then the manifest.
         assert await names_in_namespace(kubectl, "resourceexports,resourceimports") == []
+        logged_before_uninstall = hub.log.stat().st_size
         (await kubectl("delete", "memberclusterannounces", "--all", "-n", NAMESPACE)).check()
         (await kubectl("delete", "clusterset", "test-clusterset", "-n", NAMESPACE)).check()
         (await kubectl("delete", "-f", str(manifests.LEADER), "--ignore-not-found", "--wait=true")).check()
@@ -254,6 +269,10 @@ async def test_the_deployed_hub_serves_a_member_joined_with_the_default_token_an
         async with asyncio.timeout(15):
             # Its Namespace is gone by now: stopping must not hang on the Lease it cannot release.
             assert await hub.process.wait() == 0
+        # Nothing the hub asked of the API server was refused by the RBAC the manifest grants it
+        # (until the uninstall took its ServiceAccount away).
+        served = hub.log.read_bytes()[:logged_before_uninstall].decode(errors="replace")
+        assert "forbidden" not in served.lower(), served[-3000:]
 
     objects = manifests.load(manifests.LEADER)
     for args in manifests.get_args(manifests.refs(objects)):
