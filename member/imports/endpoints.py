@@ -4,7 +4,10 @@ Both, as Antrea users and the MCS API expect them: the Endpoints (what Antrea's 
 writes; labelled ``endpointslice.kubernetes.io/skip-mirror`` so kube-controller-manager
 does not mirror them into a slice of its own) and one EndpointSlice per source cluster
 with the MCS labels. Each is written only when it differs from what the cache shows;
-slices of a source cluster that left are found in the cache, not listed.
+slices of a source cluster that left are found in the cache, not listed. An import with no
+address yet (the hub holds a cluster's endpoints back until its Service export is merged)
+creates nothing: kube-proxy sees no endpoints either way, and the object is then written
+once, with its addresses, instead of twice.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from member.imports.slices import desired_endpoint_slices, desired_endpoints
 async def apply_endpoints(ctx: ImportContext, message: pb.ResourceImport) -> None:
     ctx.require_namespace(message.namespace)
     imported = message.import_name
-    await ctx.writer.ensure(ctx.caches.kind(ENDPOINTS), desired_endpoints(message), import_name=imported)
+    endpoints, desired = ctx.caches.kind(ENDPOINTS), desired_endpoints(message)
+    if desired.get("subsets") or endpoints.get(name_of(desired), message.namespace) is not None:
+        await ctx.writer.ensure(endpoints, desired, import_name=imported)
     slices = ctx.caches.kind(ENDPOINT_SLICES)
     wanted = desired_endpoint_slices(message)
     for endpoint_slice in wanted:

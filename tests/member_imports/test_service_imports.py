@@ -145,3 +145,24 @@ async def eventually_applied(reports: Reports, import_name: str) -> None:
         return last is not None and last[0]
 
     await eventually(succeeded)
+
+
+async def test_an_endpoints_import_without_addresses_writes_nothing_until_it_has_some(
+    member: KubeClient, appliers: Appliers
+) -> None:
+    """The hub holds a cluster's endpoints back until its Service export is merged: the first
+    version of an Endpoints import may be empty. Nothing is published for it (kube-proxy sees no
+    endpoints either way), so the object is written once, when there is something in it."""
+    applier = await appliers.new(discovery_ttl=60.0)
+    before = member.metrics.writes()
+    await applier.handle(endpoints_import("default", "nginx", {}))
+    assert member.metrics.writes() == before
+    assert "antrea-mc-nginx" not in {e["metadata"]["name"] for e in (await member.list(ENDPOINTS, "default")).items}
+
+    await applier.handle(endpoints_import("default", "nginx", {"east": ["10.10.0.5"]}))
+    assert member.metrics.writes() == before + 2  # the Endpoints and one EndpointSlice, each created once
+
+    # Endpoints that lose every address are emptied, not left behind.
+    await applier.handle(endpoints_import("default", "nginx", {}))
+    assert "subsets" not in await member.get(ENDPOINTS, "antrea-mc-nginx", "default")
+    assert (await member.list(ENDPOINT_SLICES, "default")).items == []
