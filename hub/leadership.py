@@ -11,6 +11,7 @@ from typing import Protocol
 
 from hub.auth.tokenreview import TokenReviewAuthenticator
 from hub.clusterset import clusterset_status
+from hub.clusterset_watch import LeaderClusterSetWatch
 from hub.clusterset_writer import ClusterSetStatusWriter
 from hub.config import HubConfig
 from hub.engine import Engine
@@ -38,6 +39,9 @@ class LeaderSeat(Protocol):
 
     def now(self) -> datetime: ...
 
+    def is_leader(self) -> bool:
+        """This replica serves now (it holds the Lease and loaded its index)."""
+
     async def take_over(self, engine: Engine) -> None:
         """This replica now holds the Lease: serve from `engine` (not started yet)."""
 
@@ -53,6 +57,14 @@ class KubeLeadership:
         self.authenticator = TokenReviewAuthenticator(client, cfg.namespace)
         self.elector = self._elector()
         self.status = ClusterSetStatusWriter(client, cfg.namespace, cfg.cluster_set_id)
+        self.clusterset = LeaderClusterSetWatch(
+            client,
+            cfg.namespace,
+            cfg.cluster_set_id,
+            now=app.now,
+            on_deleted=self._clusterset_deleted,
+            on_created=self._clusterset_created,
+        )
         self._takeover: asyncio.Task[None] | None = None
 
     @classmethod
@@ -76,6 +88,7 @@ class KubeLeadership:
         return Engine(KubeStore(self.client, cfg.namespace), cfg, self.app.now)
 
     def start(self) -> None:
+        self.clusterset.start()
         self.elector.start()
 
     async def _started(self) -> None:
@@ -84,7 +97,15 @@ class KubeLeadership:
 
     async def _take_over(self) -> None:
         try:
-            await self.app.take_over(self.new_engine())
+            engine = self.new_engine()
+            # A ClusterSet deleted before: members are refused from the first call this replica serves.
+            engine.ended = self.clusterset.ended
+            await self.app.take_over(engine)
+            # Then (and also if the CR came or went while the index loaded) what is left goes.
+            if self.clusterset.ended:
+                await engine.end_clusterset(self.clusterset.ended)
+            else:
+                engine.reopen()
         except (StoreError, KubeError) as exc:
             log.error("leader could not load the hub state; giving up the lease", extra={"error": str(exc)})
             await self.elector.stop(release=True)
@@ -99,11 +120,37 @@ class KubeLeadership:
                 await self._takeover
         await self.app.step_down()
 
+    async def _clusterset_deleted(self, reason: str) -> None:
+        """The leader ClusterSet CR was deleted: the serving replica deletes what the hub wrote.
+
+        Retried while the store fails (members are refused meanwhile); a replica that is not
+        serving leaves it to the one taking over, which ends the ClusterSet before it serves.
+        """
+        delay = 0.5
+        while self.app.is_leader() and self.clusterset.ended == reason:
+            try:
+                ended = await self.app.engine.end_clusterset(reason)
+            except StoreError as exc:
+                log.warning("removing the deleted clusterset's state failed", extra={"error": str(exc)})
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+                continue
+            log.info(
+                "hub state of the deleted clusterset removed",
+                extra={"members": len(ended.members), "exports": len(ended.exports), "imports": len(ended.imports)},
+            )
+            return
+
+    async def _clusterset_created(self) -> None:
+        if self.app.is_leader():
+            self.app.engine.reopen()
+
     async def publish_status(self) -> None:
         members = list(self.app.engine.index.members.values())
         await self.status.write(clusterset_status(members, self.app.now(), self.app.config.disconnect_after))
 
     async def stop(self) -> None:
+        await self.clusterset.stop()
         await self.elector.stop(release=True)
         if self._takeover is not None and not self._takeover.done():
             self._takeover.cancel()
