@@ -46,6 +46,9 @@ class HubCallError(Exception):
             return f"the leader rejected the request ({self.details}); check the ClusterSet spec"
         if self.code == grpc.StatusCode.UNAVAILABLE:
             return f"cannot reach the leader ({self.details})"
+        if self.code == grpc.StatusCode.FAILED_PRECONDITION:
+            # Not joined yet, removed by the operator, or the ClusterSet was deleted: the hub says which.
+            return f"the leader does not admit this member now ({self.details})"
         return f"{self.code.name.lower()}: {self.details}"
 
 

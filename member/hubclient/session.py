@@ -28,10 +28,12 @@ import grpc
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.announce import Announcer, AnnounceSettings
+from member.hubclient.backoff import Backoff
 from member.hubclient.connection import HubEndpoint
 from member.hubclient.desired import DesiredExports, ExportRejection
 from member.hubclient.events import ImportConsumer, WatchPosition
 from member.hubclient.export_stream import ExportPump, ExportSettings, RejectionListener, VerdictListener
+from member.hubclient.leave import leave as leave_clusterset
 from member.hubclient.reports import ImportStatusReporter, ReportSettings
 from member.hubclient.state import ConnectionState, StateListener, StateTracker
 from member.hubclient.verdicts import VerdictBook
@@ -104,6 +106,9 @@ class HubSession:
         self._desired = DesiredExports(config.max_message_bytes - 1024)  # room for the request envelope
         self._verdicts = VerdictBook()
         self._channel: grpc.aio.Channel | None = None
+        self._stub: pb_grpc.CommonAreaServiceAsyncStub | None = None
+        # After stop(leave=True): whether the hub heard the leave (None: never asked to leave).
+        self.left: bool | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._export_task: asyncio.Task[None] | None = None
         self._announcer: Announcer | None = None
@@ -130,6 +135,7 @@ class HubSession:
         )
         self._channel = channel
         stub = pb_grpc.CommonAreaServiceStub(channel)
+        self._stub = stub
         self._announcer = Announcer(
             stub,
             pb.AnnounceRequest(
@@ -175,8 +181,15 @@ class HubSession:
             self._tasks.append(asyncio.create_task(self._watch.run(), name=f"hubclient-imports-{cfg.cluster_id}"))
         log.info("hub session started", extra={"clusterID": cfg.cluster_id, "hub": self._endpoint.target})
 
-    async def stop(self) -> None:
-        """Let in-flight export writes and reports finish (up to stop_timeout), then close everything."""
+    async def stop(self, *, leave: bool = False) -> None:
+        """Let in-flight export writes and reports finish (up to stop_timeout), then close everything.
+
+        With `leave` the member leaves the ClusterSet: once the export stream has drained (so
+        the withdrawals the caller asked for with `replace_all([])` were answered) and nothing
+        announces any more, the hub is told (rpc Leave, retried for up to stop_timeout) and
+        deletes this member's announce and whatever it still holds of it. Without, a stop is a
+        restart or a crash: the hub keeps the member, Disconnected, until it comes back.
+        """
         if self._channel is None:
             return
         timeout = self._config.stop_timeout
@@ -190,6 +203,14 @@ class HubSession:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks, self._export_task = [], None
+        if leave and self._stub is not None:
+            self.left = await leave_clusterset(
+                self._stub,
+                self._config.cluster_id,
+                within=timeout,
+                call_timeout=self._config.call_timeout,
+                backoff=Backoff(self._config.initial_backoff, self._config.max_backoff),
+            )
         await self._channel.close()
         self._channel = None
         self._tracker.update(connected=False, last_error="stopped", exports_synced=False, imports_synced=False)
