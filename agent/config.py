@@ -27,7 +27,7 @@ LINK_PREFIX = "mc"
 _LINK_NAME = re.compile(r"^mc[A-Za-z0-9_-]{1,13}$")
 
 # Keys Antrea documents in the same section that this agent does not act on.
-_ANTREA_KEYS_IGNORED = frozenset({"enable", "namespace", "enableStretchedNetworkPolicy"})
+_ANTREA_KEYS_IGNORED = frozenset({"enable", "namespace"})
 
 
 class TrafficEncryptionMode(enum.Enum):
@@ -83,6 +83,9 @@ class AgentConfig:
 
     enable_gateway: bool = False
     enable_pod_to_pod_connectivity: bool = False
+    enable_stretched_network_policy: bool = False
+    """Carry label identities between Gateways and enforce ClusterSet-scoped Antrea policy
+    rules on the Gateway (agent.policy); every member must agree, as in Antrea."""
     traffic_encryption_mode: TrafficEncryptionMode = TrafficEncryptionMode.NONE
     wireguard: WireGuardConfig = field(default_factory=WireGuardConfig)
     tunnel: TunnelConfig = field(default_factory=TunnelConfig)
@@ -121,6 +124,7 @@ def config_from_mapping(section: Mapping[str, Any], path: str = "multicluster") 
     known = {
         "enableGateway",
         "enablePodToPodConnectivity",
+        "enableStretchedNetworkPolicy",
         "trafficEncryptionMode",
         "wireGuard",
         "tunnel",
@@ -134,6 +138,7 @@ def config_from_mapping(section: Mapping[str, Any], path: str = "multicluster") 
     return AgentConfig(
         enable_gateway=_bool(section, "enableGateway", False, path),
         enable_pod_to_pod_connectivity=_bool(section, "enablePodToPodConnectivity", False, path),
+        enable_stretched_network_policy=_bool(section, "enableStretchedNetworkPolicy", False, path),
         traffic_encryption_mode=modes[mode_text.lower()],
         wireguard=_wireguard(_mapping(section.get("wireGuard") or {}, f"{path}.wireGuard"), f"{path}.wireGuard"),
         tunnel=_tunnel(_mapping(section.get("tunnel") or {}, f"{path}.tunnel"), f"{path}.tunnel"),

@@ -22,6 +22,7 @@ from ipaddress import IPv4Address, IPv4Network, collapse_addresses, ip_address, 
 from agent.config import AgentConfig
 from agent.errors import InvalidInputsError
 from agent.inputs import AgentInputs
+from agent.policy.state import PolicyDatapath
 from agent.remotes import AcceptedRemote, LocalAddressing, select_remotes
 from agent.state import (
     RULE_PRIORITY,
@@ -115,12 +116,34 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
         )
     return replace(
         common,
+        policy=_policy(inputs, config, remote_gateways),
         tunnel_peers=tuple(TunnelPeer(r.gateway_ip, gateway_tunnel_mac(r.gateway_ip)) for r in accepted),
         routes=_routes(accepted, tunnel.name, via=lambda r: r.gateway_ip),
         snat=_snat(accepted, tunnel.name, gateway_ip),
         reply_marking=ReplyMarking(mark, remote_gateways, (tunnel.name,)),
         mss_clamp_interfaces=(tunnel.name,),
         probe_targets=probes,
+    )
+
+
+def _policy(
+    inputs: AgentInputs, config: AgentConfig, remote_gateways: tuple[IPv4Address, ...]
+) -> PolicyDatapath | None:
+    """Only the VXLAN Gateway: identities ride in the VNI between Gateways, which WireGuard
+    does not have, and every cross-cluster packet passes the active Gateway."""
+    compiled = inputs.policy
+    if not config.enable_stretched_network_policy or compiled is None:
+        return None
+    tunnel = config.tunnel
+    return PolicyDatapath(
+        tunnel_interface=tunnel.interface,
+        tunnel_port=tunnel.port,
+        tunnel_vni=tunnel.vni,
+        remote_gateways=remote_gateways,
+        pod_identities=compiled.pod_identities,
+        identity_ids=compiled.identity_ids,
+        ingress=compiled.ingress,
+        egress=compiled.egress,
     )
 
 

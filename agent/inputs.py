@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent.policy.state import CompiledPolicy
+
 
 @dataclass(frozen=True)
 class LocalNode:
@@ -63,3 +65,5 @@ class AgentInputs:
     remotes: tuple[RemoteCluster, ...] = ()
     wireguard_public_key: str | None = None
     """This agent's own WireGuard public key (published in its Gateway CR)."""
+    policy: CompiledPolicy | None = None
+    """ClusterSet-scoped policy rules and label identities (enableStretchedNetworkPolicy)."""

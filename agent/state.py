@@ -26,6 +26,8 @@ import enum
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network
 
+from agent.policy.state import PolicyDatapath
+
 
 class RouteTable(enum.IntEnum):
     """Routing tables owned by the agent."""
@@ -189,6 +191,8 @@ class DesiredDatapath:
     probe_targets: tuple[ProbeTarget, ...] = ()
     remote_clusters: tuple[str, ...] = ()
     """Cluster IDs whose traffic is routed."""
+    policy: PolicyDatapath | None = None
+    """The active VXLAN Gateway's identity tagging and ClusterSet rules (agent.policy)."""
     exclusions: tuple[Exclusion, ...] = field(default=())
 
     @property

@@ -3,7 +3,7 @@
 * links: named by the config (``mc`` prefix) and tagged with an ``ifalias`` below;
 * routes: only in the agent's own tables (agent.state.RouteTable), protocol ROUTE_PROTOCOL;
 * policy rules: protocol ROUTE_PROTOCOL at the priorities of agent.state.RULE_PRIORITY;
-* nftables: one table of its own, ``ip mchub``, replaced atomically as a whole;
+* nftables: tables of its own, ``ip mchub`` and ``ip mchub_policy``, each replaced atomically as a whole;
 * packet and conntrack marks: one bit, REPLY_MARK (configurable as ``tunnel.replyMark``);
 * neighbour/FDB entries: only on the agent's own tunnel device.
 """
@@ -21,6 +21,9 @@ ALIAS_PREFIX: Final = "mchub:"
 
 NFT_FAMILY: Final = "ip"
 NFT_TABLE: Final = "mchub"
+NFT_POLICY_TABLE: Final = "mchub_policy"
+"""The Gateway's ClusterSet policy table (agent/linux/policy_nft.py), apart from ``mchub`` so
+that Pod and policy churn never rewrites the tunnel's SNAT and reply marking."""
 
 # Our devices carry no real address, but IPv4 reverse-path filtering drops every packet
 # that arrives on an address-less device whenever rp_filter is on (the kernel's

@@ -16,6 +16,7 @@ from agent.linux import netlink
 from agent.linux.netlink import open_netlink
 from agent.linux.nft import reconcile_nft, remove_nft
 from agent.linux.ownership import ALIAS_PREFIX, ALIAS_WIREGUARD
+from agent.linux.policy_nft import reconcile_policy_nft
 from agent.linux.routing import reconcile_routes, reconcile_rules
 from agent.linux.tunnel import ensure_link_tagged_up, reconcile_peers, reconcile_tunnel
 from agent.linux.wireguard import WireGuardDaemons, configure
@@ -58,12 +59,14 @@ class LinuxDatapath:
             await reconcile_routes(ipr, desired.routes, indexes, changes)
             await reconcile_rules(ipr, desired.rules, changes)
         await reconcile_nft(self.netns, desired, changes)
+        await reconcile_policy_nft(self.netns, desired.policy, changes)
         if changes:
             log.info("datapathReconciled", extra={"netns": self.netns, "role": desired.role.value, "changes": changes})
         return changes
 
     async def cleanup(self) -> list[str]:
-        """Remove every link, route, rule, neighbour and nft table the agent owns."""
+        """Remove every link, route, rule, neighbour and nft table the agent owns (the policy
+        table goes with the empty desired state)."""
         changes = await self.apply(_EMPTY)
         await remove_nft(self.netns, changes)
         await self._daemons.stop_all()

@@ -6,10 +6,12 @@ ClusterInfoImports each cluster has) and turns it into AgentInputs for every age
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent.config import AgentConfig, HealthConfig, TrafficEncryptionMode, WireGuardConfig
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
+from agent.policy.state import CompiledPolicy
 from agent.runner import DatapathAgent, ReconcileOutcome
 from agent.wgkey import WireGuardKeyPair, generate_key_pair
 from tests.datapath.topology import ClusterNs, NodeNs, Topology
@@ -28,6 +30,8 @@ class ClusterSetDriver:
     """(importing cluster, exporting cluster) pairs whose ClusterInfoImport is gone."""
     agents: dict[str, DatapathAgent] = field(default_factory=dict)
     keys: dict[str, WireGuardKeyPair] = field(default_factory=dict)
+    policy: Callable[[str], CompiledPolicy] | None = None
+    """cluster ID -> its compiled ClusterSet policy (enableStretchedNetworkPolicy); None: off."""
 
     def __post_init__(self) -> None:
         for cluster in self.topo.clusters.values():
@@ -47,6 +51,7 @@ class ClusterSetDriver:
             traffic_encryption_mode=TrafficEncryptionMode.WIREGUARD if self.wireguard else TrafficEncryptionMode.NONE,
             wireguard=WireGuardConfig(interface=self.topo.wireguard_name(node)),
             health=FAST_HEALTH,
+            enable_stretched_network_policy=self.policy is not None,
         )
 
     def gateway_node(self, cluster: ClusterNs) -> NodeNs | None:
@@ -80,6 +85,7 @@ class ClusterSetDriver:
             gateway=None if gateway is None else ActiveGateway(gateway.name, gateway.underlay_ip, gateway.underlay_ip),
             remotes=tuple(remotes),
             wireguard_public_key=self.keys[node.name].public_key,
+            policy=None if self.policy is None else self.policy(cluster.cluster_id),
         )
 
     async def sync(self) -> dict[str, ReconcileOutcome]:

@@ -40,5 +40,5 @@ async def footprint(netns: str) -> AgentFootprint:
         if str(r.get("table")) in our_tables or str(r.get("protocol")) == str(ROUTE_PROTOCOL)
     )
     tables = json.loads(await sh("ip", "netns", "exec", netns, "nft", "-j", "list", "tables"))["nftables"]
-    nft = tuple(t["table"]["name"] for t in tables if "table" in t and t["table"]["name"] == "mchub")
+    nft = tuple(t["table"]["name"] for t in tables if "table" in t and t["table"]["name"] in {"mchub", "mchub_policy"})
     return AgentFootprint(ours, tuple(routes), our_rules, nft)

@@ -1,0 +1,200 @@
+"""Parsed policies + Tiers + label identities + local Pods + multi-cluster Services ->
+CompiledPolicy (the rules in Antrea's order, the identity maps) and a report per policy. Pure.
+
+Order, as Antrea evaluates: Tier priority (lower first), then policy priority (lower
+first; ties: ClusterNetworkPolicies before NetworkPolicies, then by namespace/name, so
+every Gateway agrees), then rule order within the policy. Pass ends the Tier (the next
+Tier decides). A policy whose Tier is neither a default Tier nor a Tier CR is not enforced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address
+
+from agent.policy.labels import NAMESPACE_NAME_LABEL, LabelIdentity, Labels, normalized_label
+from agent.policy.model import (
+    KIND_CLUSTER_NETWORK_POLICY,
+    Direction,
+    ParsedPolicy,
+    ParsedRule,
+    PodSelection,
+    ServiceRef,
+    SkipReason,
+    TranslationError,
+)
+from agent.policy.parse import parse_policy
+from agent.policy.state import MAX_IDENTITY, CompiledPolicy, CompiledRule, PolicyReport, TierRules
+
+DEFAULT_TIERS: Mapping[str, int] = {
+    "emergency": 50,
+    "securityops": 100,
+    "networkops": 150,
+    "platform": 200,
+    "application": 250,
+    "baseline": 253,
+}
+REASON_ENFORCED = "Enforced"
+
+
+@dataclass(frozen=True)
+class LocalPod:
+    namespace: str
+    name: str
+    ip: IPv4Address
+    labels: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class MultiClusterService:
+    """An imported Service (``antrea-mc-<name>``), named by the ServiceImport's name."""
+
+    namespace: str
+    name: str
+    addresses: tuple[IPv4Address, ...]
+    """Its ClusterIP and its Endpoints' addresses (the exporters' ClusterIPs or Pod IPs)."""
+
+
+@dataclass(frozen=True)
+class PolicyObject:
+    """A raw policy as read from the API (``kind`` ClusterNetworkPolicy or NetworkPolicy)."""
+
+    kind: str
+    obj: Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class PolicySources:
+    """Every input of the compiler."""
+
+    policies: tuple[PolicyObject, ...] = ()
+    tiers: Mapping[str, int] = field(default_factory=dict)
+    """Tier CRs: name -> priority (the default Tiers need not be here)."""
+    identities: tuple[LabelIdentity, ...] = ()
+    pods: tuple[LocalPod, ...] = ()
+    namespaces: Mapping[str, Labels] = field(default_factory=dict)
+    services: tuple[MultiClusterService, ...] = ()
+
+
+def compile_policies(sources: PolicySources) -> CompiledPolicy:
+    tiers = {**DEFAULT_TIERS, **{name.lower(): prio for name, prio in sources.tiers.items()}}
+    identities = tuple(i for i in sources.identities if 0 < i.id <= MAX_IDENTITY)
+    pods = tuple(sources.pods)
+    reports: list[PolicyReport] = []
+    enforced: list[ParsedPolicy] = []
+    for item in sources.policies:
+        meta = item.obj.get("metadata") or {}
+        assert isinstance(meta, Mapping)
+        try:
+            parsed = parse_policy(item.kind, item.obj)
+        except TranslationError as err:
+            reports.append(_report(item.kind, meta, False, err.reason.value, err.message))
+            continue
+        if parsed is None:
+            continue
+        if parsed.tier not in tiers:
+            message = f"Tier {parsed.tier} does not exist; the policy's ClusterSet rules are not enforced"
+            reports.append(_report(item.kind, meta, False, SkipReason.TIER_NOT_FOUND.value, message))
+            continue
+        enforced.append(parsed)
+        message = f"{len(parsed.rules)} ClusterSet rule(s) enforced by the Gateway"
+        reports.append(_report(item.kind, meta, True, REASON_ENFORCED, message))
+    enforced.sort(key=lambda p: (tiers[p.tier], p.priority, p.kind != KIND_CLUSTER_NETWORK_POLICY, p.namespace, p.name))
+    namespace_labels = {name: {**labels, NAMESPACE_NAME_LABEL: name} for name, labels in sources.namespaces.items()}
+    services = {(s.namespace, s.name): s for s in sources.services}
+    ingress: dict[str, list[CompiledRule]] = {}
+    egress: dict[str, list[CompiledRule]] = {}
+    for policy in enforced:
+        for rule in policy.rules:
+            applied = _local_pod_ips(rule.applied_to, pods, namespace_labels)
+            if rule.direction is Direction.INGRESS:
+                compiled = CompiledRule(
+                    rule.action, _identity_ids(rule.peers, identities), applied, rule.ports, _origin(policy, rule)
+                )
+                ingress.setdefault(policy.tier, []).append(compiled)
+            else:
+                wanted = sorted({a for ref in rule.services for a in _service_addresses(services, ref)})
+                compiled = CompiledRule(rule.action, applied, tuple(wanted), rule.ports, _origin(policy, rule))
+                egress.setdefault(policy.tier, []).append(compiled)
+    return CompiledPolicy(
+        pod_identities=_pod_identities(pods, namespace_labels, identities),
+        identity_ids=tuple(sorted({i.id for i in identities})),
+        ingress=_tiers(ingress, tiers),
+        egress=_tiers(egress, tiers),
+        reports=tuple(reports),
+    )
+
+
+def _tiers(rules: Mapping[str, list[CompiledRule]], tiers: Mapping[str, int]) -> tuple[TierRules, ...]:
+    return tuple(
+        TierRules(name, tiers[name], tuple(r for r in found if r.sources and r.destinations))
+        for name, found in sorted(rules.items(), key=lambda item: (tiers[item[0]], item[0]))
+    )
+
+
+def _selected(selection: PodSelection, namespace: str, ns_labels: Labels, pod_labels: Labels) -> bool:
+    if selection.namespace is not None and selection.namespace != namespace:
+        return False
+    return selection.namespace_selector.matches(ns_labels) and selection.pod_selector.matches(pod_labels)
+
+
+def _identity_ids(peers: Iterable[PodSelection], identities: Iterable[LabelIdentity]) -> tuple[int, ...]:
+    peers = tuple(peers)
+    found = {
+        identity.id
+        for identity in identities
+        if any(
+            _selected(p, identity.namespace, dict(identity.namespace_labels), dict(identity.pod_labels)) for p in peers
+        )
+    }
+    return tuple(sorted(found))
+
+
+def _local_pod_ips(
+    applied_to: Iterable[PodSelection], pods: Iterable[LocalPod], namespaces: Mapping[str, Labels]
+) -> tuple[IPv4Address, ...]:
+    applied_to = tuple(applied_to)
+    found = set()
+    for pod in pods:
+        ns_labels = namespaces.get(pod.namespace, {NAMESPACE_NAME_LABEL: pod.namespace})
+        if any(_selected(s, pod.namespace, ns_labels, dict(pod.labels)) for s in applied_to):
+            found.add(pod.ip)
+    return tuple(sorted(found))
+
+
+def _pod_identities(
+    pods: Iterable[LocalPod], namespaces: Mapping[str, Labels], identities: Iterable[LabelIdentity]
+) -> tuple[tuple[IPv4Address, int], ...]:
+    by_label = {normalized_label(i.namespace, dict(i.namespace_labels), dict(i.pod_labels)): i.id for i in identities}
+    found: dict[IPv4Address, int] = {}
+    for pod in pods:
+        ns_labels = namespaces.get(pod.namespace, {})
+        identity = by_label.get(normalized_label(pod.namespace, ns_labels, dict(pod.labels)))
+        if identity is not None:
+            found[pod.ip] = identity
+    return tuple(sorted(found.items()))
+
+
+def _service_addresses(
+    services: Mapping[tuple[str, str], MultiClusterService], ref: ServiceRef
+) -> tuple[IPv4Address, ...]:
+    service = services.get((ref.namespace, ref.name))
+    return service.addresses if service is not None else ()
+
+
+def _origin(policy: ParsedPolicy, rule: ParsedRule) -> str:
+    return f"{policy.ref} {rule.direction.value}[{rule.index}] {rule.name}"
+
+
+def _report(kind: str, meta: Mapping[str, object], enforced: bool, reason: str, message: str) -> PolicyReport:
+    generation = meta.get("generation")
+    return PolicyReport(
+        kind=kind,
+        namespace=str(meta.get("namespace") or "") if kind != KIND_CLUSTER_NETWORK_POLICY else "",
+        name=str(meta.get("name") or ""),
+        generation=generation if isinstance(generation, int) else 0,
+        enforced=enforced,
+        reason=reason,
+        message=message,
+    )

@@ -1,0 +1,95 @@
+"""What the policy compiler produces: the identity maps and the ordered rules, as plain data.
+
+``CompiledPolicy`` is computed from Kubernetes objects by agent.policy.compile (pure) and
+travels in AgentInputs; agent.desired turns it into a ``PolicyDatapath`` on the active
+Gateway, which agent/linux/policy_nft.py renders as the nftables table ``ip mchub_policy``.
+
+Identity in the packet: between the inner packet and the VXLAN packet that carries it,
+the only per-packet field that survives, that nftables can read and write and that nothing
+routes by is ``skb->priority`` (see agent/linux/policy_nft.py). A tagged packet's priority
+is ``IDENTITY_TAG | id``: the tag tells an identity from the small priorities the kernel
+derives from the IP TOS (0..15), and leaves 24 bits for the ID.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+
+from agent.policy.model import Action, PortMatch
+
+IDENTITY_TAG = 0x6D000000
+"""The high byte of a tagged priority ('m'); the low 24 bits are the label identity ID."""
+MAX_IDENTITY = 0xFFFFFF
+NO_IDENTITY_VNI = 0
+"""The VNI between Gateways for a packet whose source has no known identity."""
+
+
+def tagged_priority(identity: int) -> int:
+    return IDENTITY_TAG | identity
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """One nftables rule: traffic from ``sources`` to ``destinations`` on ``ports`` gets ``action``.
+
+    Ingress: ``sources`` are label identity IDs, ``destinations`` local Pod IPs (appliedTo).
+    Egress: ``sources`` are local Pod IPs (appliedTo), ``destinations`` the multi-cluster
+    Services' ClusterIPs and backends."""
+
+    action: Action
+    sources: tuple[int, ...] | tuple[IPv4Address, ...]
+    destinations: tuple[IPv4Address, ...]
+    ports: tuple[PortMatch, ...]
+    origin: str
+    """``<kind> <ns/name> <direction>[<index>] <rule name>``, for humans reading nft output."""
+
+
+@dataclass(frozen=True)
+class TierRules:
+    """The rules of one Tier, in order; a Pass rule returns to the next Tier."""
+
+    tier: str
+    priority: int
+    rules: tuple[CompiledRule, ...]
+
+
+@dataclass(frozen=True)
+class PolicyReport:
+    """The agent's verdict on one policy that has ClusterSet-scoped rules."""
+
+    kind: str
+    namespace: str
+    name: str
+    generation: int
+    enforced: bool
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CompiledPolicy:
+    """Everything the datapath needs to carry identities and enforce ClusterSet rules."""
+
+    pod_identities: tuple[tuple[IPv4Address, int], ...] = ()
+    """Local Pod IP -> its label identity ID (Pods whose identity was imported)."""
+    identity_ids: tuple[int, ...] = ()
+    """Every imported label identity ID (what the Gateway may carry and recover)."""
+    ingress: tuple[TierRules, ...] = ()
+    egress: tuple[TierRules, ...] = ()
+    reports: tuple[PolicyReport, ...] = ()
+
+
+@dataclass(frozen=True)
+class PolicyDatapath:
+    """The Gateway's policy table: identity tagging on the tunnel and the ClusterSet rules."""
+
+    tunnel_interface: str
+    tunnel_port: int
+    tunnel_vni: int
+    """The VNI the receiving device accepts; a remote Gateway's packets are rewritten to it."""
+    remote_gateways: tuple[IPv4Address, ...]
+    pod_identities: tuple[tuple[IPv4Address, int], ...]
+    identity_ids: tuple[int, ...]
+    ingress: tuple[TierRules, ...]
+    egress: tuple[TierRules, ...]
