@@ -64,15 +64,7 @@ def builtin_types() -> list[ResourceType]:
         ResourceType("", "v1", "events", "Event", True, "event", ("ev",), selectable_fields=CORE_EVENT_FIELDS),
     ]
     grouped = [
-        ResourceType(
-            "discovery.k8s.io",
-            "v1",
-            "endpointslices",
-            "EndpointSlice",
-            True,
-            "endpointslice",
-            selectable_fields=("addressType",),
-        ),
+        ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True, "endpointslice"),
         ResourceType(
             "events.k8s.io",
             "v1",

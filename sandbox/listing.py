@@ -33,7 +33,8 @@ _CONTINUE_TOO_OLD = (
 def object_matcher(rt: ResourceType, query: MultiMapping[str]) -> Callable[[Obj], bool]:
     """A predicate on stored objects for the query's labelSelector and fieldSelector."""
     labels = parse_label_selector(query.get("labelSelector"))
-    fields = parse_field_selector(query.get("fieldSelector"), rt.selectable_fields)
+    own_conversion = bool(rt.selectable_fields) or rt.from_crd
+    fields = parse_field_selector(query.get("fieldSelector"), rt.selectable_fields, own_conversion=own_conversion)
     rename = rt.view.field_path if rt.view else None
 
     def matches(obj: Obj) -> bool:

@@ -2,8 +2,9 @@
 
 Label selectors follow the apiserver syntax (=, ==, !=, in, notin, exists, !exists).
 Field selectors support =, == and != on metadata.name, metadata.namespace and the
-fields each kind declares selectable; any other field is a 400, like the apiserver's
-"field label not supported".
+fields each kind declares selectable; any other field is a 400 worded as the apiserver
+words it: "field label not supported: X" for kinds with selectable fields of their own and
+custom resources, `"X" is not a known field selector: only "metadata.name", ...` for the rest.
 """
 
 from __future__ import annotations
@@ -109,7 +110,11 @@ class FieldRequirement:
     negated: bool
 
 
-def parse_field_selector(text: str | None, allowed: tuple[str, ...]) -> list[FieldRequirement]:
+def parse_field_selector(
+    text: str | None, allowed: tuple[str, ...], *, own_conversion: bool = True
+) -> list[FieldRequirement]:
+    """own_conversion: the kind converts field labels itself (Pods, Secrets, custom resources...),
+    which words a refusal differently from the generic metadata-only kinds."""
     if not text:
         return []
     out: list[FieldRequirement] = []
@@ -125,7 +130,9 @@ def parse_field_selector(text: str | None, allowed: tuple[str, ...]) -> list[Fie
             raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
         path = path.strip()
         if path not in ("metadata.name", "metadata.namespace", *allowed):
-            raise bad_request(f"field label not supported: {path}")
+            if own_conversion:
+                raise bad_request(f"field label not supported: {path}")
+            raise bad_request(f'"{path}" is not a known field selector: only "metadata.name", "metadata.namespace"')
         out.append(FieldRequirement(path, value.strip(), negated))
     return out
 

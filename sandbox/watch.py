@@ -4,7 +4,8 @@ Semantics follow the apiserver: no resourceVersion (or "0") starts with syntheti
 ADDED events for what exists; a resourceVersion resumes after it; one older than
 the retained log gets an ERROR event carrying a 410 Expired Status (HTTP 200, as a
 real apiserver answers a watch). With label or field selectors an object that
-stops matching is reported DELETED and one that starts matching ADDED.
+stops matching is reported DELETED (as it last matched, at the resourceVersion of the
+change) and one that starts matching ADDED.
 allowWatchBookmarks=true adds BOOKMARK events every `bookmark_interval` seconds and
 2 s before timeoutSeconds runs out; sendInitialEvents=true ends the initial ADDED events
 with a bookmark annotated k8s.io/initial-events-end.
@@ -91,8 +92,11 @@ class _Stream:
             await self.send("MODIFIED", event.object)
         elif now_match:
             await self.send("ADDED", event.object)
-        elif was_match:
-            await self.send("DELETED", event.object)
+        elif was_match and event.previous is not None:
+            # As the watch cache does: the object as it last matched, at the change's resourceVersion.
+            left = {**event.previous, "metadata": {**event.previous["metadata"]}}
+            left["metadata"]["resourceVersion"] = event.object["metadata"]["resourceVersion"]
+            await self.send("DELETED", left)
 
 
 async def serve_watch(request: web.Request, ctx: ApiContext, req: WatchRequest) -> web.StreamResponse:

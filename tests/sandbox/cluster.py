@@ -30,7 +30,10 @@ class Cluster:
     api: client.ApiClient
     configuration: client.Configuration
     sandbox: SandboxServer | None
+    # Where the test may keep files of its own (kubectl's discovery cache).
+    work_dir: Path
     _session: aiohttp.ClientSession | None = field(default=None, init=False)
+    _anonymous_session: aiohttp.ClientSession | None = field(default=None, init=False)
 
     @property
     def core(self) -> client.CoreV1Api:
@@ -40,20 +43,26 @@ class Cluster:
     def custom(self) -> client.CustomObjectsApi:
         return client.CustomObjectsApi(self.api)
 
-    def _ssl(self) -> ssl.SSLContext:
+    def _ssl(self, *, with_client_certificate: bool = True) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=self.configuration.ssl_ca_cert)
-        if self.configuration.cert_file:
+        if self.configuration.cert_file and with_client_certificate:
             context.load_cert_chain(self.configuration.cert_file, self.configuration.key_file)
         return context
 
-    async def _headers(self, extra: dict[str, str] | None) -> dict[str, str]:
+    async def _headers(self, extra: dict[str, str] | None, *, credentials: bool = True) -> dict[str, str]:
         headers = {"Accept": "application/json"}
-        token = await self.configuration.get_api_key_with_prefix("BearerToken")
+        token = await self.configuration.get_api_key_with_prefix("BearerToken") if credentials else None
         if token:
             headers["Authorization"] = token if token.startswith("Bearer ") else f"Bearer {token}"
         return {**headers, **(extra or {})}
 
-    def session(self) -> aiohttp.ClientSession:
+    def session(self, *, credentials: bool = True) -> aiohttp.ClientSession:
+        """HTTP with the kubeconfig's credentials, or (credentials=False) with none at all."""
+        if not credentials:
+            if self._anonymous_session is None:
+                context = self._ssl(with_client_certificate=False)
+                self._anonymous_session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context))
+            return self._anonymous_session
         if self._session is None:
             self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._ssl()))
         return self._session
@@ -67,12 +76,14 @@ class Cluster:
         query: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
         content_type: str = "application/json",
+        credentials: bool = True,
     ) -> Response:
+        """One request; credentials=False sends neither the client certificate nor the token."""
         data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-        all_headers = await self._headers(headers)
+        all_headers = await self._headers(headers, credentials=credentials)
         if data is not None:
             all_headers["Content-Type"] = content_type
-        async with self.session().request(
+        async with self.session(credentials=credentials).request(
             method, str(self.configuration.host) + path, data=data, params=query, headers=all_headers
         ) as resp:
             text = await resp.text()
@@ -115,6 +126,7 @@ class Cluster:
                         return
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        for session in (self._session, self._anonymous_session):
+            if session is not None:
+                await session.close()
         await self.api.close()

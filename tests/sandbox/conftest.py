@@ -1,11 +1,12 @@
 """Fixtures for the sandbox semantics suite.
 
-The suite states Kubernetes API behaviour mchub relies on, against any API server:
-
-- by default each test gets a fresh in-process SandboxServer (127.0.0.1, port 0);
-- with MCHUB_REAL_KUBECONFIG=/path/to/kubeconfig the same tests run against that
-  cluster instead, each in its own uniquely named namespace (and uniquely named
-  CRDs), all removed afterwards.
+The suite states Kubernetes API behaviour mchub relies on, and every case runs twice
+(`cluster_kind`): against a fresh in-process SandboxServer (127.0.0.1, port 0), and
+against a real kube-apiserver v1.28 - the session's `north` cluster (tests/conftest.py),
+or the cluster of MCHUB_REAL_KUBECONFIG=/path/to/kubeconfig when that is set. Where the
+two differ, the real server is right. On a real cluster each test works in its own
+uniquely named Namespace (and uniquely named CRDs, Nodes), removed afterwards without
+waiting for the removal to finish.
 
 Fixtures:
 - `cluster`: a Cluster (kubeconfig path, a kubernetes-asyncio ApiClient, raw HTTP
@@ -13,14 +14,17 @@ Fixtures:
 - `namespace`: the name of a fresh namespace, deleted after the test;
 - `sandbox`: the SandboxServer itself (skips the test on a real cluster);
 - `probe_crd`: a throwaway namespaced CRD (kind Probe, uniquely named group) with a
-  status subresource and printer columns, Established before the test starts.
+  status subresource and printer columns, served before the test starts;
+- `new_probe_crd`: makes such CRDs with the versions (schemas) a test gives, removed after
+  the test. On a real cluster they come from a pool made ahead (crd_pool.py), as a real
+  apiserver holds back creates for 2 s after a new CRD is Established.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -28,28 +32,48 @@ from kubernetes_asyncio import client, config
 
 from sandbox.server import SandboxServer
 from tests.sandbox.cluster import Cluster
-from tests.sandbox.probe_crd import CRDS, ProbeCRD, wait_established
+from tests.sandbox.crd_pool import ProbeCRDPool
+from tests.sandbox.probe_crd import CRDS, NewProbeCRD, ProbeCRD, Version, create_crd
 
 REAL_KUBECONFIG = os.environ.get("MCHUB_REAL_KUBECONFIG", "")
+# The session cluster this suite uses; the multi-cluster suites mostly use leader, east and west.
+REAL_CLUSTER = "north"
+
+
+@pytest.fixture(params=["sandbox", "real"])
+def cluster_kind(request: pytest.FixtureRequest) -> str:
+    """Overrides the session-wide one: with MCHUB_REAL_KUBECONFIG, "real" needs no local control plane."""
+    kind: str = request.param
+    return kind
+
+
+def _real_kubeconfig(request: pytest.FixtureRequest) -> Path:
+    if REAL_KUBECONFIG:
+        return Path(REAL_KUBECONFIG)
+    # Skips (or fails under CI) with the reason when no real control plane can be had.
+    clusters = request.getfixturevalue("real_clusters")
+    kubeconfig: Path = clusters[REAL_CLUSTER].kubeconfig
+    return kubeconfig
 
 
 @pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+async def cluster(cluster_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Cluster]:
     server: SandboxServer | None = None
-    if REAL_KUBECONFIG:
-        kubeconfig = Path(REAL_KUBECONFIG)
+    if cluster_kind == "real":
+        kubeconfig = _real_kubeconfig(request)
     else:
         server = SandboxServer(name="semantics", service_cidr="10.96.0.0/12", work_dir=tmp_path / "sandbox")
         await server.start()
         kubeconfig = server.kubeconfig_path
-    configuration = client.Configuration()
-    await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
-    api = client.ApiClient(configuration)
-    found = Cluster(kubeconfig, api, configuration, server)
     try:
-        yield found
+        configuration = client.Configuration()
+        await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+        found = Cluster(kubeconfig, client.ApiClient(configuration), configuration, server, tmp_path)
+        try:
+            yield found
+        finally:
+            await found.close()
     finally:
-        await found.close()
         if server is not None:
             await server.stop()
 
@@ -57,23 +81,21 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
 @pytest.fixture
 def sandbox(cluster: Cluster) -> SandboxServer:
     if cluster.sandbox is None:
-        pytest.skip("needs the in-process sandbox (MCHUB_REAL_KUBECONFIG is set)")
+        pytest.skip("needs the in-process sandbox")
     return cluster.sandbox
 
 
 @pytest.fixture
 async def namespace(cluster: Cluster) -> AsyncIterator[str]:
     name = f"mchub-test-{secrets.token_hex(4)}"
-    core = client.CoreV1Api(cluster.api)
-    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    created = await cluster.request("POST", "/api/v1/namespaces", body={"metadata": {"name": name}})
+    assert created.status == 201, created.body
     try:
         yield name
     finally:
-        try:
-            await core.delete_namespace(name)
-        except client.ApiException as exc:
-            if exc.status != 404:
-                raise
+        # Not awaited to the end: a real namespace controller takes >= 5 s to empty a namespace.
+        deleted = await cluster.request("DELETE", f"/api/v1/namespaces/{name}")
+        assert deleted.status in (200, 404), deleted.body
 
 
 @pytest.fixture
@@ -82,13 +104,46 @@ def unique() -> str:
     return secrets.token_hex(3)
 
 
-@pytest.fixture
-async def probe_crd(cluster: Cluster, unique: str) -> AsyncIterator[ProbeCRD]:
-    crd = ProbeCRD(group=f"t{unique}.sandbox.mchub.io")
-    reply = await cluster.request("POST", CRDS, body=crd.body())
-    assert reply.status == 201, reply.body
-    await wait_established(cluster, crd.name)
+_USES_CRDS = ("probe_crd", "new_probe_crd")
+
+
+@pytest.fixture(scope="session")
+def crd_pool(request: pytest.FixtureRequest) -> Iterator[ProbeCRDPool]:
+    """Sized by the session's real-cluster tests that take CRDs."""
+    uses = 0
+    for item in request.session.items:
+        callspec = getattr(item, "callspec", None)
+        kind = callspec.params.get("cluster_kind") if callspec is not None else None
+        if kind == "real" and any(name in getattr(item, "fixturenames", ()) for name in _USES_CRDS):
+            uses += 1
+    pool = ProbeCRDPool(uses)
     try:
-        yield crd
+        yield pool
     finally:
-        await cluster.request("DELETE", f"{CRDS}/{crd.name}")
+        pool.close()
+
+
+@pytest.fixture
+async def new_probe_crd(cluster: Cluster, crd_pool: ProbeCRDPool) -> AsyncIterator[NewProbeCRD]:
+    """`await new_probe_crd(versions=None)`: a new Probe CRD serving those spec.versions."""
+    made: list[ProbeCRD] = []
+
+    async def make(versions: list[Version] | None = None) -> ProbeCRD:
+        if cluster.sandbox is None:
+            crd = await crd_pool.take(cluster, versions)
+        else:
+            crd = ProbeCRD(group=f"t{secrets.token_hex(3)}.sandbox.mchub.io")
+            await create_crd(cluster, crd.body(versions))
+        made.append(crd)
+        return crd
+
+    try:
+        yield make
+    finally:
+        for crd in made:
+            await cluster.request("DELETE", f"{CRDS}/{crd.name}")
+
+
+@pytest.fixture
+async def probe_crd(new_probe_crd: NewProbeCRD) -> ProbeCRD:
+    return await new_probe_crd()

@@ -28,10 +28,12 @@ def normalized(line: str) -> str:
 
 
 class Kubectl:
-    def __init__(self, kubeconfig: Path) -> None:
+    def __init__(self, kubeconfig: Path, cache_dir: Path | None = None) -> None:
+        """cache_dir: kubectl's discovery cache (default: next to the kubeconfig)."""
         assert KUBECTL is not None
         self.binary = KUBECTL
-        self.env = {**os.environ, "KUBECONFIG": str(kubeconfig), "KUBECACHEDIR": str(kubeconfig.parent / "cache")}
+        cache = cache_dir or kubeconfig.parent / "cache"
+        self.env = {**os.environ, "KUBECONFIG": str(kubeconfig), "KUBECACHEDIR": str(cache)}
 
     async def __call__(self, *args: str, stdin: str | None = None, within: float = 60) -> Result:
         process = await asyncio.create_subprocess_exec(

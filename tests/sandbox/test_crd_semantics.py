@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kubernetes_asyncio import client
 
 from tests.sandbox.cluster import TABLE_ACCEPT, Cluster
-from tests.sandbox.probe_crd import CRDS, ProbeCRD, wait_established
+from tests.sandbox.probe_crd import CRDS, NewProbeCRD, ProbeCRD, probe_version
 
 
 async def test_a_created_crd_is_established_and_listed_in_discovery(cluster: Cluster, probe_crd: ProbeCRD) -> None:
@@ -116,8 +117,18 @@ async def test_deleting_a_crd_waits_for_custom_resources_held_by_finalizers(
 ) -> None:
     held = probe_crd.object("held", "east")
     held["metadata"]["finalizers"] = ["test.mchub.io/hold"]
-    await cluster.request("POST", probe_crd.path(namespace), body=held)
+    created = await cluster.request("POST", probe_crd.path(namespace), body=held)
     await cluster.request("DELETE", f"{CRDS}/{probe_crd.name}")
+    # The CRD's finalizer deletes its custom resources soon after, not within the DELETE.
+    query = {
+        "fieldSelector": "metadata.name=held",
+        "resourceVersion": created.body["metadata"]["resourceVersion"],
+        "timeoutSeconds": "15",
+    }
+    async with asyncio.timeout(15):
+        async for event in cluster.watch(probe_crd.path(namespace), query):
+            if event["object"]["metadata"].get("deletionTimestamp"):
+                break
     still = await cluster.request("GET", f"{probe_crd.path(namespace)}/held")
     assert still.status == 200
     assert still.body["metadata"]["deletionTimestamp"]
@@ -131,12 +142,9 @@ async def test_deleting_a_crd_waits_for_custom_resources_held_by_finalizers(
 
 
 async def test_fields_outside_a_structural_schema_are_pruned_and_defaults_applied(
-    cluster: Cluster, unique: str, namespace: str
+    cluster: Cluster, new_probe_crd: NewProbeCRD, namespace: str
 ) -> None:
-    group = f"s{unique}.sandbox.mchub.io"
-    crd = ProbeCRD(group=group).body()
-    version = crd["spec"]["versions"][0]
-    version["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
+    spec_schema = {
         "type": "object",
         "properties": {
             "clusterID": {"type": "string"},
@@ -144,17 +152,13 @@ async def test_fields_outside_a_structural_schema_are_pruned_and_defaults_applie
             "labels": {"type": "object", "additionalProperties": {"type": "string"}},
         },
     }
-    assert (await cluster.request("POST", CRDS, body=crd)).status == 201
-    try:
-        await wait_established(cluster, crd["metadata"]["name"])
-        path = ProbeCRD(group=group).path(namespace)
-        body = ProbeCRD(group=group).object("p1", "east")
-        body["spec"]["unknown"] = "dropped"
-        body["spec"]["labels"] = {"a": "b"}
-        body["topLevel"] = "dropped too"
-        created = await cluster.request("POST", path, body=body)
-        assert created.status == 201, created.body
-        assert created.body["spec"] == {"clusterID": "east", "mode": "strict", "labels": {"a": "b"}}
-        assert "topLevel" not in created.body
-    finally:
-        await cluster.request("DELETE", f"{CRDS}/{crd['metadata']['name']}")
+    schema = {"type": "object", "properties": {"spec": spec_schema, "status": {"type": "object"}}}
+    crd = await new_probe_crd([probe_version(schema=schema)])
+    body = crd.object("p1", "east")
+    body["spec"]["unknown"] = "dropped"
+    body["spec"]["labels"] = {"a": "b"}
+    body["topLevel"] = "dropped too"
+    created = await cluster.request("POST", crd.path(namespace), body=body)
+    assert created.status == 201, created.body
+    assert created.body["spec"] == {"clusterID": "east", "mode": "strict", "labels": {"a": "b"}}
+    assert "topLevel" not in created.body

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from kubernetes_asyncio import client
 
@@ -86,16 +84,8 @@ async def test_creating_in_a_terminating_namespace_is_403_forbidden(cluster: Clu
             await core.create_namespaced_config_map(name, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="late")))
         assert caught.value.status == 403
     finally:
-        async with asyncio.timeout(30):
-            while True:
-                try:
-                    await core.patch_namespaced_config_map("holder", name, {"metadata": {"finalizers": None}})
-                    break
-                except client.ApiException as exc:
-                    if exc.status == 404:
-                        break
-                    raise
-        await cluster.wait_deleted("/api/v1/namespaces", name, within=60)
+        # Released, the namespace goes away in the background (>= 5 s on a real cluster).
+        await core.patch_namespaced_config_map("holder", name, {"metadata": {"finalizers": None}})
 
 
 async def test_foreground_deletion_removes_dependents_and_then_the_owner(cluster: Cluster, namespace: str) -> None:

@@ -7,6 +7,7 @@ import asyncio
 from kubernetes_asyncio import client
 
 from tests.sandbox.cluster import Cluster
+from tests.sandbox.probe_crd import ProbeCRD
 
 
 async def make_configmaps(cluster: Cluster, namespace: str, count: int, **labels: str) -> None:
@@ -41,7 +42,13 @@ async def test_an_unsupported_field_selector_is_400(cluster: Cluster, namespace:
         "GET", f"/api/v1/namespaces/{namespace}/configmaps", query={"fieldSelector": "data.x=1"}
     )
     assert reply.status == 400
-    assert "field label not supported" in reply.body["message"]
+    assert reply.body["message"] == '"data.x" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    # Kinds with field selectors of their own (Secrets: type) word it differently.
+    reply = await cluster.request(
+        "GET", f"/api/v1/namespaces/{namespace}/secrets", query={"fieldSelector": "data.x=1", "watch": "true"}
+    )
+    assert reply.status == 400
+    assert reply.body["message"] == "field label not supported: data.x"
 
 
 async def test_limit_and_continue_page_through_a_list(cluster: Cluster, namespace: str) -> None:
@@ -63,20 +70,21 @@ async def test_limit_and_continue_page_through_a_list(cluster: Cluster, namespac
 
 
 async def test_a_watch_from_an_expired_resource_version_gets_410_then_a_relist_resumes(
-    cluster: Cluster, namespace: str
+    cluster: Cluster, probe_crd: ProbeCRD, namespace: str
 ) -> None:
-    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    # Resources of a new CRD: a real apiserver's watch cache for them begins after the CRD was
+    # made, so resourceVersion 1 is before its window for sure (for long-served kinds such as
+    # ConfigMaps that depends on the cluster's history).
+    path = probe_crd.path(namespace)
     events = [e async for e in cluster.watch(path, {"resourceVersion": "1", "timeoutSeconds": "5"})]
     assert events[0]["type"] == "ERROR"
     assert events[0]["object"]["code"] == 410
     assert events[0]["object"]["reason"] in ("Expired", "Gone")
 
-    listed = await cluster.core.list_namespaced_config_map(namespace)
-    query = {"resourceVersion": listed.metadata.resource_version, "timeoutSeconds": "10"}
+    listed = await cluster.request("GET", path)
+    query = {"resourceVersion": listed.body["metadata"]["resourceVersion"], "timeoutSeconds": "10"}
     stream = cluster.watch(path, query)
-    await cluster.core.create_namespaced_config_map(
-        namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="after-relist"))
-    )
+    await cluster.request("POST", path, body=probe_crd.object("after-relist", "east"))
     async with asyncio.timeout(10):
         async for event in stream:
             if event["object"]["metadata"]["name"] == "after-relist":
@@ -114,25 +122,37 @@ async def test_a_label_selected_watch_reports_objects_leaving_the_selection_as_d
     )
     query = {"resourceVersion": created.metadata.resource_version, "labelSelector": "team=a", "timeoutSeconds": "10"}
     stream = cluster.watch(f"/api/v1/namespaces/{namespace}/configmaps", query)
-    await core.patch_namespaced_config_map("mover", namespace, {"metadata": {"labels": {"team": "b"}}})
+    moved = await core.patch_namespaced_config_map("mover", namespace, {"metadata": {"labels": {"team": "b"}}})
     async with asyncio.timeout(10):
         event = await anext(aiter(stream))
     assert event["type"] == "DELETED"
-    assert event["object"]["metadata"]["labels"]["team"] == "b"
+    # The object as the watch last matched it, at the resourceVersion of the change.
+    assert event["object"]["metadata"]["labels"]["team"] == "a"
+    assert event["object"]["metadata"]["resourceVersion"] == moved.metadata.resource_version
 
 
 async def test_a_watch_allowing_bookmarks_gets_a_bookmark_before_it_times_out(cluster: Cluster, namespace: str) -> None:
-    """A real apiserver sends a bookmark about 2 s before timeoutSeconds; the sandbox does too."""
+    """A real apiserver sends a bookmark about 2 s before timeoutSeconds; the sandbox does too.
+
+    The real one only bookmarks a resourceVersion newer than the watch's own, and its watch
+    cache learns newer ones from changes to the resource: so something changes first.
+    """
     listed = await cluster.core.list_namespaced_config_map(namespace)
     query = {
         "resourceVersion": listed.metadata.resource_version,
         "allowWatchBookmarks": "true",
         "timeoutSeconds": "4",
     }
+    stream = cluster.watch(f"/api/v1/namespaces/{namespace}/configmaps", query)
+    first = asyncio.ensure_future(anext(stream))
+    changed = await cluster.core.create_namespaced_config_map(
+        namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="change"))
+    )
+    assert (await first)["type"] == "ADDED"
     bookmark = None
-    async for event in cluster.watch(f"/api/v1/namespaces/{namespace}/configmaps", query):
+    async for event in stream:
         if event["type"] == "BOOKMARK":
             bookmark = event
             break
     assert bookmark is not None
-    assert int(bookmark["object"]["metadata"]["resourceVersion"]) >= int(listed.metadata.resource_version)
+    assert int(bookmark["object"]["metadata"]["resourceVersion"]) >= int(changed.metadata.resource_version)
