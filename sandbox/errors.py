@@ -98,23 +98,36 @@ def conflict(group: str, plural: str, name: str) -> ApiError:
 
 @dataclass
 class FieldError:
-    """One field.ErrorList entry: `spec.clusterIPs: Invalid value: ...: detail`."""
+    """One field.ErrorList entry: `spec.clusterIPs: Invalid value: ...: detail`.
+
+    kind is the cause reason (FieldValueInvalid, FieldValueRequired, ...); value_repr the
+    bad value as Go renders it (see sandbox.govalues), None where the reason shows none.
+    """
 
     field: str
     detail: str
     value_repr: str | None = None
     kind: str = "FieldValueInvalid"
 
-    def text(self) -> str:
+    def body(self) -> str:
+        """The text after `field: `, which is also the cause's message."""
         if self.kind == "FieldValueRequired":
-            return f"{self.field}: Required value" + (f": {self.detail}" if self.detail else "")
+            return "Required value" + (f": {self.detail}" if self.detail else "")
         if self.kind == "FieldValueForbidden":
-            return f"{self.field}: Forbidden: {self.detail}"
+            return f"Forbidden: {self.detail}"
         if self.kind == "FieldValueDuplicate":
-            return f"{self.field}: Duplicate value: {self.value_repr}"
+            return f"Duplicate value: {self.value_repr}"
         if self.kind == "FieldValueNotSupported":
-            return f"{self.field}: Unsupported value: {self.value_repr}: {self.detail}"
-        return f"{self.field}: Invalid value: {self.value_repr}: {self.detail}"
+            return f"Unsupported value: {self.value_repr}" + (f": {self.detail}" if self.detail else "")
+        if self.kind == "FieldValueTooLong":
+            return f"Too long: {self.detail}"
+        if self.kind == "FieldValueTooMany":
+            return f"Too many: {self.value_repr}: {self.detail}"
+        # FieldValueInvalid and FieldValueTypeInvalid read the same.
+        return f"Invalid value: {self.value_repr}" + (f": {self.detail}" if self.detail else "")
+
+    def text(self) -> str:
+        return f"{self.field}: {self.body()}"
 
 
 def invalid(group: str, kind: str, name: str, errors: list[FieldError]) -> ApiError:
@@ -123,7 +136,7 @@ def invalid(group: str, kind: str, name: str, errors: list[FieldError]) -> ApiEr
     details: dict[str, Any] = {"name": name, "kind": kind}
     if group:
         details["group"] = group
-    causes = [StatusCause(e.kind, e.text().split(": ", 1)[1], e.field) for e in errors]
+    causes = [StatusCause(e.kind, e.body(), e.field) for e in errors]
     return ApiError(
         422,
         "Invalid",

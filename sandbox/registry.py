@@ -84,9 +84,6 @@ class Registry:
     def register_behaviour(self, resource: GroupResource, behaviour: KindBehaviour) -> None:
         self._behaviours[resource] = behaviour
 
-    def forget_behaviour(self, resource: GroupResource) -> None:
-        self._behaviours.pop(resource, None)
-
     def behaviour(self, resource: GroupResource) -> KindBehaviour:
         return self._behaviours.get(resource, _DEFAULT_BEHAVIOUR)
 
@@ -104,6 +101,8 @@ class Registry:
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be a JSON object")
         obj = rt.to_storage(copy.deepcopy(body))
+        if rt.codec:
+            obj = rt.codec.decode(obj)
         meta = _meta(obj)
         if rt.namespaced:
             body_ns = meta.get("namespace")
@@ -124,15 +123,19 @@ class Registry:
                 "",
                 [errors.FieldError("metadata.name", "name or generateName is required", kind="FieldValueRequired")],
             )
-        problems = check_name(rt.plural, name)
-        if problems:
-            raise errors.invalid(rt.group, rt.kind, name, problems)
+        # Admission (the namespace's state) comes before validation, as in the apiserver.
         if rt.namespaced:
             self._check_namespace_open(rt, namespace, name)
-        if self.store.get(rt.storage_key, namespace if rt.namespaced else "", name) is not None:
-            raise errors.already_exists(rt.group, rt.plural, name)
         for managed in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
             meta.pop(managed, None)
+        behaviour = self.behaviour(rt.storage_key)
+        if rt.status_subresource and not behaviour.keeps_status_on_create:
+            obj.pop("status", None)
+        problems = check_name(rt.plural, name) + (rt.codec.validate(obj, None) if rt.codec else [])
+        if problems:
+            raise errors.invalid(rt.group, rt.kind, name, problems)
+        if self.store.get(rt.storage_key, namespace if rt.namespaced else "", name) is not None:
+            raise errors.already_exists(rt.group, rt.plural, name)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
         if rt.tracks_generation or rt.from_crd:
@@ -140,10 +143,9 @@ class Registry:
         else:
             meta.pop("generation", None)
         _drop_empty_metadata(obj)
-        behaviour = self.behaviour(rt.storage_key)
-        if rt.status_subresource and not behaviour.keeps_status_on_create:
-            obj.pop("status", None)
         behaviour.prepare_create(obj, dry_run=dry_run)
+        if rt.codec:
+            obj = rt.codec.encode(obj)
         if dry_run:
             return rt.to_api(obj)
         return rt.to_api(self.store.put(rt.storage_key, obj))
@@ -176,6 +178,8 @@ class Registry:
                 return self.create(rt, namespace, body, dry_run=dry_run)
             raise errors.not_found(rt.group, rt.plural, name)
         new = rt.to_storage(copy.deepcopy(body))
+        if rt.codec:
+            new = rt.codec.decode(new)
         meta = _meta(new)
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request(
@@ -184,10 +188,18 @@ class Registry:
         wanted_rv = meta.get("resourceVersion")
         if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(rt.group, rt.plural, name)
-        result = self._merge_update(rt, old, new, subresource)
+        # The update applies to the object as the request's version sees it (for custom
+        # resources: pruned by that version's schema), and its generation follows that view.
+        result = self._merge_update(rt, rt.read(old), new, subresource)
         _drop_empty_metadata(result)
+        if rt.codec:
+            problems = rt.codec.validate(result, subresource)
+            if problems:
+                raise errors.invalid(rt.group, rt.kind, name, problems)
         behaviour = self.behaviour(rt.storage_key)
         behaviour.prepare_update(old, result, dry_run=dry_run)
+        if rt.codec:
+            result = rt.codec.encode(result)
         if _comparable(result) == _comparable(old):
             return rt.to_api(old)
         if dry_run:

@@ -2,16 +2,19 @@
 
 A ResourceType is one (group, version, plural) as discovery lists it. Objects are
 stored per (group, plural) - the "storage key" - in the storage version, so one
-object is visible through every served version of its resource; reading through
-another version only rewrites apiVersion, which is what a real apiserver does for
-CRDs with conversion strategy None.
+object is visible through every served version of its resource. Reading through
+another version rewrites apiVersion; for custom resources a version's codec also
+prunes and defaults by the schemas involved (sandbox.kinds.custom_resources), which
+is what a real apiserver does for CRDs with conversion strategy None.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+from sandbox.errors import FieldError
 
 Obj = dict[str, Any]
 GroupResource = tuple[str, str]
@@ -45,6 +48,24 @@ class ObjectView:
     field_path: Callable[[str], str]
 
 
+class SchemaCodec(Protocol):
+    """A custom resource version's structural-schema handling (sandbox.kinds.custom_resources)."""
+
+    def decode(self, obj: Obj) -> Obj:
+        """A request body as this version accepts it (pruned, defaulted)."""
+        ...
+
+    def validate(self, obj: Obj, subresource: str | None) -> list[FieldError]: ...
+
+    def encode(self, obj: Obj) -> Obj:
+        """The object as stored."""
+        ...
+
+    def read(self, stored: Obj) -> Obj:
+        """A stored object as this version shows it."""
+        ...
+
+
 @dataclass(frozen=True)
 class ResourceType:
     group: str
@@ -70,6 +91,7 @@ class ResourceType:
     view: ObjectView | None = None
     from_crd: bool = False
     allow_create_on_update: bool = False
+    codec: SchemaCodec | None = field(default=None, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -93,9 +115,13 @@ class ResourceType:
     def subresources(self) -> tuple[str, ...]:
         return (("status",) if self.status_subresource else ()) + self.extra_subresources
 
+    def read(self, stored: Obj) -> Obj:
+        """The stored object's content as this version shows it, still in the stored apiVersion."""
+        return self.codec.read(stored) if self.codec else stored
+
     def to_api(self, stored: Obj) -> Obj:
         """The stored object as this version shows it (a new dict; stored is not touched)."""
-        obj = self.view.from_storage(stored) if self.view else dict(stored)
+        obj = self.view.from_storage(stored) if self.view else dict(self.read(stored))
         obj["apiVersion"] = self.api_version
         obj["kind"] = self.kind
         return obj

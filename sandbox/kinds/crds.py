@@ -6,10 +6,11 @@ real apiserver takes a moment, so clients that wait for Established work on both
 Deleting a CRD first deletes its custom resources (honouring their finalizers) under
 the `customresourcecleanup.apiextensions.k8s.io` finalizer, then stops serving it.
 
-Custom resources are pruned and defaulted by the storage version's schema widened
-with the fields other served versions declare (see served_schema, structural_schema).
-Faithfulness notes: the schema does not validate types, enums or required fields;
-conversion is always None (only apiVersion is rewritten).
+Custom resources are validated, pruned and defaulted by their structural schemas the way
+a real apiserver with conversion strategy None does it: by the request's version on
+writes, by the storage version when stored, by the storage and then the request's version
+on reads (see custom_resources). Faithfulness notes: conversion is always None (webhook
+conversion is not run); CEL validation rules (x-kubernetes-validations) are not checked.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from sandbox import errors
 from sandbox.errors import FieldError, go_string
 from sandbox.kinds.base import KindBehaviour
-from sandbox.kinds.structural_schema import CustomResourceBehaviour
+from sandbox.kinds.custom_resources import CustomResourceVersion
 from sandbox.registry import DeleteOptions, Registry
 from sandbox.resources import GroupResource, Obj, PrinterColumn, ResourceCatalog, ResourceType
 from sandbox.store import StoredEvent
@@ -110,11 +111,17 @@ class CRDBehaviour(KindBehaviour):
             raise errors.invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, problems)
 
 
+def _schema(version: dict[str, Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+    return schema
+
+
 def resource_types_of(crd: Obj) -> list[ResourceType]:
     spec = crd["spec"]
     names = _names_with_defaults(spec)
     versions = spec.get("versions") or []
-    storage = next((v["name"] for v in versions if v.get("storage")), versions[0]["name"] if versions else "")
+    storage_version = next((v for v in versions if v.get("storage")), versions[0] if versions else {})
+    storage = storage_version.get("name", "")
     types = []
     for version in versions:
         if not version.get("served", True):
@@ -148,6 +155,9 @@ def resource_types_of(crd: Obj) -> list[ResourceType]:
                 printer_columns=columns or _DEFAULT_COLUMNS,
                 storage_version=storage,
                 from_crd=True,
+                codec=CustomResourceVersion(
+                    _schema(version), _schema(storage_version), f"{spec['group']}/{version['name']}"
+                ),
             )
         )
     return types
@@ -181,7 +191,6 @@ class CRDController:
     def _serve(self, crd: Obj) -> None:
         name = crd["metadata"]["name"]
         key = (crd["spec"]["group"], _names_with_defaults(crd["spec"])["plural"])
-        self.registry.register_behaviour(key, CustomResourceBehaviour(served_schema(crd)))
         self.catalog.remove_where(lambda rt: rt.from_crd and rt.storage_key == self._served.get(name, key))
         for rt in resource_types_of(crd):
             self.catalog.add(rt)
@@ -193,7 +202,6 @@ class CRDController:
         key = self._served.pop(name, None)
         if key is not None:
             self.catalog.remove_where(lambda rt: rt.from_crd and rt.storage_key == key)
-            self.registry.forget_behaviour(key)
             log.info("crd no longer served", extra={"crd": name})
 
     def _cleanup(self, name: str) -> None:
@@ -211,50 +219,6 @@ class CRDController:
                     self.registry.delete(rt, meta.get("namespace", ""), meta["name"], DeleteOptions())
         if not store.list_objects(key):
             self.registry.remove_finalizer(CRDS, crd, CLEANUP_FINALIZER)
-
-
-def storage_schema(crd: Obj) -> dict[str, Any]:
-    """The openAPIV3Schema of the storage version ({} when none is given)."""
-    for version in crd["spec"].get("versions") or []:
-        if version.get("storage"):
-            schema: dict[str, Any] = (version.get("schema") or {}).get("openAPIV3Schema") or {}
-            return schema
-    return {}
-
-
-def served_schema(crd: Obj) -> dict[str, Any]:
-    """The storage version's schema widened by every served version's fields.
-
-    A real apiserver prunes with the schema of the version a request names, and with
-    conversion None keeps those fields in storage even when the storage version does
-    not declare them: an object written as v1alpha1 keeps its v1alpha1-only fields
-    (a legacy ClusterClaim's `name`, a v1alpha1 ClusterSet's `members`). Pruning
-    with the union of the served schemas keeps them too.
-    """
-    merged = storage_schema(crd)
-    for version in crd["spec"].get("versions") or []:
-        if version.get("served", True) and not version.get("storage"):
-            merged = merge_schemas(merged, (version.get("schema") or {}).get("openAPIV3Schema") or {})
-    return merged
-
-
-def merge_schemas(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
-    """Structural union: properties of both (recursively); `first` wins on anything else."""
-    if not first:
-        return dict(second)
-    if not second:
-        return dict(first)
-    merged = {**second, **first}
-    if second.get("x-kubernetes-preserve-unknown-fields"):
-        merged["x-kubernetes-preserve-unknown-fields"] = True
-    properties = dict(second.get("properties") or {})
-    for key, schema in (first.get("properties") or {}).items():
-        properties[key] = merge_schemas(schema, properties[key]) if key in properties else schema
-    if properties:
-        merged["properties"] = properties
-    if isinstance(first.get("items"), dict) and isinstance(second.get("items"), dict):
-        merged["items"] = merge_schemas(first["items"], second["items"])
-    return merged
 
 
 def _version_priority(versions: list[dict[str, Any]]) -> list[str]:

@@ -1,9 +1,10 @@
-"""Pruning and defaulting of custom resources by their CRD's structural schema.
+"""Pruning and defaulting of custom resources by a structural schema, as kube-apiserver does.
 
-As a real apiserver does for apiextensions.k8s.io/v1 CRDs: fields the schema does
-not declare are dropped (unless x-kubernetes-preserve-unknown-fields), and missing
-fields with a `default` get it. Type, enum, pattern and required checks are not
-made (a real apiserver answers 422 for those); metadata is never pruned.
+Pruning drops fields the schema does not declare (unless x-kubernetes-preserve-unknown-fields),
+and nulls where the schema does not allow them (`nullable` not set) - a null with a `default`
+gets the default instead. Defaulting fills missing fields that declare a `default`, inside
+objects that exist. apiVersion, kind and metadata of the object (and of embedded resources)
+are never pruned: ObjectMeta has rules of its own.
 """
 
 from __future__ import annotations
@@ -11,64 +12,57 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from sandbox.kinds.base import KindBehaviour
 from sandbox.resources import Obj
 
 Schema = dict[str, Any]
 _ROOT_KEEP = ("apiVersion", "kind", "metadata")
 
 
-def _apply(value: Any, schema: Schema) -> Any:
+def _apply(value: Any, schema: Schema, defaults: bool) -> Any:
     if isinstance(value, dict):
-        return _apply_object(value, schema)
+        return _apply_object(value, schema, defaults)
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [_apply(item, schema["items"]) for item in value]
+        return [_apply(item, schema["items"], defaults) for item in value]
     return value
 
 
-def _apply_object(value: dict[str, Any], schema: Schema) -> dict[str, Any]:
+def _apply_object(value: dict[str, Any], schema: Schema, defaults: bool) -> dict[str, Any]:
     properties: dict[str, Schema] = schema.get("properties") or {}
     additional = schema.get("additionalProperties")
     preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
     embedded = bool(schema.get("x-kubernetes-embedded-resource"))
     out: dict[str, Any] = {}
     for key, item in value.items():
-        if embedded and key in _ROOT_KEEP and key not in properties:
+        sub = properties.get(key, additional if isinstance(additional, dict) else None)
+        if sub is not None:
+            if item is None and not sub.get("nullable"):
+                continue
+            out[key] = _apply(item, sub, defaults)
+        elif (embedded and key in _ROOT_KEEP) or preserve or additional is True:
             out[key] = item
-        elif key in properties:
-            out[key] = _apply(item, properties[key])
-        elif isinstance(additional, dict):
-            out[key] = _apply(item, additional)
-        elif preserve or additional is True or (not properties and schema.get("type") != "object"):
+        elif not properties and schema.get("type") != "object" and not isinstance(additional, dict):
+            # A node that is not an object schema (int-or-string, untyped) keeps what it holds.
             out[key] = item
-    for key, sub in properties.items():
-        if key not in out and "default" in sub:
-            out[key] = _apply(copy.deepcopy(sub["default"]), sub)
+    if defaults:
+        for key, sub in properties.items():
+            if key not in out and "default" in sub:
+                out[key] = _apply(copy.deepcopy(sub["default"]), sub, defaults)
     return out
 
 
-def prune_and_default(obj: Obj, schema: Schema) -> Obj:
-    """The object as the apiserver would store it under this schema (a new dict)."""
+def _body_only(obj: Obj, schema: Schema, defaults: bool) -> Obj:
     if not schema:
-        return obj
+        return dict(obj)
     kept = {k: obj[k] for k in _ROOT_KEEP if k in obj}
-    body = _apply_object({k: v for k, v in obj.items() if k not in _ROOT_KEEP}, schema)
+    body = _apply_object({k: v for k, v in obj.items() if k not in _ROOT_KEEP}, schema, defaults)
     return {**kept, **body}
 
 
-class CustomResourceBehaviour(KindBehaviour):
-    """Structural-schema handling for one CRD's objects (the storage version's schema)."""
+def prune(obj: Obj, schema: Schema) -> Obj:
+    """The object without what the schema does not declare or allow (a new dict)."""
+    return _body_only(obj, schema, defaults=False)
 
-    def __init__(self, schema: Schema) -> None:
-        self.schema = schema
 
-    def _normalize(self, obj: Obj) -> None:
-        normalized = prune_and_default(obj, self.schema)
-        obj.clear()
-        obj.update(normalized)
-
-    def prepare_create(self, obj: Obj, *, dry_run: bool) -> None:
-        self._normalize(obj)
-
-    def prepare_update(self, old: Obj, new: Obj, *, dry_run: bool) -> None:
-        self._normalize(new)
+def prune_and_default(obj: Obj, schema: Schema) -> Obj:
+    """Pruned, then missing fields defaulted (a new dict)."""
+    return _body_only(obj, schema, defaults=True)
