@@ -7,8 +7,9 @@ hub keeps this member's exports; a restarted member re-syncs them in one sync br
 Joining (the ClusterSetController decides when): ServiceExport informers synced, the full
 desired set of exports handed to a new HubSession before it starts (so its first bracket
 sweeps only what really went away), imports applied by an ImportApplier. Leaving (ClusterSet
-deleted): exports withdrawn and acknowledged by the hub, session stopped, imported objects
-removed. Several MemberApps may run in one process, each with its own KubeClient.
+deleted): exports withdrawn and acknowledged by the hub, the hub told that the member leaves
+(rpc Leave: it drops the member's announce), session stopped, imported objects removed.
+Several MemberApps may run in one process, each with its own KubeClient.
 
 ``registry`` holds the member's metrics: its client's requests (rest_client_requests_total,
 the QPS limit) and its work queues (workqueue_depth, controller_runtime_reconcile_total...);
@@ -236,7 +237,9 @@ class MemberApp:
         try:
             if withdraw:
                 await joined.gateway.remove_gateways()
-            await joined.session.stop()
+            # Withdrawing is leaving the ClusterSet: the hub is told (rpc Leave) once the
+            # withdrawals were answered, and drops this member's announce.
+            await joined.session.stop(leave=withdraw)
             if withdraw:
                 await joined.importer.remove_all()
         finally:
