@@ -92,7 +92,9 @@ async def test_delete_if_owned_deletes_ours_and_ignores_missing(client: KubeClie
 
 async def test_ensure_status_writes_only_a_differing_status(client: KubeClient, namespace: str, crds: None) -> None:
     live = await client.create(SERVICE_EXPORTS, {"metadata": {"name": "web", "namespace": namespace}})
-    status = {"conditions": [{"type": "Valid", "status": "True", "reason": "Valid", "message": ""}]}
+    condition = {"type": "Valid", "status": "True", "reason": "Valid", "message": ""}
+    # metav1.Condition requires lastTransitionTime: a real apiserver (and the sandbox) refuses it without.
+    status = {"conditions": [{**condition, "lastTransitionTime": "2025-01-01T00:00:00Z"}]}
     written = await ensure_status(client, SERVICE_EXPORTS, live, status)
     assert written["metadata"]["resourceVersion"] != live["metadata"]["resourceVersion"]
     again = await ensure_status(client, SERVICE_EXPORTS, written, status)
