@@ -156,7 +156,10 @@ def resource_types_of(crd: Obj) -> list[ResourceType]:
                 storage_version=storage,
                 from_crd=True,
                 codec=CustomResourceVersion(
-                    _schema(version), _schema(storage_version), f"{spec['group']}/{version['name']}"
+                    _schema(version),
+                    _schema(storage_version),
+                    f"{spec['group']}/{version['name']}",
+                    is_storage_version=version["name"] == storage,
                 ),
             )
         )

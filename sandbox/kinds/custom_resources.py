@@ -37,6 +37,8 @@ class CustomResourceVersion:
     schema: Schema
     storage_schema: Schema
     api_version: str
+    # V is S: a write was pruned by S already, and a read needs no second pruning.
+    is_storage_version: bool = False
 
     def decode(self, obj: Obj) -> Obj:
         """A request body (apiVersion already the stored one) pruned and defaulted by V."""
@@ -49,13 +51,14 @@ class CustomResourceVersion:
         return validate({**obj, "apiVersion": self.api_version}, self.schema)
 
     def encode(self, obj: Obj) -> Obj:
-        """What is stored: pruned by S."""
-        stored: Obj = _as_stored_json(prune(obj, self.storage_schema))
+        """What is stored: pruned by S (a write through S was pruned by S already)."""
+        stored: Obj = _as_stored_json(obj if self.is_storage_version else prune(obj, self.storage_schema))
         return stored
 
     def read(self, stored: Obj) -> Obj:
         """A stored object as V shows it: pruned and defaulted by S, then pruned by V."""
-        return prune(prune_and_default(stored, self.storage_schema), self.schema)
+        as_stored = prune_and_default(stored, self.storage_schema)
+        return as_stored if self.is_storage_version else prune(as_stored, self.schema)
 
 
 def _as_stored_json(value: Any) -> Any:
