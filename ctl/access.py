@@ -108,8 +108,12 @@ def hub_access(
     return access
 
 
+class HubConflict(OperationFailed):
+    """The hub answered 409: the request conflicts with how it is set up (its message says how)."""
+
+
 class HubRest:
-    """GET calls on the hub's REST facade (/api/v1/..., /metrics), with typed failures."""
+    """Calls on the hub's REST facade (/api/v1/..., /metrics), with typed failures."""
 
     def __init__(self, access: HubAccess, timeout: float = 10.0) -> None:
         self.access = access
@@ -130,9 +134,19 @@ class HubRest:
         await self.close()
 
     async def _get(self, path: str, params: dict[str, str] | None = None) -> aiohttp.ClientResponse:
+        response = await self._send("GET", path, params)
+        if response.status == 404:
+            response.release()
+            raise NotFoundError(f"the hub at {self.access.url} has no {path}")
+        if response.status >= 300:
+            body = await response.text()
+            raise OperationFailed(f"GET {self.access.url}{path}: {response.status} {body.strip()[:300]}")
+        return response
+
+    async def _send(self, method: str, path: str, params: dict[str, str] | None) -> aiohttp.ClientResponse:
         url = f"{self.access.url}{path}"
         try:
-            response = await self._session.get(url, params={k: v for k, v in (params or {}).items() if v})
+            response = await self._session.request(method, url, params={k: v for k, v in (params or {}).items() if v})
         except aiohttp.ClientConnectorCertificateError as exc:
             trusted = f"the CA in {self.access.ca_file}" if self.access.ca_file else "the system's trust store"
             raise NotConnected(
@@ -147,13 +161,27 @@ class HubRest:
         if response.status == 401:
             response.release()
             raise OperationFailed(f"the hub at {self.access.url} refused the token: check --token or ${ENV_TOKEN}")
-        if response.status == 404:
-            response.release()
-            raise NotFoundError(f"the hub at {self.access.url} has no {path}")
-        if response.status >= 300:
-            body = await response.text()
-            raise OperationFailed(f"GET {url}: {response.status} {body.strip()[:300]}")
         return response
+
+    async def write(self, method: str, path: str, params: dict[str, str] | None = None) -> Any:
+        """A write (DELETE ...); the hub's JSON answer. Its refusals carry the hub's own message:
+        404 raises NotFoundError, 409 HubConflict, anything else OperationFailed."""
+        response = await self._send(method, path, params)
+        try:
+            body = await response.json()
+        except (aiohttp.ContentTypeError, ValueError):
+            body = {"message": (await response.text()).strip()[:300]}
+        if response.status < 300:
+            return body
+        message = str(body.get("message", "")) if isinstance(body, dict) else ""
+        detail = message or f"{response.status} {response.reason}"
+        if response.status == 404:
+            raise NotFoundError(detail)
+        if response.status == 409:
+            raise HubConflict(detail)
+        if response.status == 403:
+            raise OperationFailed(f"the hub refused: {detail} (pass the admin token: the hub's data dir's admin.token)")
+        raise OperationFailed(f"{method} {self.access.url}{path}: {response.status} {detail}")
 
     async def json(self, path: str, params: dict[str, str] | None = None) -> Any:
         response = await self._get(path, params)

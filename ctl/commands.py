@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from ctl import deploy as deploy_mod
 from ctl import diagnose as diagnose_mod
-from ctl import exchange, leader, member, tokens
+from ctl import exchange, leader, member, removal, tokens
 from ctl import verify as verify_mod
 from ctl.access import HubAccess, hub_access, hub_ca_file, open_cluster
 from ctl.clusterset import CLUSTERSET_HEADER, clusterset_rows, list_clustersets
@@ -165,6 +166,14 @@ async def delete_membertoken(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def delete_member(args: argparse.Namespace) -> int:
+    removal.check_cluster_id(args.cluster_id)
+    hub = _hub(args, required=True)
+    assert hub is not None
+    removed = await removal.delete_member(hub, args.cluster_id, yes=args.yes, keep_tokens=args.keep_tokens)
+    return EXIT_OK if removed else EXIT_FAILED
+
+
 async def init(args: argparse.Namespace) -> int:
     request = leader.InitRequest(
         clusterset_id=args.clusterset,
@@ -206,8 +215,22 @@ async def leave(args: argparse.Namespace) -> int:
 
 
 async def destroy(args: argparse.Namespace) -> int:
+    """On the hub (--hub-url) and/or in the leader cluster (a kubeconfig): a hub with the SQLite
+    store ends its ClusterSet through REST; one with the Kubernetes store follows the CR."""
+    if args.timeout < 0:
+        raise UsageError("--timeout must not be negative")
+    hub = _hub(args, required=False)
+    on_hub = await leader.end_on_hub(hub, args.clusterset) if hub is not None else ""
+    if on_hub in ("ended", "gone") and args.kubeconfig is None and not os.environ.get("KUBECONFIG"):
+        if on_hub == "gone":
+            raise NotFoundError(f"ClusterSet {args.clusterset!r} was deleted already: nothing to destroy")
+        return EXIT_OK
     async with cluster(args) as client:
-        await leader.destroy(client, args.clusterset, args.namespace)
+        destroyed = await leader.destroy(client, args.clusterset, args.namespace, args.timeout)
+    if not destroyed and on_hub != "ended":
+        raise NotFoundError(
+            f"no ClusterSet {args.clusterset!r} and no member tokens in namespace {args.namespace}: nothing to destroy"
+        )
     return EXIT_OK
 
 

@@ -1,10 +1,13 @@
-"""Leader-side verbs: init, destroy, get joinconfig."""
+"""Leader-side verbs: init, destroy (in the leader cluster and/or on the hub), get joinconfig."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctl.access import HubAccess, HubConflict, HubRest
 from ctl.cleanup import delete_created_by_ctl, delete_namespace_if_ours
 from ctl.clusterset import ANNOTATION_HUB_SERVER, created_by_ctl_meta, leader_clusterset, the_clusterset
 from ctl.errors import NotFoundError, OperationFailed, UsageError
@@ -20,9 +23,18 @@ from ctl.tokens import (
 )
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, NotFound
-from kube.resources import CLUSTER_SETS, NAMESPACES, Obj
+from kube.resources import (
+    CLUSTER_SETS,
+    MEMBER_CLUSTER_ANNOUNCES,
+    NAMESPACES,
+    RESOURCE_EXPORTS,
+    RESOURCE_IMPORTS,
+    Obj,
+)
 from mcapi import names
 
+# What the hub writes in the leader Namespace (Kubernetes store), deleted when its ClusterSet is.
+HUB_STATE = (MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS)
 INIT_HINT = "run `mcctl init --clusterset ID --clusterid ID` in the leader cluster first"
 
 
@@ -132,7 +144,10 @@ async def _rollback(client: KubeClient, namespace: str, created: list[tuple[str,
             pass
 
 
-async def destroy(client: KubeClient, clusterset_id: str, namespace: str) -> None:
+async def destroy(client: KubeClient, clusterset_id: str, namespace: str, wait: float = 30.0) -> bool:
+    """The guide's "Remove a Leader Cluster" in the leader cluster: delete the ClusterSet CR, wait
+    until the hub deleted what it wrote, delete the member tokens and the Namespace mcctl made.
+    Whether anything was there to delete."""
     removed_clusterset = False
     try:
         await client.delete(CLUSTER_SETS, clusterset_id, namespace)
@@ -140,16 +155,68 @@ async def destroy(client: KubeClient, clusterset_id: str, namespace: str) -> Non
         say(f'ClusterSet "{clusterset_id}" deleted in Namespace {namespace}')
     except NotFound:
         note(f'ClusterSet "{clusterset_id}" not found in Namespace {namespace}')
+    await wait_hub_state_gone(client, namespace, wait if removed_clusterset else 0.0)
     deleted = await delete_created_by_ctl(client, namespace)
     for ref in deleted:
         say(f"{ref} deleted")
     with progress(f"Deleting Namespace {namespace} if mcctl created it"):
         if await delete_namespace_if_ours(client, namespace):
             say(f"Namespace {namespace} deleted")
-    if not removed_clusterset and not deleted:
-        raise NotFoundError(
-            f"no ClusterSet {clusterset_id!r} and no member tokens in namespace {namespace}: nothing to destroy"
-        )
+    return removed_clusterset or bool(deleted)
+
+
+async def _hub_state(client: KubeClient, namespace: str) -> list[str]:
+    found: list[str] = []
+    for resource in HUB_STATE:
+        try:
+            items = (await client.list_all(resource, namespace)).items
+        except NotFound:  # the CRD is not installed: nothing of that kind
+            continue
+        found += [f"{resource.kind} {namespace}/{o['metadata']['name']}" for o in items]
+    return found
+
+
+async def wait_hub_state_gone(client: KubeClient, namespace: str, within: float) -> None:
+    """Until the hub (seeing its ClusterSet deleted) has deleted its CRs; fail naming what is left."""
+    left = await _hub_state(client, namespace)
+    if left and within > 0:
+        with progress(f"Waiting up to {within:.0f}s for the hub to delete its {', '.join(r.kind for r in HUB_STATE)}s"):
+            deadline = time.monotonic() + within
+            while left and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+                left = await _hub_state(client, namespace)
+    if not left:
+        return
+    shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+    kinds = ",".join(r.plural for r in HUB_STATE)
+    raise OperationFailed(
+        f"the hub did not delete what it wrote in {namespace} ({shown}): is it running? "
+        f"If it was uninstalled already, delete them: kubectl delete {kinds} --all -n {namespace}"
+    )
+
+
+async def end_on_hub(hub: HubAccess, clusterset_id: str) -> str:
+    """Delete the ClusterSet the hub serves: "ended" (SQLite store: done), "cr" (the leader
+    ClusterSet CR holds it: delete that), or "gone" (deleted before)."""
+    async with HubRest(hub) as rest:
+        try:
+            served = await rest.json("/api/v1/clusterset")
+        except NotFoundError:
+            note(f"The hub at {hub.url} serves no ClusterSet any more (it was deleted)")
+            return "gone"
+        served_id = str((served.get("metadata") or {}).get("name", ""))
+        if served_id != clusterset_id:
+            raise UsageError(f"the hub at {hub.url} serves ClusterSet {served_id!r}, not {clusterset_id!r}")
+        try:
+            ended = await rest.write("DELETE", "/api/v1/clusterset")
+        except HubConflict:
+            return "cr"
+    counts = ", ".join(
+        f"{len(ended.get(key) or [])} {label}{'' if len(ended.get(key) or []) == 1 else 's'}"
+        for key, label in (("members", "member"), ("exports", "export"), ("imports", "import"))
+    )
+    say(f'ClusterSet "{clusterset_id}" deleted on the hub: {counts} removed; members are refused from now on')
+    return "ended"
 
 
 async def join_config(

@@ -134,11 +134,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output-file", type=Path, help="save the member's token Secret manifest to this file")
     _namespace(p, LEADER_NS, "leader ClusterSet")
 
-    delete = b.verbs.add_parser("delete", help="delete a member token")
+    delete = b.verbs.add_parser("delete", help="delete a member token, or remove a member from the ClusterSet")
     delete_kinds = delete.add_subparsers(dest="kind", required=True, metavar="KIND")
     p = b.leaf(delete_kinds, "membertoken", "delete a member token mcctl created", commands.delete_membertoken)
     p.add_argument("name", help="member token name")
     _namespace(p, LEADER_NS, "leader ClusterSet")
+    p = b.leaf(
+        delete_kinds,
+        "member",
+        "remove a member that died without leaving (its announce, exports and what they made) through the hub "
+        "(--hub-url, admin token); lists what goes and asks first",
+        commands.delete_member,
+    )
+    p.add_argument("cluster_id", metavar="CLUSTER_ID", help="the member's cluster ID")
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
+    p.add_argument(
+        "--keep-tokens", action="store_true", help="do not revoke the hub tokens naming this cluster (it may rejoin)"
+    )
 
     p = b.leaf(b.verbs, "init", "initialize the ClusterSet in the leader cluster", commands.init)
     p.add_argument("--clusterset", required=True, help="ClusterSet ID")
@@ -167,9 +179,20 @@ def build_parser() -> argparse.ArgumentParser:
     _namespace(p, MEMBER_NS, "member ClusterSet")
 
     p = b.leaf(
-        b.verbs, "destroy", "delete the ClusterSet and the member tokens in the leader cluster", commands.destroy
+        b.verbs,
+        "destroy",
+        "delete the ClusterSet: on the hub (--hub-url, admin token; SQLite store) and/or in the leader cluster "
+        "(its ClusterSet CR, waiting until the hub deleted its CRs, and the member tokens)",
+        commands.destroy,
     )
     p.add_argument("--clusterset", required=True, help="ClusterSet ID")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long to wait for the hub to delete its CRs (default 30)",
+    )
     _namespace(p, LEADER_NS, "leader ClusterSet")
 
     p = b.leaf(b.verbs, "deploy", "apply the leader's or a member's manifests", commands.deploy)

@@ -88,6 +88,7 @@ def _removal_body(
         "revokedTokens": revoked,
         # ServiceAccount tokens (TokenReview) are the leader cluster's to revoke, not the hub's.
         "serviceAccountTokens": hub.config.store == "kube",
+        "leaderNamespace": hub.config.namespace,
         "revision": removal.revision,
     }
 
