@@ -21,6 +21,7 @@ from hub.auth.identity import Identity
 from hub.bus import Bus
 from hub.config import HubConfig
 from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, NotJoined, bounded, quote
+from hub.import_status import ImportStatusBook, ImportStatusEntry
 from hub.index import Index
 from hub.merge import MergeConfig, MergeContext, delivers_to, expected_export_name, validate_export
 from hub.merge.ownership import ADMIN_OWNER, describe_owner, is_admin_export, owner_of
@@ -92,14 +93,6 @@ class ClusterSetEnd:
     revision: int = 0
 
 
-@dataclass(frozen=True)
-class ImportStatusEntry:
-    succeeded: bool
-    reason: str
-    message: str
-    reported: datetime
-
-
 # A refusal lists at most this many of an export's problems (and counts the rest).
 _PROBLEMS_SHOWN = 8
 
@@ -134,7 +127,7 @@ class Engine:
         self.imports_bus: Bus[ImportBatch] = Bus(config.watch_queue_limit)
         # Topic: the owner key (a cluster ID, ADMIN_OWNER for the admin); items: unsolicited verdicts.
         self.verdicts_bus: Bus[pb.ExportResponse] = Bus(config.watch_queue_limit)
-        self.import_status: dict[str, dict[str, ImportStatusEntry]] = {}
+        self.import_status = ImportStatusBook()
         # Why the ClusterSet ended ("" while it is served): until it is made again, members are refused.
         self.ended = ""
 
@@ -438,8 +431,8 @@ class Engine:
                 "import status report ignored", extra={"clusterID": req.cluster_id, "import": quote(req.import_name)}
             )
             return
-        per_cluster = self.import_status.setdefault(req.import_name, {})
-        per_cluster[req.cluster_id] = ImportStatusEntry(req.succeeded, req.reason, req.message, self._clock())
+        entry = ImportStatusEntry(req.succeeded, req.reason, req.message, self._clock())
+        self.import_status.record(req.import_name, req.cluster_id, entry)
         if not req.succeeded:
             log.warning(
                 "member could not apply import",
@@ -458,18 +451,8 @@ class Engine:
         revision = await self._store.commit(batch)
         self.index.apply(batch)
         self.revision = revision
-        self._forget_import_status(batch)
+        self.import_status.forget(batch)
         return revision
-
-    def _forget_import_status(self, batch: WriteBatch) -> None:
-        """Reports go with the import they are about, and with the member that made them."""
-        for name in batch.delete_imports:
-            self.import_status.pop(name, None)
-        for cluster_id in batch.delete_members:
-            for name, reports in list(self.import_status.items()):
-                reports.pop(cluster_id, None)
-                if not reports:
-                    del self.import_status[name]
 
     async def _commit_and_publish_batch(
         self, batch: WriteBatch, answered: frozenset[str] | set[str] = frozenset()

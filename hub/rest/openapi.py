@@ -27,6 +27,13 @@ _STATUS = {
     "type": "object",
     "properties": {"code": {"type": "integer"}, "reason": {"type": "string"}, "message": {"type": "string"}},
 }
+_JSON_STATUS = {"application/json": {"schema": _STATUS}}
+_DRY_RUN = {
+    "name": "dryRun",
+    "in": "query",
+    "schema": {"type": "string", "enum": ["All"]},
+    "description": "answer what would be deleted; change nothing",
+}
 
 
 def _ok(schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -53,16 +60,55 @@ OPENAPI: dict[str, Any] = {
             }
         },
         "/metrics": {"get": {"responses": {"200": {"description": "Prometheus text format"}}}},
-        "/api/v1/clusterset": {"get": {"responses": _ok(_OBJECT, "the ClusterSet with status")}},
+        "/api/v1/clusterset": {
+            "get": {
+                "responses": {
+                    **_ok(_OBJECT, "the ClusterSet with status"),
+                    "404": {"description": "the ClusterSet was deleted", "content": _JSON_STATUS},
+                }
+            },
+            "delete": {
+                "description": (
+                    "admin only: delete the ClusterSet (SQLite store): every announce, export and import goes and "
+                    "members are refused from then on, also after a restart. With the Kubernetes store the "
+                    "leader's ClusterSet CR holds it: delete that instead (409)."
+                ),
+                "parameters": [_DRY_RUN],
+                "responses": {
+                    "200": {"description": "deleted (or, dry run, what would be): members, exports, imports"},
+                    "403": {"description": "not the admin", "content": _JSON_STATUS},
+                    "404": {"description": "deleted already", "content": _JSON_STATUS},
+                    "409": {"description": "the ClusterSet is a CR (Kubernetes store)", "content": _JSON_STATUS},
+                },
+            },
+        },
         "/api/v1/members": {"get": {"responses": _ok(_LIST, "MemberClusterAnnounces")}},
         "/api/v1/members/{clusterID}": {
             "delete": {
-                "description": "admin only: remove a member and every export it made (revoke its token first)",
-                "parameters": [{"name": "clusterID", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "description": (
+                    "admin only: remove a member (its announce) and every export it made, re-merging the imports "
+                    "they were part of; its open Export streams end with FAILED_PRECONDITION. A running member "
+                    "whose token is still valid joins again at its next announce."
+                ),
+                "parameters": [
+                    {"name": "clusterID", "in": "path", "required": True, "schema": {"type": "string"}},
+                    _DRY_RUN,
+                    {
+                        "name": "revokeTokens",
+                        "in": "query",
+                        "schema": {"type": "boolean"},
+                        "description": "first revoke the hub tokens issued for this cluster",
+                    },
+                ],
                 "responses": {
-                    "200": {"description": "removed"},
-                    "403": {"description": "not the admin", "content": {"application/json": {"schema": _STATUS}}},
-                    "404": {"description": "no such member", "content": {"application/json": {"schema": _STATUS}}},
+                    "200": {
+                        "description": (
+                            "removed (or, dry run, what would be): connected, heartbeatAgeSeconds, announce, "
+                            "exports, importsDeleted, importsChanged, tokens, revokedTokens, serviceAccountTokens"
+                        )
+                    },
+                    "403": {"description": "not the admin", "content": _JSON_STATUS},
+                    "404": {"description": "no such member", "content": _JSON_STATUS},
                 },
             }
         },
