@@ -7,9 +7,13 @@ on its Node (agent/kubewatch/node_key.py) and, while the Node is the active Gate
 reachability of every remote Gateway into the ClusterInfoImports (agent/kubewatch/
 reachability.py). Runs until cancelled; ``cleanup_on_stop`` removes the datapath then.
 
+With ``enableStretchedNetworkPolicy`` it also watches what ClusterSet policy needs
+(agent/kubewatch/policy_view.py); on the active Gateway it compiles it into the inputs
+(agent.policy) and publishes each policy's verdict (agent/kubewatch/policy_status.py).
+
 RBAC it needs: get/list/watch nodes and patch its own Node; get/list/watch gateways,
 clusterinfoimports, clustersets and configmaps in the member Namespace; patch
-clusterinfoimports/status.
+clusterinfoimports/status; with stretched policy, see agent/kubewatch/policy_view.py.
 """
 
 from __future__ import annotations
@@ -17,17 +21,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
+
+from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig
 from agent.inputs import AgentInputs
 from agent.kubewatch.node_key import publish_key
+from agent.kubewatch.policy_status import PolicyReporter
+from agent.kubewatch.policy_view import CLUSTER_NETWORK_POLICIES, NETWORK_POLICIES, PolicyView
 from agent.kubewatch.reachability import ReachabilityPublisher
 from agent.kubewatch.view import ClusterView
+from agent.policy.state import PolicyReport
 from agent.runner import Datapath, DatapathAgent, run_datapath_agent
 from agent.wgkey import load_or_create_key_pair
 from kube.client import KubeClient
 from kube.errors import KubeError
+from kube.resources import Obj
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 
 log = logging.getLogger(__name__)
@@ -70,6 +81,15 @@ class KubeAgent:
         )
         self.inputs: AgentInputs | None = None
         self._updated = asyncio.Condition()
+        self.metrics = CollectorRegistry()
+        """The agent's own metrics (ClusterSet policy verdicts)."""
+        self.policy_view: PolicyView | None = None
+        self.policy_reporter: PolicyReporter | None = None
+        self._reports: tuple[PolicyReport, ...] | None = None
+        self._reports_changed = asyncio.Event()
+        if config.enable_stretched_network_policy:
+            self.policy_view = PolicyView(client, self.view.changed)
+            self.policy_reporter = PolicyReporter(client, node_name, self._live_policy, registry=self.metrics)
 
     @property
     def public_key(self) -> str | None:
@@ -82,9 +102,17 @@ class KubeAgent:
 
     async def run(self, *, cleanup_on_stop: bool = False, sync_timeout: float = 30.0) -> None:
         await self.view.start(sync_timeout)
+        if self.policy_view is not None:
+            try:
+                await self.policy_view.start(sync_timeout)
+            except BaseException:
+                await self.view.stop()
+                raise
         log.info("agentStarted", extra={"node": self.node_name, "namespace": self.view.namespace})
         try:
             async with asyncio.TaskGroup() as group:
+                if self.policy_reporter is not None:
+                    group.create_task(self._publish_reports(), name=f"agent-policy-status-{self.node_name}")
                 group.create_task(self.publisher.run(), name=f"agent-reachability-{self.node_name}")
                 group.create_task(self._publish_key(), name=f"agent-node-key-{self.node_name}")
                 group.create_task(
@@ -95,6 +123,8 @@ class KubeAgent:
                 )
         finally:
             await self.view.stop()
+            if self.policy_view is not None:
+                await self.policy_view.stop()
             log.info("agentStopped", extra={"node": self.node_name, "cleanedUp": cleanup_on_stop})
 
     async def _changes(self) -> AsyncIterator[AgentInputs]:
@@ -108,12 +138,44 @@ class KubeAgent:
                     log.info("agentWaitingForNode", extra={"node": self.node_name})
                     waiting_logged = True
                 continue
+            current = self._with_policy(current)
             if current != self.inputs:
                 self.inputs = current
                 yield current  # resumes once the agent applied it
                 async with self._updated:
                     self._updated.notify_all()
             self.publisher.poke()
+
+    def _with_policy(self, current: AgentInputs) -> AgentInputs:
+        """On the active Gateway, the compiled ClusterSet policy goes into the inputs and its
+        verdicts to the reporter; other Nodes neither compile nor enforce."""
+        if self.policy_view is None or current.gateway is None or current.gateway.node_name != self.node_name:
+            return current
+        compiled = self.policy_view.compiled()
+        if compiled.reports != self._reports or (
+            self.policy_reporter and self.policy_reporter.pending(compiled.reports)
+        ):
+            self._reports = compiled.reports
+            self._reports_changed.set()
+        return replace(current, policy=compiled)
+
+    def _live_policy(self, kind: str, namespace: str, name: str) -> Obj | None:
+        if self.policy_view is None:
+            return None
+        resource = CLUSTER_NETWORK_POLICIES if kind == CLUSTER_NETWORK_POLICIES.kind else NETWORK_POLICIES
+        return self.policy_view.get(resource, name, namespace or None)
+
+    async def _publish_reports(self) -> None:
+        assert self.policy_reporter is not None
+        while True:
+            await self._reports_changed.wait()
+            self._reports_changed.clear()
+            if self._reports is None:
+                continue
+            try:
+                await self.policy_reporter.publish(self._reports)
+            except Exception:  # a bug here must not stop the datapath; the next change retries
+                log.exception("clusterSetPolicyReportFailed", extra={"node": self.node_name})
 
     async def _publish_key(self) -> None:
         while True:

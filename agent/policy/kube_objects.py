@@ -1,0 +1,126 @@
+"""Kubernetes objects -> the policy compiler's inputs (agent.policy.compile.PolicySources). Pure.
+
+* Pods: every Pod with an IPv4 ``status.podIP`` (or podIPs) that is not on the host
+  network and not finished: the local cluster's Pods whose identity the Gateway tags and
+  whom appliedTo selects.
+* Namespaces: their labels (``kubernetes.io/metadata.name`` is added where missing).
+* LabelIdentities (cluster-scoped, imported by the member): ``spec.label`` and ``spec.id``;
+  one whose label is not in the normalized form, or whose ID is out of 1..16777215, is left
+  out (the hub never sends such).
+* Tiers (crd.antrea.io): ``spec.priority``.
+* Imported Services ``antrea-mc-<name>`` and their Endpoints: the multi-cluster Service
+  ``<name>``'s ClusterIP and backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from ipaddress import IPv4Address, ip_address
+from typing import Any
+
+from agent.policy.compile import LocalPod, MultiClusterService, PolicyObject
+from agent.policy.labels import LabelIdentity, identity_from_label
+from agent.policy.state import MAX_IDENTITY
+
+Obj = Mapping[str, Any]
+IMPORTED_PREFIX = "antrea-mc-"
+_FINISHED = {"Succeeded", "Failed"}
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _ipv4(text: Any) -> IPv4Address | None:
+    try:
+        parsed = ip_address(str(text))
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, IPv4Address) else None
+
+
+def local_pods(pods: Iterable[Obj]) -> tuple[LocalPod, ...]:
+    found: list[LocalPod] = []
+    for pod in pods:
+        spec, status, meta = pod.get("spec") or {}, pod.get("status") or {}, _meta(pod)
+        if spec.get("hostNetwork") or status.get("phase") in _FINISHED or meta.get("deletionTimestamp"):
+            continue
+        candidates = [p.get("ip") for p in status.get("podIPs") or [] if isinstance(p, Mapping)]
+        candidates.append(status.get("podIP"))
+        address = next((a for a in (_ipv4(c) for c in candidates if c) if a is not None), None)
+        if address is None:
+            continue
+        labels = meta.get("labels") or {}
+        found.append(
+            LocalPod(
+                str(meta.get("namespace") or ""),
+                str(meta.get("name") or ""),
+                address,
+                tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+            )
+        )
+    return tuple(sorted(found, key=lambda p: (p.namespace, p.name)))
+
+
+def namespace_labels(namespaces: Iterable[Obj]) -> dict[str, dict[str, str]]:
+    return {
+        str(_meta(ns).get("name")): {str(k): str(v) for k, v in (_meta(ns).get("labels") or {}).items()}
+        for ns in namespaces
+        if _meta(ns).get("name")
+    }
+
+
+def label_identities(objs: Iterable[Obj]) -> tuple[LabelIdentity, ...]:
+    found: dict[int, LabelIdentity] = {}
+    for obj in objs:
+        spec = obj.get("spec") or {}
+        identity_id, label = spec.get("id"), spec.get("label")
+        if isinstance(identity_id, bool) or not isinstance(identity_id, int) or not 0 < identity_id <= MAX_IDENTITY:
+            continue
+        identity = identity_from_label(identity_id, str(label or ""))
+        if identity is not None:
+            found[identity_id] = identity
+    return tuple(found[i] for i in sorted(found))
+
+
+def tier_priorities(tiers: Iterable[Obj]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for tier in tiers:
+        priority = (tier.get("spec") or {}).get("priority")
+        if isinstance(priority, int) and not isinstance(priority, bool) and _meta(tier).get("name"):
+            found[str(_meta(tier)["name"])] = priority
+    return found
+
+
+def multicluster_services(services: Iterable[Obj], endpoints: Iterable[Obj]) -> tuple[MultiClusterService, ...]:
+    backends: dict[tuple[str, str], list[IPv4Address]] = {}
+    for obj in endpoints:
+        key = (str(_meta(obj).get("namespace") or ""), str(_meta(obj).get("name") or ""))
+        for subset in obj.get("subsets") or []:
+            for address in subset.get("addresses") or []:
+                parsed = _ipv4(address.get("ip"))
+                if parsed is not None:
+                    backends.setdefault(key, []).append(parsed)
+    found: list[MultiClusterService] = []
+    for service in services:
+        namespace, name = str(_meta(service).get("namespace") or ""), str(_meta(service).get("name") or "")
+        if not name.startswith(IMPORTED_PREFIX):
+            continue
+        spec = service.get("spec") or {}
+        ips = [_ipv4(c) for c in spec.get("clusterIPs") or [spec.get("clusterIP")] if c]
+        addresses = sorted({a for a in (*ips, *backends.get((namespace, name), [])) if a is not None})
+        found.append(MultiClusterService(namespace, name.removeprefix(IMPORTED_PREFIX), tuple(addresses)))
+    return tuple(sorted(found, key=lambda s: (s.namespace, s.name)))
+
+
+def policy_objects(cluster_policies: Iterable[Obj], namespaced_policies: Iterable[Obj]) -> tuple[PolicyObject, ...]:
+    """Sorted by kind and name, so a relist in another order compiles to the same state."""
+
+    def key(obj: Obj) -> tuple[str, str]:
+        return str(_meta(obj).get("namespace") or ""), str(_meta(obj).get("name") or "")
+
+    return tuple(
+        [PolicyObject("ClusterNetworkPolicy", o) for o in sorted(cluster_policies, key=key)]
+        + [PolicyObject("NetworkPolicy", o) for o in sorted(namespaced_policies, key=key)]
+    )
