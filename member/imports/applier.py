@@ -82,11 +82,12 @@ class ImportApplier:
         if workers < 1:
             raise ValueError("an importer needs at least one worker")
         self._caches = ImportCaches(client, member_namespace, self._on_object_changed, self._on_namespace)
+        self._apis = ApiDiscovery(client, discovery_ttl)
         self._ctx = ImportContext(
             client,
             cluster_id,
             member_namespace,
-            ApiDiscovery(client, discovery_ttl),
+            self._apis,
             clock,
             self._caches,
             ObjectWriter(client),
@@ -125,6 +126,7 @@ class ImportApplier:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        await self._apis.close()
         await self._caches.stop()
 
     # ---- the session's consumer ---------------------------------------------

@@ -1,7 +1,9 @@
 """Which versions of an API group serve a resource, from the API server's discovery.
 
 CRDs come and go while the member runs (Antrea installed after the member, an MCS
-CRD upgraded), so answers are kept only briefly.
+CRD upgraded), so answers are kept only briefly: an answer older than ``ttl`` is still
+given, and refreshed in the background, so that no import waits for discovery requests
+after the first answer (it sees a new CRD at its next attempt).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kube.client import KubeClient
-from kube.errors import NotFound, TemporaryError
+from kube.errors import NotFound
 
 
 class ApiDiscovery:
@@ -22,10 +24,17 @@ class ApiDiscovery:
         # group -> (expiry on the loop clock, plural -> versions serving it, in the group's order)
         self._cache: dict[str, tuple[float, dict[str, list[str]]]] = {}
         # Lookups under way: concurrent askers share one (one set of requests per expiry, not one each).
-        self._pending: dict[str, asyncio.Future[dict[str, list[str]]]] = {}
+        self._pending: dict[str, asyncio.Task[dict[str, list[str]]]] = {}
 
     def forget(self) -> None:
         self._cache.clear()
+
+    async def close(self) -> None:
+        """Cancel the refreshes under way."""
+        pending = list(self._pending.values())
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
     async def versions_serving(self, group: str, plural: str) -> list[str]:
         """Versions of ``group`` that serve ``plural``; empty when none does (CRD not installed)."""
@@ -40,27 +49,27 @@ class ApiDiscovery:
         return served[0] if served else None
 
     async def _group(self, group: str) -> dict[str, list[str]]:
-        now = asyncio.get_running_loop().time()
         cached = self._cache.get(group)
-        if cached is not None and cached[0] > now:
+        if cached is not None:
+            if cached[0] <= asyncio.get_running_loop().time():
+                self._refresh(group)  # stale: answer it, and have it renewed
             return cached[1]
-        pending = self._pending.get(group)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[dict[str, list[str]]] = asyncio.get_running_loop().create_future()
-        self._pending[group] = future
-        try:
-            resources = await self._fetch(group)
-        except BaseException as err:
-            # Askers sharing this lookup fail too, but are not cancelled by our cancellation.
-            cancelled = isinstance(err, asyncio.CancelledError)
-            future.set_exception(TemporaryError("API discovery was cancelled") if cancelled else err)
-            future.exception()  # retrieved: the askers waiting on it get it, nobody else needs to
-            raise
-        finally:
-            self._pending.pop(group, None)
-        future.set_result(resources)
-        self._cache[group] = (now + self._ttl, resources)
+        return await asyncio.shield(self._refresh(group))
+
+    def _refresh(self, group: str) -> asyncio.Task[dict[str, list[str]]]:
+        """The lookup of ``group`` under way, or a new one: concurrent askers share it."""
+        task = self._pending.get(group)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._lookup(group), name=f"discovery-{group}")
+            self._pending[group] = task
+            task.add_done_callback(lambda t: self._pending.pop(group, None) if self._pending.get(group) is t else None)
+            # A failed background refresh keeps the old answer; its error is not lost in the log.
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return task
+
+    async def _lookup(self, group: str) -> dict[str, list[str]]:
+        resources = await self._fetch(group)
+        self._cache[group] = (asyncio.get_running_loop().time() + self._ttl, resources)
         return resources
 
     async def _fetch(self, group: str) -> dict[str, list[str]]:
