@@ -22,6 +22,9 @@ def regroup(index: Index, merge: MergeContext, *, deleted: set[str], put: list[p
     keys: set[GroupKey] = {group_key(current[n]) for n in deleted if n in current}
     keys.update(group_key(e) for e in put)
     batch = WriteBatch(delete_exports=sorted(n for n in deleted if n in current))
+    # Label IDs this batch gives out: the index does not hold them yet, and two labels new in
+    # one batch (a sync bracket, upserts sharing a write) must not draw the same one.
+    allocated: set[int] = set()
     for key in sorted(keys):
         members = sorted(
             (index.groups.get(key, set()) | {n for n, e in overlay.items() if group_key(e) == key}) - deleted
@@ -29,9 +32,11 @@ def regroup(index: Index, merge: MergeContext, *, deleted: set[str], put: list[p
         group = [overlay.get(n) or current[n] for n in members]
         import_names = import_names_for_group(key)
         previous = {n: index.imports[n] for n in import_names if n in index.imports}
-        result = merge_group(group, previous, _context_for(index, merge, key, import_names))
+        result = merge_group(group, previous, _context_for(index, merge, key, import_names, allocated))
         for name in import_names:
             produced = result.imports.get(name)
+            if produced is not None and produced.WhichOneof("payload") == "label_identity":
+                allocated.add(produced.label_identity.id)
             if produced is not None and previous.get(name) != produced:
                 batch.put_imports.append(produced)
             elif produced is None and name in previous:
@@ -46,8 +51,10 @@ def regroup(index: Index, merge: MergeContext, *, deleted: set[str], put: list[p
     return batch
 
 
-def _context_for(index: Index, merge: MergeContext, key: GroupKey, import_names: list[str]) -> MergeContext:
+def _context_for(
+    index: Index, merge: MergeContext, key: GroupKey, import_names: list[str], allocated: set[int]
+) -> MergeContext:
     # Only label identities draw from a shared ID space; other groups skip the scan.
     if key[0] != _LABEL_IDENTITY_GROUP:
         return merge
-    return MergeContext(config=merge.config, used_label_ids=index.label_ids(set(import_names)))
+    return MergeContext(config=merge.config, used_label_ids=index.label_ids(set(import_names)) | allocated)

@@ -1,0 +1,244 @@
+"""LabelIdentityController: the Pods and Namespaces of the cluster -> one LabelIdentity export
+per distinct normalized label (Antrea's member LabelIdentityReconciler), for
+``enableStretchedNetworkPolicy``.
+
+Two informers (every Pod, every Namespace) feed an IdentityIndex; only labels that appeared
+(first Pod) or went (last Pod) are touched, so 10,000 Pods of 500 label sets make 500
+exports, and a Pod that comes or goes beside others of its labels makes none. The hub
+dedupes the label across clusters, gives it an ID and imports a LabelIdentity to every
+member.
+
+Churn is debounced twice: changes are gathered for ``debounce`` seconds before they reach
+the session, and a label whose last Pod went is withdrawn only once it has had no Pod for
+``withdraw_after`` seconds. A Deployment replacing its Pods, or a label flipped and flipped
+back, therefore neither withdraws nor re-exports the identity, and the hub keeps its ID
+(an identity withdrawn everywhere may come back with another one).
+
+Start order, so a restarted member does not churn (the same as the other exporters):
+``start_watching()`` (informers synced, index built), ``desired_exports()`` for the
+session's first sync bracket, then ``attach()`` the started session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from kube.client import KubeClient, WatchEvent
+from kube.informer import Informer
+from kube.resources import NAMESPACES, PODS, name_of
+from mcapi import names
+from mcapi.mchub.v1 import common_area_pb2 as pb
+from member.identities.index import IdentityIndex, pod_key
+
+log = logging.getLogger(__name__)
+
+# Seconds to gather Pod churn before it reaches the hub session.
+DEFAULT_DEBOUNCE = 0.1
+# Seconds a label must stay without Pods before its identity is withdrawn.
+DEFAULT_WITHDRAW_AFTER = 3.0
+
+
+class ExportSink(Protocol):
+    """The part of HubSession this controller uses."""
+
+    def set_export(self, export: pb.ResourceExport) -> None: ...
+    def remove_export(self, export_name: str) -> None: ...
+
+
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        # registry None: kept, not registered (a controller built outside a member).
+        self.exported = Gauge(
+            "mchub_member_label_identities", "Label identities this member exports.", registry=registry
+        )
+        self.changes = Counter(
+            "mchub_member_label_identity_changes",
+            "Label identity exports handed to the hub session, by operation.",
+            ["operation"],
+            registry=registry,
+        )
+
+
+def label_identity_export(cluster_id: str, label: str) -> pb.ResourceExport:
+    """The ResourceExport of one label identity, as Antrea's member writes it."""
+    return pb.ResourceExport(
+        export_name=names.label_identity_export_name(cluster_id, label),
+        cluster_id=cluster_id,
+        label_identity=pb.LabelIdentityExport(normalized_label=label),
+    )
+
+
+class LabelIdentityController:
+    def __init__(
+        self,
+        client: KubeClient,
+        cluster_id: str,
+        *,
+        debounce: float = DEFAULT_DEBOUNCE,
+        withdraw_after: float = DEFAULT_WITHDRAW_AFTER,
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        """``debounce``, ``withdraw_after``: seconds (see the module doc)."""
+        if debounce < 0 or withdraw_after < 0:
+            raise ValueError("debounce and withdraw_after must not be negative")
+        self._client = client
+        self._cluster_id = cluster_id
+        self._debounce = debounce
+        self._withdraw_after = withdraw_after
+        self._clock = clock
+        self._metrics = _Metrics(registry)
+        self.index = IdentityIndex()
+        self._pods: Informer | None = None
+        self._namespaces: Informer | None = None
+        self._sink: ExportSink | None = None
+        self._exported: set[str] = set()  # labels the session holds
+        self._dirty: set[str] = set()  # labels whose count crossed zero since the last flush
+        self._idle_since: dict[str, float] = {}  # exported labels without Pods, since when
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[None] | None = None
+        # Export writes handed to the session (set, remove), for the benchmark and the tests.
+        self.sets = 0
+        self.removes = 0
+
+    # ---- what the member and tests look at -------------------------------------
+
+    @property
+    def exported(self) -> frozenset[str]:
+        """The labels whose identities the session holds now."""
+        return frozenset(self._exported)
+
+    def export_name(self, label: str) -> str:
+        return names.label_identity_export_name(self._cluster_id, label)
+
+    # ---- lifecycle -------------------------------------------------------------
+
+    async def start_watching(self, sync_timeout: float) -> None:
+        """Watch every Pod and Namespace; returns once both are listed and indexed."""
+        self._namespaces = Informer(self._client, NAMESPACES, handler=self._on_namespace)
+        self._pods = Informer(self._client, PODS, handler=self._on_pod)
+        try:
+            async with asyncio.timeout(sync_timeout):
+                await self._namespaces.wait_synced()
+                await self._pods.wait_synced()
+        except BaseException:
+            await self.stop()
+            raise
+        self._task = asyncio.create_task(self._run(), name=f"label-identities-{self._cluster_id}")
+        log.info("label identities indexed", extra={"clusterID": self._cluster_id, "identities": len(self.index)})
+
+    def desired_exports(self) -> list[pb.ResourceExport]:
+        """Every identity the Pods make now, for the first sync bracket (before attach)."""
+        self._exported = self.index.labels()
+        self._dirty.clear()
+        self._idle_since.clear()
+        self._metrics.exported.set(len(self._exported))
+        return [label_identity_export(self._cluster_id, label) for label in sorted(self._exported)]
+
+    def attach(self, sink: ExportSink) -> None:
+        """From now on, hand changes to ``sink`` (the started session)."""
+        self._sink = sink
+        self._poke()
+
+    async def stop(self) -> None:
+        """Stop watching; what was exported stays exported (a stop is not a leave)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        for informer in (self._pods, self._namespaces):
+            if informer is not None:
+                await informer.stop()
+        self._sink = None
+        self._idle.set()
+
+    async def settled(self) -> None:
+        """Until every change seen so far reached the session (withdrawals waiting out their
+        delay included)."""
+        await self._idle.wait()
+
+    # ---- events ----------------------------------------------------------------
+
+    async def _on_namespace(self, event: WatchEvent) -> None:
+        if event.type == "DELETED":
+            self._touch(self.index.remove_namespace(name_of(event.object)))
+        else:
+            self._touch(self.index.set_namespace(event.object))
+
+    async def _on_pod(self, event: WatchEvent) -> None:
+        if event.type == "DELETED":
+            self._touch(self.index.remove_pod(pod_key(event.object)))
+        else:
+            self._touch(self.index.set_pod(event.object))
+
+    def _touch(self, labels: set[str]) -> None:
+        if labels:
+            self._dirty |= labels
+            self._poke()
+
+    def _poke(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    # ---- handing changes to the session ---------------------------------------
+
+    def _now(self) -> float:
+        return self._clock() if self._clock is not None else asyncio.get_running_loop().time()
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._debounce:
+                await asyncio.sleep(self._debounce)  # churn arriving meanwhile joins this flush
+            if self._sink is None:
+                continue  # attach() pokes again
+            next_due = self._flush(self._sink)
+            if next_due is None:
+                if not self._dirty:
+                    self._idle.set()
+            else:
+                self._schedule(next_due)
+
+    def _schedule(self, delay: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_later(max(delay, 0.0), self._wake.set)
+
+    def _flush(self, sink: ExportSink) -> float | None:
+        """Export what appeared, withdraw what stayed gone long enough; the seconds until the
+        next withdrawal is due (None: none waiting)."""
+        now = self._now()
+        dirty, self._dirty = self._dirty, set()
+        for label in sorted(dirty):
+            if self.index.count(label) > 0:
+                self._idle_since.pop(label, None)
+                if label not in self._exported:
+                    sink.set_export(label_identity_export(self._cluster_id, label))
+                    self._exported.add(label)
+                    self.sets += 1
+                    self._metrics.changes.labels("set").inc()
+            elif label in self._exported:
+                self._idle_since.setdefault(label, now)
+        for label, since in sorted(self._idle_since.items()):
+            if now - since >= self._withdraw_after:
+                del self._idle_since[label]
+                sink.remove_export(self.export_name(label))
+                self._exported.discard(label)
+                self.removes += 1
+                self._metrics.changes.labels("remove").inc()
+        self._metrics.exported.set(len(self._exported))
+        if not self._idle_since:
+            return None
+        return min(self._idle_since.values()) + self._withdraw_after - now
