@@ -1,34 +1,89 @@
-"""Propagation through a local ClusterSet (hub + sandbox clusters + members, one process).
+"""Propagation of exported Services to importing members, next to floors measured in the same run.
 
-Prints, from one run:
-- latency from ServiceExport created (in west) to ServiceImport visible (in east),
-  p50/p99 over N Services created one after another, next to the floor: the
-  latency of a ServiceImport written straight into east's API server and seen
-  by the same watch;
-- a burst: M Services exported at once by one cluster, time until every one of
-  K importers holds all M ServiceImports, next to the floor: the same objects
-  (Service, Endpoints, EndpointSlice, ServiceImport per Service) written straight
-  into K clusters by one client.
+In one process (hub, sandbox API servers and members together, ``mchub_cli.localset``):
+- latency from a ServiceExport created in west to the ServiceImport visible in east, p50/p99
+  over N Services created one after another, next to the floor: a ServiceImport written
+  straight into east's API server and seen by the same watch;
+- a burst: M Services exported at once by one cluster, until every one of K importers holds
+  all M ServiceImports, next to the floor: with mchub stopped, the same API writes without it —
+  the user's M Services, Endpoints and ServiceExports into the exporter, and what a member
+  writes per imported Service (Service, Endpoints, EndpointSlice, ServiceImport and its status)
+  straight into every cluster that imports it (the K importers and the exporter, which imports
+  its own export as MCS says), with the member's concurrency (its import workers per cluster);
+  and the API requests each importer's member made per imported Service, read from its own
+  counter (rest_client_requests_total).
 
-Usage: python bench/propagation.py [--services 200] [--burst 1000] [--importers 10] [--json FILE]
+On real kube-apiservers (v1.28 with kube-controller-manager, from ../shared/envtest, or
+KUBEBUILDER_ASSETS; skipped when they cannot be had): one member exports M Services, R
+importers; hub and members run as their own processes, as deployed (`mchub hub`, `mchub member`
+with its default flags), and the requests are read from each member's /metrics. One importer's
+member is then restarted with nothing changed, and its writes are counted (target: 0). The
+floor, with mchub stopped, writes the same objects as the in-process one, from one process per
+cluster with the member's concurrency and QPS limit.
+
+Writes the figures as JSON and a PNG per burst of ServiceImports held over time per importer.
+
+Usage: python bench/propagation.py [--services 200] [--burst 1000] [--importers 10]
+       [--real-burst 1000] [--real-importers 3] [--no-real] [--no-local] [--json FILE] [--plots DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
+import shutil
+import signal
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kube.client import KubeClient
-from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SERVICE_EXPORTS, SERVICE_IMPORTS_V1BETA1, SERVICES
-from mchub_cli.localset import LocalClusterSet
+import aiohttp
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
+from hub.auth.tokens import TokenStore
+from kube.client import KubeClient, connect
+from kube.errors import AlreadyExists, NotFound
+from kube.metrics import WRITE_VERBS
+from kube.resources import (
+    CLUSTER_SETS,
+    CRDS,
+    ENDPOINT_SLICES,
+    ENDPOINTS,
+    NAMESPACES,
+    SECRETS,
+    SERVICE_EXPORTS,
+    SERVICE_IMPORTS_V1BETA1,
+    SERVICES,
+)
+from mcapi import names
+from mchub_cli.localset import LocalClusterSet
+from member.app import MemberApp
+from member.config import DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS, MemberOptions
+
+ROOT = Path(__file__).resolve().parent.parent
+CRD_DIR = ROOT / "deploy" / "crds"
+RESULTS = ROOT / "bench" / "results"
 NAMESPACE = "default"
+REAL_NAMESPACE = "bench"
+FLOOR_NAMESPACE = "bench-floor"
+EXPORT_CONCURRENCY = 32  # how fast the user creates the Services to export
+IMPORT_WORKERS = MemberOptions().import_workers
+
+Counts = dict[tuple[str, str, str], float]
+
+
+# ---- workload -----------------------------------------------------------------------------
 
 
 def _service(name: str) -> dict[str, Any]:
@@ -53,54 +108,168 @@ def _export(name: str) -> dict[str, Any]:
     return {"apiVersion": SERVICE_EXPORTS.api_version, "kind": "ServiceExport", "metadata": {"name": name}}
 
 
-async def export_service(client: KubeClient, name: str) -> None:
-    await client.create(SERVICES, _service(name), namespace=NAMESPACE)
-    await client.create(ENDPOINTS, _endpoints(name), namespace=NAMESPACE)
-    await client.create(SERVICE_EXPORTS, _export(name), namespace=NAMESPACE)
+async def export_service(client: KubeClient, name: str, namespace: str = NAMESPACE) -> None:
+    await client.create(SERVICES, _service(name), namespace=namespace)
+    with contextlib.suppress(AlreadyExists):  # a real cluster's endpoints controller may be first
+        await client.create(ENDPOINTS, _endpoints(name), namespace=namespace)
+    await client.create(SERVICE_EXPORTS, _export(name), namespace=namespace)
+
+
+async def export_all(client: KubeClient, wanted: Iterable[str], namespace: str = NAMESPACE) -> None:
+    semaphore = asyncio.Semaphore(EXPORT_CONCURRENCY)
+
+    async def one(name: str) -> None:
+        async with semaphore:
+            await export_service(client, name, namespace)
+
+    await asyncio.gather(*(one(n) for n in sorted(wanted)))
+
+
+def _direct_import(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": SERVICE_IMPORTS_V1BETA1.api_version,
+        "kind": "ServiceImport",
+        "metadata": {"name": name},
+        "spec": {"type": "ClusterSetIP", "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
+    }
+
+
+def _direct_slice(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {"name": f"antrea-mc-{name}-bench", "labels": {"kubernetes.io/service-name": f"antrea-mc-{name}"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.10.0.1"]}],
+        "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
+    }
+
+
+async def write_direct(client: KubeClient, names_: Sequence[str], concurrency: int, namespace: str) -> None:
+    """The floor: per Service what an importer writes (a selectorless Service, its Endpoints and
+    EndpointSlice, the ServiceImport and its status), ``concurrency`` Services at a time."""
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(name: str) -> None:
+        async with semaphore:
+            local = f"antrea-mc-{name}"
+            selectorless = {**_service(local), "spec": {**_service(local)["spec"], "selector": None}}
+            await client.create(SERVICES, selectorless, namespace=namespace)
+            await client.create(ENDPOINTS, _endpoints(local), namespace=namespace)
+            await client.create(ENDPOINT_SLICES, _direct_slice(name), namespace=namespace)
+            await client.create(SERVICE_IMPORTS_V1BETA1, _direct_import(name), namespace=namespace)
+            status = {"status": {"clusters": [{"cluster": "floor"}]}}
+            await client.patch_status(SERVICE_IMPORTS_V1BETA1, name, status, namespace)
+
+    await asyncio.gather(*(one(n) for n in names_))
+
+
+# ---- watching the importers ---------------------------------------------------------------
 
 
 class ImportWatch:
-    """Records when each ServiceImport name first appears in one cluster."""
+    """Records when each ServiceImport name first appears in one cluster (its own client)."""
 
-    def __init__(self, client: KubeClient) -> None:
+    def __init__(self, client: KubeClient, namespace: str = NAMESPACE) -> None:
         self.client = client
+        self.namespace = namespace
         self.seen: dict[str, float] = {}
         self.changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        listed = await self.client.list(SERVICE_IMPORTS_V1BETA1, namespace=NAMESPACE)
+        listed = await self.client.list(SERVICE_IMPORTS_V1BETA1, namespace=self.namespace)
         for item in listed.items:
             self.seen.setdefault(item["metadata"]["name"], time.perf_counter())
         self._task = asyncio.create_task(self._run(listed.resource_version))
 
     async def _run(self, resource_version: str) -> None:
-        async for event in self.client.watch(
-            SERVICE_IMPORTS_V1BETA1, namespace=NAMESPACE, resource_version=resource_version
-        ):
-            if event.type in ("ADDED", "MODIFIED"):
-                name = event.object["metadata"]["name"]
-                if name not in self.seen:
-                    self.seen[name] = time.perf_counter()
-                    self.changed.set()
+        while True:
+            async for event in self.client.watch(
+                SERVICE_IMPORTS_V1BETA1, namespace=self.namespace, resource_version=resource_version
+            ):
+                resource_version = event.object["metadata"].get("resourceVersion", resource_version)
+                if event.type in ("ADDED", "MODIFIED"):
+                    name = event.object["metadata"]["name"]
+                    if name not in self.seen:
+                        self.seen[name] = time.perf_counter()
+                        self.changed.set()
 
-    async def wait_for(self, names: set[str], within: float) -> float:
+    async def wait_for(self, wanted: set[str], within: float) -> float:
         deadline = time.perf_counter() + within
-        while not names <= set(self.seen):
+        while not wanted <= set(self.seen):
             self.changed.clear()
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
-                missing = len(names - set(self.seen))
+                missing = len(wanted - set(self.seen))
                 raise TimeoutError(f"{missing} ServiceImports missing after {within}s")
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.changed.wait(), remaining)
-            except TimeoutError:
-                continue
-        return max(self.seen[n] for n in names)
+        return max(self.seen[n] for n in wanted)
+
+    def held(self, wanted: set[str], start: float) -> list[tuple[float, int]]:
+        """(seconds since start, ServiceImports held) at every arrival."""
+        times = sorted(self.seen[n] - start for n in wanted if n in self.seen)
+        return [(0.0, 0)] + [(t, i + 1) for i, t in enumerate(times)]
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self.client.close()
+
+
+async def wait_for_slices(client: KubeClient, namespace: str, count: int, within: float) -> None:
+    """Until ``count`` imported EndpointSlices are there (the Endpoints imports settled too)."""
+    deadline = time.perf_counter() + within
+    selector = names.LABEL_MCS_SERVICE_NAME
+    while True:
+        listed = await client.list(ENDPOINT_SLICES, namespace, label_selector=selector)
+        if len(listed.items) >= count:
+            return
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"{len(listed.items)} of {count} EndpointSlices after {within}s")
+        await asyncio.sleep(0.5)
+
+
+# ---- request accounting -------------------------------------------------------------------
+
+
+def grown(before: Counts, after: Counts) -> Counts:
+    return {k: v - before.get(k, 0.0) for k, v in after.items() if v != before.get(k, 0.0)}
+
+
+def summarize(delta: Counts, imported: int) -> dict[str, float]:
+    """Requests per imported Service, all and by kind (watches are connections, not counted)."""
+    requests = {k: v for k, v in delta.items() if k[0] != "watch"}
+    total = sum(requests.values())
+    writes = sum(v for k, v in requests.items() if k[0] in WRITE_VERBS)
+    failed = sum(v for k, v in requests.items() if not k[2].isdigit() or int(k[2]) >= 400)
+    reads = sum(v for k, v in requests.items() if k[0] in ("get", "list"))
+    return {
+        "requests_per_service": total / imported,
+        "writes_per_service": writes / imported,
+        "reads_per_service": reads / imported,
+        "failed_requests": failed,
+    }
+
+
+def by_verb_resource(delta: Counts) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for (verb, resource, code), value in sorted(delta.items()):
+        if verb != "watch":
+            key = f"{verb} {resource or '(discovery)'} {code}"
+            out[key] = out.get(key, 0.0) + value
+    return out
+
+
+async def joined_and_synced(member: MemberApp, within: float = 120) -> None:
+    """Until the member joined (its ClusterSet read, asynchronously) and its import watch synced."""
+    deadline = time.monotonic() + within
+    while member.session is None or not member.session.state.imports_synced:
+        if time.monotonic() > deadline:
+            raise TimeoutError("a member did not join and sync its imports")
+        await asyncio.sleep(0.05)
 
 
 def _percentiles(samples: list[float]) -> tuple[float, float]:
@@ -110,11 +279,15 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
     return p50, p99
 
 
-async def latency(services: int) -> dict[str, float]:
+# ---- in one process -----------------------------------------------------------------------
+
+
+async def latency(services: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="mchub-bench-") as tmp:
         clusterset = LocalClusterSet(Path(tmp), cluster_names=("bench-east", "bench-west"))
         await clusterset.start()
-        east, west = clusterset.clusters["bench-east"].client, clusterset.clusters["bench-west"].client
+        east = await connect(clusterset.clusters["bench-east"].kubeconfig)
+        west = clusterset.clusters["bench-west"].client
         watch = ImportWatch(east)
         await watch.start()
         try:
@@ -144,104 +317,535 @@ async def latency(services: int) -> dict[str, float]:
         "floor_p50_ms": floor_p50 * 1000,
         "floor_p99_ms": floor_p99 * 1000,
         "latency_p50_ratio": p50 / floor_p50,
+        "latency_p99_ratio": p99 / floor_p99,
     }
 
 
-def _direct_import(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": SERVICE_IMPORTS_V1BETA1.api_version,
-        "kind": "ServiceImport",
-        "metadata": {"name": name},
-        "spec": {"type": "ClusterSetIP", "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
-    }
-
-
-def _direct_slice(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
-        "metadata": {"name": f"antrea-mc-{name}-bench", "labels": {"kubernetes.io/service-name": f"antrea-mc-{name}"}},
-        "addressType": "IPv4",
-        "endpoints": [{"addresses": ["10.10.0.1"]}],
-        "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
-    }
-
-
-async def burst(count: int, importers: int) -> dict[str, float]:
-    names = [f"bench-importer-{i}" for i in range(importers)]
+async def burst(count: int, importers: int, plots: Path | None) -> dict[str, Any]:
+    cluster_names = [f"bench-importer-{i}" for i in range(importers)]
     with tempfile.TemporaryDirectory(prefix="mchub-bench-") as tmp:
-        clusterset = LocalClusterSet(Path(tmp), cluster_names=("bench-exporter", *names))
+        clusterset = LocalClusterSet(Path(tmp), cluster_names=("bench-exporter", *cluster_names))
         await clusterset.start()
+        members = {n: clusterset.clusters[n].member for n in cluster_names}
         exporter = clusterset.clusters["bench-exporter"].client
-        watches = [ImportWatch(clusterset.clusters[n].client) for n in names]
-        for watch in watches:
+        # The bench watches with clients of its own: the members' counters count only the members.
+        watches = {n: ImportWatch(await connect(clusterset.clusters[n].kubeconfig)) for n in cluster_names}
+        for watch in watches.values():
             await watch.start()
         try:
+            for member in members.values():
+                assert member is not None
+                await joined_and_synced(member)
+            before = {n: clusterset.clusters[n].client.metrics.counts() for n in cluster_names}
             wanted = {f"burst-{i}" for i in range(count)}
             start = time.perf_counter()
-            semaphore = asyncio.Semaphore(32)
-
-            async def one(name: str) -> None:
-                async with semaphore:
-                    await export_service(exporter, name)
-
-            await asyncio.gather(*(one(n) for n in sorted(wanted)))
+            await export_all(exporter, wanted)
             created = time.perf_counter() - start
-            done = [await w.wait_for(wanted, 600) for w in watches]
+            done = [await watches[n].wait_for(wanted, 900) for n in cluster_names]
             converge = max(done) - start
+            for n in cluster_names:
+                await wait_for_slices(watches[n].client, NAMESPACE, count, 300)
+                member = members[n]
+                assert member is not None and member.importer is not None
+                await member.importer.settled()
+            deltas = {n: grown(before[n], clusterset.clusters[n].client.metrics.counts()) for n in cluster_names}
+            held = {n: watches[n].held(wanted, start) for n in cluster_names}
 
-            # The floor: the same objects written straight into every importer by one client.
+            # The floor, with mchub stopped: the user's objects into the exporter as above, and the
+            # objects mchub writes straight into every cluster that imports them (the exporter imports
+            # its own Services too), each with the member's concurrency.
+            for name in clusterset.clusters:
+                await clusterset.stop_member(name)
+            assert clusterset.hub is not None
+            await clusterset.hub.stop()
+            clusterset.hub = None
+            floor_names = [f"x{i}" for i in range(count)]
+            importing = [watches[n].client for n in cluster_names] + [exporter]
             floor_start = time.perf_counter()
-
-            async def direct(client: KubeClient, name: str) -> None:
-                async with semaphore:
-                    local = f"antrea-mc-{name}"
-                    await client.create(
-                        SERVICES,
-                        {**_service(local), "spec": {**_service(local)["spec"], "selector": None}},
-                        namespace=NAMESPACE,
-                    )
-                    await client.create(ENDPOINTS, _endpoints(local), namespace=NAMESPACE)
-                    await client.create(ENDPOINT_SLICES, _direct_slice(name), namespace=NAMESPACE)
-                    await client.create(SERVICE_IMPORTS_V1BETA1, _direct_import(f"floor-{name}"), namespace=NAMESPACE)
-
-            await asyncio.gather(*(direct(clusterset.clusters[n].client, f"x{i}") for n in names for i in range(count)))
+            await asyncio.gather(
+                export_all(exporter, {f"user-{i}" for i in range(count)}),
+                *(write_direct(client, floor_names, IMPORT_WORKERS, NAMESPACE) for client in importing),
+            )
             floor = time.perf_counter() - floor_start
         finally:
-            for watch in watches:
+            for watch in watches.values():
                 await watch.stop()
             await clusterset.stop()
+    total: Counts = {}
+    for delta in deltas.values():
+        for key, value in delta.items():
+            total[key] = total.get(key, 0.0) + value
+    per = summarize(total, count * importers)
+    if plots is not None:
+        plot_held(held, plots / "propagation_burst.png", f"{count} Services to {importers} importers, one process")
     return {
         "burst_services": count,
         "burst_importers": importers,
+        "burst_import_workers": IMPORT_WORKERS,
         "burst_created_seconds": created,
         "burst_converge_seconds": converge,
         "burst_floor_seconds": floor,
         "burst_ratio": converge / floor,
+        "burst_requests_per_service": per["requests_per_service"],
+        "burst_writes_per_service": per["writes_per_service"],
+        "burst_reads_per_service": per["reads_per_service"],
+        "burst_failed_requests": per["failed_requests"],
+        "burst_requests_by_kind": by_verb_resource(total),
     }
 
 
-async def main(args: argparse.Namespace) -> dict[str, float]:
-    results = await latency(args.services)
-    results.update(await burst(args.burst, args.importers))
-    return results
+# ---- real kube-apiservers -----------------------------------------------------------------
 
 
-def report(r: dict[str, float]) -> str:
-    return "\n".join(
-        [
+def envtest_scripts() -> Path | None:
+    candidates = [os.environ.get("MCHUB_ENVTEST", ""), str(ROOT.parent / "shared" / "envtest")]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "up").is_file():
+            return Path(candidate)
+    return None
+
+
+def real_unavailable() -> str | None:
+    if envtest_scripts() is None:
+        return "no envtest scripts (../shared/envtest or MCHUB_ENVTEST)"
+    if not os.environ.get("KUBEBUILDER_ASSETS") and shutil.which("etcd") is None and not Path("/usr/bin/etcd").exists():
+        return "no etcd (apt-get install etcd-server) and no KUBEBUILDER_ASSETS"
+    return None
+
+
+@dataclass
+class Envtest:
+    """Real control planes started with ``up DIR NAME...``, stopped with ``down DIR``."""
+
+    names: tuple[str, ...]
+    directory: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="mchub-bench-envtest-")) / "ct")
+    kubeconfigs: dict[str, Path] = field(default_factory=dict)
+
+    def up(self) -> None:
+        scripts = envtest_scripts()
+        assert scripts is not None
+        done = subprocess.run(
+            ["bash", str(scripts / "up"), str(self.directory), *self.names],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"envtest up exited {done.returncode}: {done.stderr.strip()[-1500:]}")
+        for line in done.stdout.splitlines():
+            name, _, kubeconfig = line.split()
+            self.kubeconfigs[name] = Path(kubeconfig)
+
+    def down(self) -> None:
+        scripts = envtest_scripts()
+        if scripts is not None:
+            down = ["bash", str(scripts / "down"), str(self.directory)]
+            subprocess.run(down, check=False, capture_output=True, timeout=120)
+        shutil.rmtree(self.directory.parent, ignore_errors=True)
+
+
+async def install_crds(client: KubeClient) -> None:
+    for path in sorted(CRD_DIR.glob("*.yaml")):
+        with contextlib.suppress(AlreadyExists):
+            await client.create(CRDS, yaml.safe_load(path.read_text()))
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            await client.list(SERVICE_IMPORTS_V1BETA1, limit=1)
+            await client.list(CLUSTER_SETS, limit=1)
+            return
+        except NotFound:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def start_child(*args: str, ready: str, log: Path) -> tuple[asyncio.subprocess.Process, str]:
+    """A child process, once it printed a line containing ``ready`` (returned); its stderr goes to ``log``."""
+    with log.open("ab") as errors:
+        process = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=errors, cwd=ROOT)
+    assert process.stdout is not None
+    while True:
+        line = (await asyncio.wait_for(process.stdout.readline(), 120)).decode()
+        if not line:
+            tail = log.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"{' '.join(args[3:6])} exited before it was ready: {tail}")
+        if ready in line:
+            # Keep its stdout drained, or a chatty child would block on a full pipe.
+            asyncio.get_running_loop().create_task(_drain(process))
+            return process, line.strip()
+
+
+async def _drain(process: asyncio.subprocess.Process) -> None:
+    assert process.stdout is not None
+    while await process.stdout.readline():
+        pass
+
+
+async def stop_child(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), 20)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A member's client limit (`mchub member --kube-api-qps/--kube-api-burst`)."""
+
+    qps: float = DEFAULT_KUBE_API_QPS
+    burst: int = DEFAULT_KUBE_API_BURST
+
+
+@dataclass
+class MemberProcess:
+    """`mchub member` of one real cluster, with its health/metrics address."""
+
+    cluster: str
+    kubeconfig: Path
+    limit: Limit
+    port: int = field(default_factory=free_port)
+    process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self.process, _ = await start_child(
+            sys.executable, "-m", "mchub_cli.main", "--log-level", "WARNING", "member",
+            "--kubeconfig", str(self.kubeconfig), "--health-address", f"127.0.0.1:{self.port}",
+            "--kube-api-qps", str(self.limit.qps), "--kube-api-burst", str(self.limit.burst),
+            ready="member: health on", log=self.kubeconfig.parent / "member.log",
+        )  # fmt: skip
+
+    async def stop(self) -> None:
+        if self.process is not None:
+            await stop_child(self.process)
+            self.process = None
+
+    async def _get(self, path: str) -> tuple[int, str]:
+        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{self.port}{path}") as response:
+            return response.status, await response.text()
+
+    async def wait_ready(self, within: float = 120) -> None:
+        deadline = time.monotonic() + within
+        while (await self._get("/readyz"))[0] != 200:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"member {self.cluster} not connected after {within}s")
+            await asyncio.sleep(0.2)
+
+    async def metrics(self) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+        """Every sample of its /metrics: name -> labels -> value."""
+        _, text = await self._get("/metrics")
+        out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                out.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+        return out
+
+    async def counts(self) -> Counts:
+        samples = (await self.metrics()).get("rest_client_requests_total", {})
+        out: Counts = {}
+        for labels, value in samples.items():
+            by = dict(labels)
+            key = (by["verb"], by["resource"], by["code"])
+            out[key] = out.get(key, 0.0) + value
+        return out
+
+    async def imports_reconciled(self) -> tuple[float, float]:
+        """(reconciles of its import queue so far, that queue's depth)."""
+        metrics = await self.metrics()
+        controller = f"imports-{self.cluster}"
+        done = sum(
+            v
+            for labels, v in metrics.get("controller_runtime_reconcile_total", {}).items()
+            if ("controller", controller) in labels
+        )
+        depth = sum(v for labels, v in metrics.get("workqueue_depth", {}).items() if ("name", controller) in labels)
+        return done, depth
+
+
+async def join_real(client: KubeClient, cluster: str, token: str, ca: bytes, hub_target: str) -> None:
+    import base64  # noqa: PLC0415 - only the real run needs it
+
+    for namespace in ("kube-system", REAL_NAMESPACE):
+        with contextlib.suppress(AlreadyExists):
+            await client.create(NAMESPACES, {"metadata": {"name": namespace}})
+    secret = {
+        "metadata": {"name": "member-token", "namespace": "kube-system"},
+        "type": "Opaque",
+        "data": {"token": base64.b64encode(token.encode()).decode(), "ca.crt": base64.b64encode(ca).decode()},
+    }
+    await client.create(SECRETS, secret)
+    clusterset = {
+        "metadata": {"name": "test-clusterset", "namespace": "kube-system"},
+        "spec": {
+            "clusterID": cluster,
+            "namespace": names.DEFAULT_LEADER_NAMESPACE,
+            "leaders": [{"clusterID": "leader", "server": f"https://{hub_target}", "secret": "member-token"}],
+        },
+    }
+    await client.create(CLUSTER_SETS, clusterset)
+
+
+async def real_burst(count: int, importers: int, limit: Limit, plots: Path | None) -> dict[str, Any]:
+    importer_names = tuple(f"import-{i + 1}" for i in range(importers))
+    envtest = Envtest(("exporter", *importer_names))
+    envtest.up()
+    hub: asyncio.subprocess.Process | None = None
+    members: dict[str, MemberProcess] = {}
+    clients: dict[str, KubeClient] = {}
+    watches: dict[str, ImportWatch] = {}
+    try:
+        for name, kubeconfig in envtest.kubeconfigs.items():
+            clients[name] = await connect(kubeconfig)
+            await install_crds(clients[name])
+        data = envtest.directory.parent / "hub"
+        data.mkdir()
+        store = TokenStore(data / "tokens.db")
+        tokens = {name: store.create(f"member-{name}", cluster_id=name) for name in envtest.kubeconfigs}
+        store.close()
+        hub, line = await start_child(
+            sys.executable, "-m", "mchub_cli.main", "--log-level", "WARNING", "hub",
+            "--data-dir", str(data), "--grpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0",
+            ready="gRPC on", log=data / "hub.log",
+        )  # fmt: skip
+        target = line.split("gRPC on ", 1)[1].split()[0]
+        ca = (data / "tls" / "ca.crt").read_bytes()
+        for name, kubeconfig in envtest.kubeconfigs.items():
+            await join_real(clients[name], name, tokens[name], ca, target)
+            members[name] = MemberProcess(name, kubeconfig, limit)
+        await asyncio.gather(*(m.start() for m in members.values()))
+        await asyncio.gather(*(m.wait_ready() for m in members.values()))
+        for name in importer_names:
+            watches[name] = ImportWatch(await connect(envtest.kubeconfigs[name]), REAL_NAMESPACE)
+            await watches[name].start()
+        before = {name: await members[name].counts() for name in members}
+
+        wanted = {f"svc-{i}" for i in range(count)}
+        start = time.perf_counter()
+        await export_all(clients["exporter"], wanted, REAL_NAMESPACE)
+        created = time.perf_counter() - start
+        done = [await watches[n].wait_for(wanted, 900) for n in importer_names]
+        converge = max(done) - start
+        per_importer = {n: done[i] - start for i, n in enumerate(importer_names)}
+        for name in importer_names:
+            await wait_for_slices(watches[name].client, REAL_NAMESPACE, count, 300)
+        deltas = {name: grown(before[name], await members[name].counts()) for name in members}
+        held = {n: watches[n].held(wanted, start) for n in importer_names}
+        total: Counts = {}
+        for name in importer_names:
+            for key, value in deltas[name].items():
+                total[key] = total.get(key, 0.0) + value
+        per = summarize(total, count * importers)
+        exporter = summarize(deltas["exporter"], count)
+
+        restart = await restart_unchanged(members[importer_names[0]], expected_keys=2 * count)
+        for member in members.values():
+            await member.stop()
+        await stop_child(hub)
+        hub = None
+        floor = await real_floor(envtest, clients["exporter"], count, limit)
+    finally:
+        for watch in watches.values():
+            await watch.stop()
+        for member in members.values():
+            await member.stop()
+        if hub is not None:
+            await stop_child(hub)
+        for client in clients.values():
+            await client.close()
+        envtest.down()
+    if plots is not None:
+        title = f"{count} Services to {importers} importers, real kube-apiservers v1.28"
+        plot_held(held, plots / "propagation_real.png", title)
+    return {
+        "real_services": count,
+        "real_importers": importers,
+        "real_member_qps": limit.qps,
+        "real_member_burst": limit.burst,
+        "real_import_workers": IMPORT_WORKERS,
+        "real_created_seconds": created,
+        "real_converge_seconds": converge,
+        "real_converge_by_importer": per_importer,
+        "real_floor_seconds": floor,
+        "real_ratio": converge / floor,
+        "real_requests_per_service": per["requests_per_service"],
+        "real_writes_per_service": per["writes_per_service"],
+        "real_reads_per_service": per["reads_per_service"],
+        "real_failed_requests": per["failed_requests"],
+        "real_requests_by_kind": by_verb_resource(total),
+        "real_exporter_requests_per_service": exporter["requests_per_service"],
+        "real_exporter_requests_by_kind": by_verb_resource(deltas["exporter"]),
+        **restart,
+    }
+
+
+async def restart_unchanged(member: MemberProcess, expected_keys: int) -> dict[str, Any]:
+    """Restart one importer's member with nothing changed; count what it sends until every
+    import was looked at once."""
+    await member.stop()
+    started = time.perf_counter()
+    await member.start()
+    await member.wait_ready()
+    deadline = time.monotonic() + 300
+    while True:
+        done, depth = await member.imports_reconciled()
+        if done >= expected_keys and depth == 0:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"restarted member reconciled {done} of {expected_keys} imports")
+        await asyncio.sleep(0.2)
+    settled = time.perf_counter() - started
+    counts = {k: v for k, v in (await member.counts()).items() if k[0] != "watch"}
+    writes = {k: v for k, v in counts.items() if k[0] in WRITE_VERBS}
+    # Refused writes store nothing: the one expected is the Service CIDR probe (a dry run).
+    stored = {k: v for k, v in writes.items() if k[2].isdigit() and int(k[2]) < 400}
+    return {
+        "restart_seconds_until_settled": settled,
+        "restart_writes": sum(stored.values()),
+        "restart_refused_writes": sum(writes.values()) - sum(stored.values()),
+        "restart_writes_by_kind": by_verb_resource(writes),
+        "restart_reads": sum(v for k, v in counts.items() if k[0] in ("get", "list")),
+    }
+
+
+async def real_floor(envtest: Envtest, exporter: KubeClient, count: int, limit: Limit) -> float:
+    """With mchub stopped: the user's objects into the exporter as in the run, and the objects
+    the members write straight into every cluster that imports them (the exporter too), by one
+    process each (as the members are) with a member's import workers and QPS limit."""
+    script = str(Path(__file__).resolve())
+    with contextlib.suppress(AlreadyExists):
+        await exporter.create(NAMESPACES, {"metadata": {"name": FLOOR_NAMESPACE}})
+    writers = []
+    for kubeconfig in envtest.kubeconfigs.values():
+        args = ["-P", script, "--floor-writer", str(kubeconfig), "--floor-count", str(count)]
+        args += ["--real-kube-api-qps", str(limit.qps), "--real-kube-api-burst", str(limit.burst)]
+        process = await asyncio.create_subprocess_exec(sys.executable, *args, cwd=ROOT, stdout=asyncio.subprocess.PIPE)
+        writers.append(process)
+    for writer in writers:
+        assert writer.stdout is not None
+        await writer.stdout.readline()  # "ready": connected, its Namespace there
+    start = time.perf_counter()
+    for writer in writers:
+        writer.send_signal(signal.SIGUSR1)
+    await asyncio.gather(
+        export_all(exporter, {f"user-{i}" for i in range(count)}, FLOOR_NAMESPACE),
+        *(w.wait() for w in writers),
+    )
+    return time.perf_counter() - start
+
+
+async def floor_writer(kubeconfig: Path, count: int, limit: Limit) -> None:
+    client = await connect(kubeconfig, qps=limit.qps, burst=limit.burst)
+    go = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, go.set)
+    with contextlib.suppress(AlreadyExists):
+        await client.create(NAMESPACES, {"metadata": {"name": FLOOR_NAMESPACE}})
+    print("ready", flush=True)
+    await go.wait()
+    await write_direct(client, [f"floor-{i}" for i in range(count)], IMPORT_WORKERS, FLOOR_NAMESPACE)
+    await client.close()
+
+
+# ---- output -------------------------------------------------------------------------------
+
+
+def plot_held(held: dict[str, list[tuple[float, int]]], path: Path, title: str) -> None:
+    import matplotlib  # noqa: PLC0415 - a dev extra, needed only for the picture
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    for name, series in held.items():
+        axes.step([t for t, _ in series], [n for _, n in series], where="post", label=name, linewidth=1)
+    axes.set_xlabel("seconds since the exports were created")
+    axes.set_ylabel("ServiceImports held")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    if len(held) <= 10:
+        axes.legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def report(r: dict[str, Any]) -> str:
+    lines: list[str] = [
+        f"({r['cpus']} CPUs, load average {r['load_average_at_start']:.1f} at start, "
+        f"{r['load_average_at_end']:.1f} at end)"
+    ]
+    if "latency_p50_ms" in r:
+        lines += [
             f"ServiceExport created -> ServiceImport visible, {int(r['latency_services'])} Services one by one:",
             f"  mchub   p50 {r['latency_p50_ms']:7.1f} ms   p99 {r['latency_p99_ms']:7.1f} ms",
             f"  floor   p50 {r['floor_p50_ms']:7.1f} ms   p99 {r['floor_p99_ms']:7.1f} ms"
             "  (a ServiceImport written straight into the importer)",
-            f"  ratio   {r['latency_p50_ratio']:.1f}x at p50",
-            f"burst of {int(r['burst_services'])} Services from one exporter to {int(r['burst_importers'])} importers:",
+            f"  ratio   {r['latency_p50_ratio']:.1f}x at p50, {r['latency_p99_ratio']:.1f}x at p99",
+        ]
+    if "burst_converge_seconds" in r:
+        lines += [
+            f"burst of {int(r['burst_services'])} Services from one exporter to {int(r['burst_importers'])} importers"
+            " (one process):",
             f"  mchub   {r['burst_converge_seconds']:7.1f} s until every importer holds every ServiceImport "
             f"(exports created in {r['burst_created_seconds']:.1f} s)",
-            f"  floor   {r['burst_floor_seconds']:7.1f} s to write the same objects straight into the importers",
+            f"  floor   {r['burst_floor_seconds']:7.1f} s for the same API writes with mchub stopped "
+            f"(the exports, and the imported objects straight into every importing cluster, "
+            f"{int(r['burst_import_workers'])} at a time each)",
             f"  ratio   {r['burst_ratio']:.2f}x",
+            f"  requests per imported Service {r['burst_requests_per_service']:.2f} "
+            f"(writes {r['burst_writes_per_service']:.2f}, reads {r['burst_reads_per_service']:.3f}, "
+            f"failed {int(r['burst_failed_requests'])})",
         ]
-    )
+    if "real_converge_seconds" in r:
+        by = ", ".join(f"{n} {s:.1f} s" for n, s in r["real_converge_by_importer"].items())
+        lines += [
+            f"real kube-apiservers v1.28: {int(r['real_services'])} Services from one member to "
+            f"{int(r['real_importers'])} importers (members as processes, "
+            f"QPS {r['real_member_qps']:g}/burst {r['real_member_burst']}, "
+            f"{int(r['real_import_workers'])} import workers):",
+            f"  mchub   {r['real_converge_seconds']:7.1f} s until every importer holds every ServiceImport ({by}; "
+            f"exports created in {r['real_created_seconds']:.1f} s)",
+            f"  floor   {r['real_floor_seconds']:7.1f} s for the same API writes with mchub stopped "
+            "(one process per cluster, same workers and QPS limit)",
+            f"  ratio   {r['real_ratio']:.2f}x",
+            f"  requests per imported Service {r['real_requests_per_service']:.2f} "
+            f"(writes {r['real_writes_per_service']:.2f}, reads {r['real_reads_per_service']:.3f}, "
+            f"failed {int(r['real_failed_requests'])}); exporter: {r['real_exporter_requests_per_service']:.2f} "
+            "per exported Service",
+            f"  restart of an importer with nothing changed: {int(r['restart_writes'])} writes "
+            f"({int(r['restart_refused_writes'])} refused: the Service CIDR dry-run probe), "
+            f"{int(r['restart_reads'])} reads, settled in {r['restart_seconds_until_settled']:.1f} s",
+        ]
+    elif "real_skipped" in r:
+        lines.append(f"real kube-apiservers: skipped ({r['real_skipped']})")
+    return "\n".join(lines)
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    # Other work on the machine shows in every figure: say how busy it was.
+    results: dict[str, Any] = {"load_average_at_start": os.getloadavg()[0], "cpus": os.cpu_count()}
+    if not args.no_local:
+        results.update(await latency(args.services))
+        results.update(await burst(args.burst, args.importers, args.plots))
+    if not args.no_real:
+        reason = real_unavailable()
+        if reason is None:
+            limit = Limit(args.real_kube_api_qps, args.real_kube_api_burst)
+            results.update(await real_burst(args.real_burst, args.real_importers, limit, args.plots))
+        else:
+            results["real_skipped"] = reason
+    results["load_average_at_end"] = os.getloadavg()[0]
+    return results
 
 
 if __name__ == "__main__":
@@ -249,8 +853,26 @@ if __name__ == "__main__":
     parser.add_argument("--services", type=int, default=200)
     parser.add_argument("--burst", type=int, default=1000)
     parser.add_argument("--importers", type=int, default=10)
+    parser.add_argument("--real-burst", type=int, default=1000)
+    parser.add_argument("--real-importers", type=int, default=3)
+    parser.add_argument(
+        "--real-kube-api-qps", type=float, default=DEFAULT_KUBE_API_QPS, help="the members' QPS limit (their default)"
+    )
+    parser.add_argument(
+        "--real-kube-api-burst", type=int, default=DEFAULT_KUBE_API_BURST, help="the members' burst (their default)"
+    )
+    parser.add_argument("--no-real", action="store_true", help="skip the run on real kube-apiservers")
+    parser.add_argument("--no-local", action="store_true", help="skip the runs in one process")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--plots", type=Path, default=RESULTS, help="where the PNGs go (default bench/results)")
+    parser.add_argument("--floor-writer", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--floor-count", type=int, default=0, help=argparse.SUPPRESS)
     cli = parser.parse_args()
+    if cli.floor_writer is not None:
+        asyncio.run(
+            floor_writer(cli.floor_writer, cli.floor_count, Limit(cli.real_kube_api_qps, cli.real_kube_api_burst))
+        )
+        sys.exit(0)
     figures = asyncio.run(main(cli))
     print(report(figures))
     print(json.dumps(figures, sort_keys=True))
