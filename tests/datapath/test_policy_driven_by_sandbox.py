@@ -4,10 +4,12 @@ Pods (labels and IPs of the namespace topology's Pods), the LabelIdentity CRs a 
 imports, and, in east, Antrea's policy kinds, whose CRDs this test creates (a minimal
 schema: Antrea's own CRDs are not part of mchub). The agents' KubeAgents read them all.
 
-The LabelIdentities are written here as the member would import them, once the tunnels are
-up and the members stopped (a running member removes LabelIdentities the hub did not
-import); that the member exports Pod label identities through the hub is another piece of
-work, and a test driven through it belongs beside this one once it lands.
+Two ways to the LabelIdentities, one run each: ``through-hub``, the members export their
+Pods' label identities (``enableStretchedNetworkPolicy`` in their MultiClusterConfig), the
+hub allocates the IDs and every member imports them, end to end; ``hand-written``, the CRs
+are written as a member would import them, once the tunnels are up and the members stopped
+(a running member removes LabelIdentities the hub did not import), so the agent side is
+proven on its own.
 """
 
 from __future__ import annotations
@@ -92,8 +94,13 @@ async def import_identities(client: KubeClient) -> None:
         await client.create(LABEL_IDENTITIES, body)
 
 
+@pytest.fixture(params=["through-hub", "hand-written"])
+def identities_mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-async def clusterset(tmp_path: Path) -> AsyncIterator[ClusterSet]:
+async def clusterset(tmp_path: Path, identities_mode: str) -> AsyncIterator[ClusterSet]:
     topo = await build_topology(("east", "west"))
     tasks: list[asyncio.Task[None]] = []
     async with AsyncExitStack() as stack:
@@ -104,6 +111,8 @@ async def clusterset(tmp_path: Path) -> AsyncIterator[ClusterSet]:
         members: dict[str, Member] = {}
         for cluster in topo.clusters.values():
             config_yaml = f"serviceCIDR: {cluster.service_cidr}\npodCIDRs: ['{cluster.pod_cidr}']\n"
+            if identities_mode == "through-hub":
+                config_yaml += "enableStretchedNetworkPolicy: true\n"
             joined = await join_member(hub, cluster.cluster_id, tmp_path, config_yaml=config_yaml)
             stack.push_async_callback(joined.aclose)
             await joined.wait_connected()
@@ -170,7 +179,7 @@ async def eventually(check: Callable[[], Any], expected: Any, budget: float) -> 
 
 
 async def test_policy_from_kubernetes_objects_drops_the_tenant_follows_relabels_and_reports_a_missing_tier(
-    clusterset: ClusterSet,
+    clusterset: ClusterSet, identities_mode: str
 ) -> None:
     east, west = clusterset.members["east"], clusterset.members["west"]
     east_a, east_b = east.cluster.nodes
@@ -178,11 +187,12 @@ async def test_policy_from_kubernetes_objects_drops_the_tenant_follows_relabels_
     await wait_agent(clusterset.agent("east-a"), routes_to("west", west_a.underlay_ip, Role.GATEWAY))
     await wait_agent(clusterset.agent("west-a"), routes_to("east", east_a.underlay_ip, Role.GATEWAY))
     await wait_agent(clusterset.agent("west-b"), routes_to("east", west_a.underlay_ip, Role.MEMBER))
-    # Every LabelIdentity of a cluster is the member's (it removes those the hub did not
-    # import): with the tunnels up, the members stop and the identities are written by hand.
-    for member in (east, west):
-        await member.joined.stop_member()
-        await import_identities(member.joined.client)
+    if identities_mode == "hand-written":
+        # Every LabelIdentity of a cluster is the member's (it removes those the hub did not
+        # import): with the tunnels up, the members stop and the identities are written by hand.
+        for member in (east, west):
+            await member.joined.stop_member()
+            await import_identities(member.joined.client)
 
     def tagged(agent: KubeAgent) -> bool:
         policy = agent.agent.desired.policy if agent.agent.desired else None
