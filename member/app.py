@@ -9,7 +9,9 @@ desired set of exports handed to a new HubSession before it starts (so its first
 sweeps only what really went away), imports applied by an ImportApplier. Leaving (ClusterSet
 deleted): exports withdrawn and acknowledged by the hub, the hub told that the member leaves
 (rpc Leave: it drops the member's announce), session stopped, imported objects removed.
-Several MemberApps may run in one process, each with its own KubeClient.
+With ``enableStretchedNetworkPolicy`` the label identities of the cluster's Pods are exported
+too (member.identities), in the same first bracket. Several MemberApps may run in one process,
+each with its own KubeClient.
 
 ``registry`` holds the member's metrics: its client's requests (rest_client_requests_total,
 the QPS limit) and its work queues (workqueue_depth, controller_runtime_reconcile_total...);
@@ -36,6 +38,7 @@ from member.dns.service import ClustersetDns
 from member.exports.controller import ServiceExportController
 from member.gateway.controller import GatewayController
 from member.hubclient import ConnectionState, HubEndpoint, HubSession, HubSessionConfig, ImportEvent
+from member.identities import LabelIdentityController
 from member.imports import ImportApplier
 from member.join.controller import ClusterSetController
 from member.join.spec import JoinSpec
@@ -53,6 +56,8 @@ class _Joined:
     exports: ServiceExportController
     importer: ImportApplier
     gateway: GatewayController
+    # With enableStretchedNetworkPolicy: the label identities of the cluster's Pods.
+    identities: LabelIdentityController | None = None
 
 
 class _ImportRelay:
@@ -146,6 +151,10 @@ class MemberApp:
     def gateway(self) -> GatewayController | None:
         return self._joined.gateway if self._joined is not None else None
 
+    @property
+    def identities(self) -> LabelIdentityController | None:
+        return self._joined.identities if self._joined is not None else None
+
     # ---- Membership ----------------------------------------------------------
 
     async def join(self, spec: JoinSpec, endpoint: HubEndpoint) -> None:
@@ -162,28 +171,46 @@ class MemberApp:
             gateway = GatewayController(
                 self.client, self.namespace, self.config, spec.cluster_id, recorder=self.recorder
             )
+            identities = (
+                LabelIdentityController(self.client, spec.cluster_id, registry=self.registry)
+                if self.config.enable_stretched_network_policy
+                else None
+            )
             session: HubSession | None = None
             importer: ImportApplier | None = None
             try:
                 await exports.start_watching(self.options.sync_timeout)
                 await gateway.start(self.options.sync_timeout)
+                if identities is not None:
+                    await identities.start_watching(self.options.sync_timeout)
                 session, importer = self._connect(spec, endpoint, exports)
                 # The whole desired set before the first bracket: only what really went away is
-                # swept, and an unchanged ClusterInfo is not dropped and re-added on a restart.
-                session.replace_all([*exports.desired_exports(), *gateway.desired_exports()])
+                # swept, and an unchanged ClusterInfo or label identity is not dropped and
+                # re-added on a restart.
+                session.replace_all(
+                    [
+                        *exports.desired_exports(),
+                        *gateway.desired_exports(),
+                        *(identities.desired_exports() if identities is not None else ()),
+                    ]
+                )
                 await importer.start()
                 await session.start()
                 exports.attach(session)
                 gateway.attach(session.set_export, session.remove_export, session.report_import_status)
+                if identities is not None:
+                    identities.attach(session)
             except BaseException:
                 await exports.stop()
                 await gateway.stop()
+                if identities is not None:
+                    await identities.stop()
                 if session is not None:
                     await session.stop()
                 if importer is not None:
                     await importer.stop()
                 raise
-            self._joined = _Joined(spec, session, exports, importer, gateway)
+            self._joined = _Joined(spec, session, exports, importer, gateway, identities)
             log.info("member joined", extra={"clusterSet": spec.ref, "clusterID": spec.cluster_id})
 
     def _connect(
@@ -224,6 +251,8 @@ class MemberApp:
             try:
                 await joined.exports.stop()
                 await joined.gateway.stop()
+                if joined.identities is not None:
+                    await joined.identities.stop()
                 if withdraw:
                     await self._withdraw(joined)
             finally:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Protocol
 
@@ -51,6 +52,10 @@ class ExportSink(Protocol):
 
 
 class _Metrics:
+    """On the member's registry, created once per registry (a member joins again after a leave)."""
+
+    _by_registry: weakref.WeakKeyDictionary[CollectorRegistry, _Metrics] = weakref.WeakKeyDictionary()
+
     def __init__(self, registry: CollectorRegistry | None) -> None:
         # registry None: kept, not registered (a controller built outside a member).
         self.exported = Gauge(
@@ -62,6 +67,15 @@ class _Metrics:
             ["operation"],
             registry=registry,
         )
+
+    @classmethod
+    def for_registry(cls, registry: CollectorRegistry | None) -> _Metrics:
+        if registry is None:
+            return cls(None)
+        metrics = cls._by_registry.get(registry)
+        if metrics is None:
+            metrics = cls._by_registry[registry] = cls(registry)
+        return metrics
 
 
 def label_identity_export(cluster_id: str, label: str) -> pb.ResourceExport:
@@ -92,7 +106,7 @@ class LabelIdentityController:
         self._debounce = debounce
         self._withdraw_after = withdraw_after
         self._clock = clock
-        self._metrics = _Metrics(registry)
+        self._metrics = _Metrics.for_registry(registry)
         self.index = IdentityIndex()
         self._pods: Informer | None = None
         self._namespaces: Informer | None = None
