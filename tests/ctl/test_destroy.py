@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -79,9 +80,10 @@ async def kube_hub(leader: Cluster, tmp_path: Path) -> AsyncIterator[HubApp]:
     app = HubApp(config)
     await app.start()
     try:
-        async with asyncio.timeout(15):
-            while not app.is_ready():
-                await asyncio.sleep(0.05)
+        deadline = time.monotonic() + 15
+        while not app.is_ready():  # with the kube store it serves once it holds the Lease
+            assert time.monotonic() < deadline, "the kube-store hub did not take the Lease within 15 s"
+            await asyncio.sleep(0.05)
         yield app
     finally:
         await app.stop()

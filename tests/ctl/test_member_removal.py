@@ -85,10 +85,11 @@ async def test_delete_member_without_a_terminal_and_without_yes_refuses_and_chan
     assert [t.name for t in hub.tokens.list() if t.cluster_id == "west"] == ["member-west"]
 
 
-@pytest.mark.parametrize(("answer", "removed"), [("y\n", True), ("n\n", False), ("", False)])
+@pytest.mark.parametrize("typed", [("y\n", True), ("n\n", False), ("", False)], ids=["yes", "no", "nothing"])
 async def test_delete_member_asks_on_a_terminal(
-    mcctl: Mcctl, hub: HubApp, connect: MemberFactory, monkeypatch: pytest.MonkeyPatch, answer: str, removed: bool
+    mcctl: Mcctl, hub: HubApp, connect: MemberFactory, monkeypatch: pytest.MonkeyPatch, typed: tuple[str, bool]
 ) -> None:
+    answer, removed = typed
     await _west_with_exports(connect)
     monkeypatch.setattr("sys.stdin", Terminal(answer))
 
