@@ -34,6 +34,7 @@ from agent.kubewatch.policy_view import CLUSTER_NETWORK_POLICIES, NETWORK_POLICI
 from agent.kubewatch.reachability import ReachabilityPublisher
 from agent.kubewatch.view import ClusterView
 from agent.policy.state import PolicyReport
+from agent.metrics_server import MetricsServer
 from agent.runner import Datapath, DatapathAgent, run_datapath_agent
 from agent.wgkey import load_or_create_key_pair
 from kube.client import KubeClient
@@ -201,7 +202,17 @@ async def run_agent(
     netns: str | None = None,
     cleanup_on_stop: bool = False,
     key_path: Path = DEFAULT_KEY_PATH,
+    metrics_address: str | None = None,
 ) -> None:
-    """Run the agent of ``node_name`` until cancelled (ConfigError if the WireGuard key is unusable)."""
+    """Run the agent of ``node_name`` until cancelled (ConfigError if the WireGuard key is unusable).
+
+    With ``metrics_address`` (HOST:PORT) the agent's metrics are served on /metrics there."""
     agent = KubeAgent(client, node_name, config, namespace=namespace, netns=netns, key_path=key_path)
-    await agent.run(cleanup_on_stop=cleanup_on_stop)
+    server = MetricsServer(metrics_address, agent.metrics) if metrics_address else None
+    if server is not None:
+        await server.start()
+    try:
+        await agent.run(cleanup_on_stop=cleanup_on_stop)
+    finally:
+        if server is not None:
+            await server.stop()

@@ -41,6 +41,10 @@ def register(sub: Any) -> None:
         help=f"WireGuard private key file (default {DEFAULT_KEY_PATH})",
     )
     parser.add_argument("--cleanup", action="store_true", help="remove everything the agent created when it stops")
+    parser.add_argument(
+        "--metrics-address",
+        help="serve the agent's Prometheus metrics on http://HOST:PORT/metrics (default: not served)",
+    )
     parser.set_defaults(func=run_agent_command)
 
 
@@ -65,6 +69,7 @@ async def serve(args: argparse.Namespace) -> int:
                 netns=args.netns,
                 cleanup_on_stop=args.cleanup,
                 key_path=args.key_path,
+                metrics_address=args.metrics_address,
             )
         )
         loop = asyncio.get_running_loop()

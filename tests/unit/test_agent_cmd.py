@@ -34,6 +34,7 @@ def _args() -> argparse.Namespace:
         netns=None,
         cleanup=False,
         key_path=Path("/nonexistent/key"),
+        metrics_address=None,
     )
 
 
