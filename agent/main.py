@@ -33,8 +33,8 @@ from agent.kubewatch.policy_status import PolicyReporter
 from agent.kubewatch.policy_view import CLUSTER_NETWORK_POLICIES, NETWORK_POLICIES, PolicyView
 from agent.kubewatch.reachability import ReachabilityPublisher
 from agent.kubewatch.view import ClusterView
-from agent.policy.state import PolicyReport
 from agent.metrics_server import MetricsServer
+from agent.policy.state import PolicyReport
 from agent.runner import Datapath, DatapathAgent, run_datapath_agent
 from agent.wgkey import load_or_create_key_pair
 from kube.client import KubeClient
