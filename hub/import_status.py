@@ -7,6 +7,7 @@ ResourceImport status.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -21,9 +22,20 @@ class ImportStatusEntry:
     reported: datetime
 
 
+# Told of every report kept (import name, cluster ID, entry); must not block.
+ImportStatusListener = Callable[[str, str, ImportStatusEntry], None]
+
+
 class ImportStatusBook(dict[str, dict[str, ImportStatusEntry]]):
+    def __init__(self) -> None:
+        super().__init__()
+        # The kube store's hub writes reports into the ResourceImport CRs (hub.import_outcomes).
+        self.listeners: list[ImportStatusListener] = []
+
     def record(self, import_name: str, cluster_id: str, entry: ImportStatusEntry) -> None:
         self.setdefault(import_name, {})[cluster_id] = entry
+        for listener in self.listeners:
+            listener(import_name, cluster_id, entry)
 
     def forget(self, batch: WriteBatch) -> None:
         """Drop the reports about imports the batch deletes and those of members it removes."""

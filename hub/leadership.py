@@ -15,6 +15,7 @@ from hub.clusterset_watch import LeaderClusterSetWatch
 from hub.clusterset_writer import ClusterSetStatusWriter
 from hub.config import HubConfig
 from hub.engine import Engine
+from hub.import_outcomes import ImportOutcomeWriter, ReportSource
 from hub.store.base import StoreError
 from hub.store.kube import KubeStore
 from kube.client import KubeClient, connect
@@ -65,6 +66,12 @@ class KubeLeadership:
             on_deleted=self._clusterset_deleted,
             on_created=self._clusterset_created,
         )
+        # Members' import reports -> ResourceImport status and ACNPImportFailed Events.
+        self.import_outcomes = ImportOutcomeWriter(
+            client,
+            cfg.namespace,
+            ReportSource(lambda: self.app.engine.index.imports, lambda: self.app.engine.import_status),
+        )
         self._takeover: asyncio.Task[None] | None = None
 
     @classmethod
@@ -85,7 +92,9 @@ class KubeLeadership:
 
     def new_engine(self) -> Engine:
         cfg = self.app.config
-        return Engine(KubeStore(self.client, cfg.namespace), cfg, self.app.now)
+        engine = Engine(KubeStore(self.client, cfg.namespace), cfg, self.app.now)
+        engine.import_status.listeners.append(self.import_outcomes.observe)
+        return engine
 
     def start(self) -> None:
         self.clusterset.start()
@@ -151,6 +160,7 @@ class KubeLeadership:
 
     async def stop(self) -> None:
         await self.clusterset.stop()
+        await self.import_outcomes.close()
         await self.elector.stop(release=True)
         if self._takeover is not None and not self._takeover.done():
             self._takeover.cancel()

@@ -1,0 +1,154 @@
+"""What members report about applying imports, written where kubectl shows it (kube store).
+
+With the kube store every ResourceImport is a CR in the leader Namespace. For each member
+report (ReportImportStatus) this writes:
+
+* the CR's ``status.clusterStatuses``: one entry per reporting cluster with a ``Succeeded``
+  condition (True, or False with the member's reason and message), as Antrea's
+  ResourceImport status has it; a later success replaces a failure;
+* for a failed AntreaClusterNetworkPolicy import, the Warning Event Antrea's member writes on
+  the leader's ResourceImport: reason ``ACNPImportFailed``, source
+  ``resourceimport-controller``, message ``ACNP Tier <tier> does not exist in the importing
+  cluster <clusterID>`` (the member's words). A repeat of the same failure bumps the Event's
+  count and lastTimestamp, as Kubernetes' recorder does; a success adds nothing, so the
+  Event stops growing once the policy applies. ``kubectl describe resourceimport`` shows it.
+
+Writes happen beside the gRPC call, never in it: the engine only records the report, and a
+single worker drains what is pending, one status write per import however many reports came
+meanwhile. Failing writes are logged and left to the next report (best effort, like Events).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hub.import_status import ImportStatusEntry
+from kube.client import KubeClient, PatchType
+from kube.conditions import format_time
+from kube.errors import KubeError, NotFound
+from kube.events import EventRecorder
+from kube.resources import RESOURCE_IMPORTS, Obj
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+EVENT_SOURCE = "resourceimport-controller"
+REASON_ACNP_IMPORT_FAILED = "ACNPImportFailed"
+
+
+@dataclass(frozen=True)
+class _Failure:
+    cluster_id: str
+    message: str
+
+
+class ReportSource:
+    """What the writer reads of the serving engine: imports and the reports about them."""
+
+    def __init__(
+        self,
+        imports: Callable[[], dict[str, pb.ResourceImport]],
+        reports: Callable[[], dict[str, dict[str, ImportStatusEntry]]],
+    ) -> None:
+        self.imports = imports
+        self.reports = reports
+
+
+def cluster_statuses(reports: dict[str, ImportStatusEntry]) -> list[dict[str, object]]:
+    """``status.clusterStatuses`` of a ResourceImport, from the reports about it."""
+    return [
+        {
+            "clusterID": cluster_id,
+            "conditions": [
+                {
+                    "type": "Succeeded",
+                    "status": "True" if entry.succeeded else "False",
+                    "reason": entry.reason,
+                    "message": entry.message,
+                    "lastTransitionTime": format_time(entry.reported),
+                }
+            ],
+        }
+        for cluster_id, entry in sorted(reports.items())
+    ]
+
+
+def failure_message(cluster_id: str, message: str) -> str:
+    """The member's words (they name the cluster); the cluster added when they do not."""
+    text = message or "the ClusterNetworkPolicy could not be applied"
+    return text if cluster_id in text else f"{text} (importing cluster {cluster_id})"
+
+
+class ImportOutcomeWriter:
+    def __init__(self, client: KubeClient, namespace: str, source: ReportSource) -> None:
+        self._client = client
+        self._namespace = namespace
+        self._source = source
+        self._recorder = EventRecorder(client, EVENT_SOURCE)
+        self._pending: dict[str, list[_Failure]] = {}  # import name -> failures to record
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def observe(self, import_name: str, cluster_id: str, entry: ImportStatusEntry) -> None:
+        """A member reported about an import (called by the engine's report book; never blocks)."""
+        failures = self._pending.setdefault(import_name, [])
+        imported = self._source.imports().get(import_name)
+        if not entry.succeeded and imported is not None and imported.HasField("cluster_network_policy"):
+            failures.append(_Failure(cluster_id, failure_message(cluster_id, entry.message)))
+        self._idle.clear()
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="hub-import-outcomes")
+
+    async def settled(self) -> None:
+        """Until every report observed so far was written (or failed to be)."""
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._pending.clear()
+        self._idle.set()
+
+    async def _run(self) -> None:
+        while True:
+            if not self._pending:
+                self._idle.set()
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            name = next(iter(self._pending))
+            failures = self._pending.pop(name)
+            try:
+                await self._write(name, failures)
+            except KubeError as exc:
+                log.warning("import outcome not written", extra={"import": name, "error": str(exc)})
+            except Exception:
+                log.exception("import outcome not written", extra={"import": name})
+
+    async def _write(self, name: str, failures: list[_Failure]) -> None:
+        if name not in self._source.imports():
+            return  # deleted meanwhile: its CR (and its status) went with it
+        reports = self._source.reports().get(name, {})
+        patch = {"status": {"clusterStatuses": cluster_statuses(reports)}}
+        try:
+            written: Obj = await self._client.patch_status(
+                RESOURCE_IMPORTS, name, patch, self._namespace, patch_type=PatchType.MERGE
+            )
+        except NotFound:
+            return  # the store has not written the CR yet, or deleted it: the next report tries again
+        for failure in failures:
+            await self._recorder.warning(written, REASON_ACNP_IMPORT_FAILED, failure.message, RESOURCE_IMPORTS)
+            log.info(
+                "import failure recorded",
+                extra={"import": name, "clusterID": failure.cluster_id, "reason": REASON_ACNP_IMPORT_FAILED},
+            )
