@@ -100,10 +100,16 @@ async def _get_exchange(args: argparse.Namespace, exports: bool) -> int:
     if isinstance(data, list) and not data and args.output == "table":
         note(f"No resources found{f' in Namespace {query.namespace}' if query.namespace else ''}")
         return EXIT_OK
-    header, rows = (
-        (exchange.EXPORT_HEADER, exchange.export_rows) if exports else (exchange.IMPORT_HEADER, exchange.import_rows)
-    )
-    print_objects(data, args.output, header, rows)
+    if exports:
+        print_objects(data, args.output, exchange.EXPORT_HEADER, exchange.export_rows)
+        return EXIT_OK
+    if args.output == "wide":
+        print_objects(data, "table", exchange.IMPORT_WIDE_HEADER, exchange.import_rows_wide)
+    else:
+        print_objects(data, args.output, exchange.IMPORT_HEADER, exchange.import_rows)
+    if args.output in ("table", "wide"):  # members that could not apply an import, under the table
+        for failure in exchange.import_failures(data):
+            note(failure)
     return EXIT_OK
 
 

@@ -4,7 +4,7 @@ A directory of files plus a printed summary:
 
     hub/clusterset.json, members.json, resourceexports.json, resourceimports.json, metrics.txt
     members/<cluster-id>/clusterset.yaml, serviceexports.yaml, serviceimports.yaml,
-        gateways.yaml, clusterinfoimports.yaml, warning-events.yaml
+        gateways.yaml, clusterinfoimports.yaml, antrea-policy.yaml, warning-events.yaml
     summary.json
 
 A piece that cannot be collected is recorded in the summary with the error, and the rest
@@ -23,7 +23,7 @@ from ctl.access import HubAccess, HubRest
 from ctl.errors import CtlError, UsageError
 from ctl.members import MemberCluster, served
 from ctl.output import progress, to_json, to_yaml
-from kube.errors import KubeError
+from kube.errors import KubeError, NotFound
 from kube.resources import (
     CLUSTER_INFO_IMPORTS,
     CLUSTER_SETS,
@@ -34,7 +34,9 @@ from kube.resources import (
     SERVICE_IMPORTS,
     SERVICE_IMPORTS_V1BETA1,
     Obj,
+    Resource,
 )
+from mcapi.crds.antrea_policy import ANTREA_CRD_GROUP, POLICY_KINDS, POLICY_VERSION
 
 SUMMARY_HEADER = ("SOURCE", "ITEM", "COUNT", "NOTE")
 
@@ -187,12 +189,43 @@ async def _collect_member(report: Report, member: MemberCluster, namespace: str,
         lambda: items((CLUSTER_INFO_IMPORTS,), namespace),
     )
 
+    await report.collect(
+        source, "Antrea policy CRDs", f"{base}/antrea-policy.yaml", lambda: antrea_policy_state(client), _policy_note
+    )
+
     async def warnings() -> list[Obj]:
         events = [e for e in (await client.list_all(EVENTS)).items if e.get("type") == "Warning"]
         events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""), reverse=True)
         return events[:200]
 
     await report.collect(source, "Warning Events", f"{base}/warning-events.yaml", warnings, _events_note)
+
+
+async def antrea_policy_state(client: Any) -> dict[str, Any]:
+    """Which of Antrea's policy kinds the member serves, and its Tiers (name -> priority)."""
+    state: dict[str, Any] = {"served": {}, "tiers": {}}
+    for model in POLICY_KINDS:
+        resource = Resource(ANTREA_CRD_GROUP, POLICY_VERSION, model.PLURAL, model.KIND, model.NAMESPACED)
+        try:
+            listed = await client.list(resource, limit=None if model.KIND == "Tier" else 1)
+        except NotFound:
+            state["served"][model.PLURAL] = False
+            continue
+        state["served"][model.PLURAL] = True
+        if model.KIND == "Tier":
+            state["tiers"] = {t["metadata"]["name"]: (t.get("spec") or {}).get("priority") for t in listed.items}
+    return state
+
+
+def _policy_note(state: Any) -> str:
+    missing = sorted(plural for plural, served in state["served"].items() if not served)
+    if missing:
+        return (
+            f"missing {', '.join(f'{p}.{ANTREA_CRD_GROUP}' for p in missing)}: ClusterNetworkPolicies cannot be "
+            "replicated here; without Antrea apply deploy/optional/antrea-policy-crds.yml, then "
+            "antrea-default-tiers.yml"
+        )
+    return f"served; Tiers: {', '.join(sorted(state['tiers'])) or 'none'}"
 
 
 def _clusterset_note(cs: Any) -> str:

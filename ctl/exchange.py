@@ -16,6 +16,8 @@ from mcapi import names
 
 EXPORT_HEADER = ("CLUSTER-ID", "NAMESPACE", "NAME", "KIND")
 IMPORT_HEADER = ("NAMESPACE", "NAME", "KIND")
+# `-o wide`: how each member fared applying the import (status.clusterStatuses).
+IMPORT_WIDE_HEADER = (*IMPORT_HEADER, "OUTCOMES")
 
 
 @dataclass(frozen=True)
@@ -106,4 +108,42 @@ def import_rows(data: Obj | list[Obj]) -> list[tuple[str, ...]]:
     return [
         (str(_meta(o).get("namespace", "")), str(_meta(o).get("name", "")), str((o.get("spec") or {}).get("kind", "")))
         for o in _as_list(data)
+    ]
+
+
+def _outcomes(obj: Obj) -> list[tuple[str, bool, str, str]]:
+    """(cluster ID, succeeded, reason, message) per member that reported on this import."""
+    found = []
+    for entry in (obj.get("status") or {}).get("clusterStatuses") or []:
+        conditions = [c for c in entry.get("conditions") or [] if c.get("type") == "Succeeded"]
+        if conditions:
+            condition = conditions[0]
+            found.append(
+                (
+                    str(entry.get("clusterID", "")),
+                    condition.get("status") == "True",
+                    str(condition.get("reason", "")),
+                    str(condition.get("message", "")),
+                )
+            )
+    return found
+
+
+def outcome_summary(obj: Obj) -> str:
+    """``cluster=Succeeded,cluster=Reason`` (``<none>`` before any member reported)."""
+    parts = [f"{cluster}={reason or ('Succeeded' if ok else 'Failed')}" for cluster, ok, reason, _ in _outcomes(obj)]
+    return ",".join(parts) or "<none>"
+
+
+def import_rows_wide(data: Obj | list[Obj]) -> list[tuple[str, ...]]:
+    return [(*row, outcome_summary(o)) for row, o in zip(import_rows(data), _as_list(data), strict=True)]
+
+
+def import_failures(data: Obj | list[Obj]) -> list[str]:
+    """One sentence per member that could not apply an import, for a note under the table."""
+    return [
+        f"{cluster} could not apply {_meta(o).get('name', '')}: {message or reason}"
+        for o in _as_list(data)
+        for cluster, ok, reason, message in _outcomes(o)
+        if not ok
     ]

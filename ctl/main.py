@@ -109,7 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
             help="only this member's" if kind == "resourceexport" else "only those delivered to this member",
         )
         _namespace(p, None, f"{kind}s (default {LEADER_NS}; with --hub-url all)", all_namespaces=True)
-        _output_format(p)
+        if kind == "resourceimport":  # wide: how each member fared applying it
+            p.add_argument(
+                "-o",
+                "--output",
+                choices=(*FORMATS, "wide"),
+                default="table",
+                help="table (default), wide (adds OUTCOMES per member), json or yaml",
+            )
+        else:
+            _output_format(p)
 
     p = b.leaf(
         get_kinds, "membertoken", "print member tokens mcctl created in the leader cluster", commands.get_membertoken
