@@ -22,9 +22,13 @@ from hub.clusterset import member_health
 from hub.clusterset_end import EndRecord, deleted_through_rest, held_by_cr
 from hub.config import HubConfig
 from hub.engine import ClusterSetEnd, Engine, ImportBatch, utc_now
+from hub.follow_kube import KubeFollowSource
+from hub.follow_sqlite import SqliteFollowSource
+from hub.follower import Follower, FollowSource
 from hub.grpc.service import SERVICE_NAME, CommonAreaService, handlers
 from hub.leadership import KubeLeadership
 from hub.metrics import HubMetrics
+from hub.pod_role import FOLLOWER, LEADER, label_pod_role
 from hub.reflection import ReflectionNeedsToken, enable_reflection
 from hub.rest.app import build_rest_app
 from hub.store.base import Store
@@ -48,8 +52,11 @@ class HubApp:
 
     With the sqlite store the process serves as soon as it started. With the
     kube store, replicas elect a leader through a Lease: only the holder loads
-    the index from the CRs and serves; the others answer gRPC with UNAVAILABLE
-    and /readyz with 503 until they take over.
+    the index from the CRs and takes writes; the others follow the leader's CRs
+    (hub.follower) and serve WatchImports and the REST read views with the
+    leader's epoch and revisions, answering writes with UNAVAILABLE and a hint
+    naming the leader, until they take over. `config.follow` makes a SQLite-store
+    process such a follower of another process's data dir.
     """
 
     def __init__(
@@ -73,6 +80,9 @@ class HubApp:
         # follows the leader ClusterSet CR instead).
         self.end_record = EndRecord(self.config.data_dir)
         self.kube: KubeLeadership | None = None
+        # Serving watches and reads from the leader's history (a replica that does not lead).
+        self.follower: Follower | None = None
+        self._following: asyncio.Task[None] | None = None
         self._serving = False
         self._grpc: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer()
@@ -106,10 +116,25 @@ class HubApp:
         return self._clock()
 
     def is_ready(self) -> bool:
-        return self.started and self._serving
+        """Ready for this replica's role: the leader serving, or a follower holding the leader's history."""
+        return self.started and (self._serving or self.serves_watches())
 
     def is_leader(self) -> bool:
         return self._serving
+
+    def serves_watches(self) -> bool:
+        if self._serving:
+            return True
+        follower = self.follower
+        return follower is not None and follower.synced.is_set() and follower.engine is self.engine
+
+    def leader_hint(self) -> str:
+        """Where writes go, as this replica knows it ("" when it does not)."""
+        if self.config.leader_address:
+            return self.config.leader_address
+        if self.kube is not None and self.kube.elector.holder:
+            return f"replica {self.kube.elector.holder}"
+        return ""
 
     # ---- lifecycle -----------------------------------------------------------
 
@@ -118,6 +143,9 @@ class HubApp:
             self.kube = await KubeLeadership.connect(self)
             self.authenticator = ChainAuthenticator(self.authenticator, self.kube.authenticator)
             self.engine = self.kube.new_engine()
+            self._follow(KubeFollowSource(self.kube.client, self.config.namespace))
+        elif self.config.follow:
+            self._follow(SqliteFollowSource(self.config.data_dir))
         else:
             await self.engine.start()
             ended = self.end_record.reason(self.config.cluster_set_id)
@@ -134,6 +162,7 @@ class HubApp:
         self.started = True
         await self._set_health(self._serving)
         if self.kube is not None:
+            await self._label_role(FOLLOWER)
             self.kube.start()
         log.info(
             "hub serving",
@@ -171,7 +200,14 @@ class HubApp:
                 ("grpc.keepalive_permit_without_calls", 1),
             ],
         )
-        service = CommonAreaService(lambda: self.engine, self.authenticator, self.metrics, self.is_leader)
+        service = CommonAreaService(
+            lambda: self.engine,
+            self.authenticator,
+            self.metrics,
+            self.is_leader,
+            serves_watches=self.serves_watches,
+            leader_hint=self.leader_hint,
+        )
         server.add_generic_rpc_handlers((handlers(service),))
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         enable_reflection(server, (SERVICE_NAME, health.SERVICE_NAME))
@@ -201,23 +237,63 @@ class HubApp:
         await self._health.set("", status)
         await self._health.set(SERVICE_NAME, status)
 
+    def _follow(self, source: FollowSource) -> None:
+        """Serve watches and reads from the leader's history, once the follower has it."""
+        follower = Follower(source, self.config, self._clock)
+        if self.kube is not None:
+            follower.engine.ended = self.kube.clusterset.ended
+        self.follower, self.engine = follower, follower.engine
+        self._following = asyncio.create_task(self._run_follower(follower), name="hub-follow")
+
+    async def _run_follower(self, follower: Follower) -> None:
+        delay = 0.5
+        while True:
+            try:
+                await follower.start()
+                await self._set_health(True)
+                log.info("hub replica follows the leader", extra={"replica": self.config.replica_id})
+                return
+            except Exception as exc:  # the CRDs or the data dir are not there yet: try again
+                log.warning("hub follower could not start", extra={"error": str(exc), "delaySeconds": delay})
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+
+    async def _stop_following(self) -> None:
+        follower, task = self.follower, self._following
+        self.follower, self._following = None, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if follower is not None:
+            await follower.stop()
+
     async def take_over(self, engine: Engine) -> None:
         """This replica now holds the Lease: serve from a freshly loaded index."""
         await engine.start()
+        await self._stop_following()  # its watchers end (UNAVAILABLE) and resume here, as leader
         self.engine = engine
         self._serving = True
         await self._set_health(True)
+        await self._label_role(LEADER)
         log.info("hub replica is the leader", extra={"replica": self.config.replica_id, "epoch": engine.epoch})
 
     async def step_down(self) -> None:
-        """Lost the Lease: stop serving; open streams end and members reconnect to the leader."""
+        """Lost the Lease: stop taking writes; open streams end and members reconnect; follow again."""
         if not self._serving:
             return
         self._serving = False
         self.engine.imports_bus.close()
         self.engine.verdicts_bus.close()
         await self._set_health(False)
+        await self._label_role(FOLLOWER)
         log.warning("hub replica stepped down", extra={"replica": self.config.replica_id})
+        if self.kube is not None and self.started:
+            self._follow(KubeFollowSource(self.kube.client, self.config.namespace))
+
+    async def _label_role(self, role: str) -> None:
+        if self.kube is not None:
+            await label_pod_role(self.kube.client, self.config.namespace, self.config.pod_name, role)
 
     async def stop(self) -> None:
         """Drain: end streams with UNAVAILABLE (members resume), then close."""
@@ -230,6 +306,7 @@ class HubApp:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+        await self._stop_following()
         await self._health.enter_graceful_shutdown()
         self.engine.imports_bus.close()
         self.engine.verdicts_bus.close()
@@ -261,6 +338,8 @@ class HubApp:
             self.refresh_metrics()
             if self.kube is not None and self._serving:
                 await self.kube.publish_status()
+            elif self.kube is not None and self.follower is not None:
+                self.follower.engine.ended = self.kube.clusterset.ended  # what the REST views show
             await asyncio.sleep(self.config.status_interval)
 
     def refresh_metrics(self) -> None:
@@ -281,7 +360,7 @@ class HubApp:
     async def _bookmark_loop(self) -> None:
         while True:
             await asyncio.sleep(self.config.bookmark_interval)
-            self.engine.imports_bus.publish_all(ImportBatch(self.engine.revision, []))
+            self.engine.imports_bus.publish_all(ImportBatch(self.engine.watch_revision, []))
 
 
 if TYPE_CHECKING:

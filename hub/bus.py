@@ -58,6 +58,14 @@ class Bus(Generic[T]):
                 sub.overflowed = True
                 sub.queue.put_nowait(None)
 
+    def overflow_all(self) -> None:
+        """Tell every current subscriber to resume (as if it fell behind); new ones are welcome."""
+        for subs in self._subs.values():
+            for sub in subs:
+                if not sub.overflowed:
+                    sub.overflowed = True
+                    sub.queue.put_nowait(None)
+
     def end(self, topic: str, reason: str) -> None:
         """End the subscriptions of one topic (e.g. a member removed): their next get() is None
         and their `ended` says why."""

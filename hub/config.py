@@ -81,6 +81,16 @@ class HubConfig:
     retry_period: float = 2.0
     # This replica's name in the Lease (default: the host name, i.e. the Pod name).
     replica_id: str = field(default_factory=socket.gethostname)
+    # SQLite store: serve watches and reads from the change log of a data dir another hub
+    # process writes (hub.follow_sqlite), never writing. (Kube-store replicas that do not hold
+    # the Lease always follow the leader's CRs.)
+    follow: bool = False
+    # The address members send writes to, named by a follower that refuses one (UNAVAILABLE with
+    # trailing metadata `mchub-leader`); without it a kube follower names the leader replica.
+    leader_address: str = ""
+    # Kube store: this replica's Pod, labelled `mchub.antrea.io/hub-role: leader|follower` so a
+    # Service can select the leader for writes ("" leaves the Pod alone).
+    pod_name: str = ""
 
     def validate(self) -> HubConfig:
         for address in (self.grpc_address, self.rest_address):
@@ -99,6 +109,8 @@ class HubConfig:
                 raise HubConfigError(f"{what} {value!r} must be a DNS-1123 label")
         if self.store not in ("sqlite", "kube"):
             raise HubConfigError(f"store {self.store!r} must be sqlite or kube")
+        if self.follow and self.store != "sqlite":
+            raise HubConfigError("--follow is for the sqlite store; kube-store replicas follow by themselves")
         if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
             raise HubConfigError("lease timing needs 0 < retry period < renew deadline < lease duration")
         if self.heartbeat_interval <= 0 or self.disconnect_after <= self.heartbeat_interval:

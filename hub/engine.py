@@ -123,6 +123,8 @@ class Engine:
         self._lock = asyncio.Lock()
         self.index = Index()
         self.revision = 0
+        # What watchers are told (snapshots, bookmarks): Store.watch_revision, kept with the index.
+        self.watch_revision = 0
         self.epoch = ""
         self.imports_bus: Bus[ImportBatch] = Bus(config.watch_queue_limit)
         # Topic: the owner key (a cluster ID, ADMIN_OWNER for the admin); items: unsolicited verdicts.
@@ -138,7 +140,7 @@ class Engine:
     async def start(self) -> None:
         snap = await self._store.open()
         self.index = Index.from_snapshot(snap)
-        self.revision = snap.revision
+        self.revision = self.watch_revision = snap.revision
         self.epoch = snap.epoch
         log.info(
             "hub index loaded",
@@ -450,7 +452,7 @@ class Engine:
     async def _commit_now(self, batch: WriteBatch) -> int:
         revision = await self._store.commit(batch)
         self.index.apply(batch)
-        self.revision = revision
+        self.revision, self.watch_revision = revision, self._store.watch_revision
         self.import_status.forget(batch)
         return revision
 

@@ -29,6 +29,8 @@ SERVICE_NAME = "mchub.v1.CommonAreaService"
 
 # Metadata a member sends with every call: its cluster ID (needed with shared tokens).
 CLUSTER_ID_METADATA = "mchub-cluster-id"
+# Trailing metadata of a write refused by a follower: the leader, as this replica knows it.
+LEADER_METADATA = "mchub-leader"
 
 
 @dataclass(frozen=True)
@@ -52,13 +54,20 @@ class CommonAreaService:
         authenticator: Authenticator,
         metrics: HubMetrics,
         is_leader: Callable[[], bool] | None = None,
+        *,
+        serves_watches: Callable[[], bool] | None = None,
+        leader_hint: Callable[[], str] | None = None,
     ) -> None:
-        # The engine is replaced when this replica (re)gains the leader Lease.
+        # The engine is replaced when this replica (re)gains the leader Lease, or follows anew.
         self._current_engine = engine
         self._auth = authenticator
         self._metrics = metrics
-        # Whether this replica may serve (with the kube store, it holds the Lease).
+        # Whether this replica takes writes (with the kube store, it holds the Lease).
         self._is_leader: Callable[[], bool] = is_leader or (lambda: True)
+        # Whether it serves WatchImports: the leader, or a follower that holds the leader's history.
+        self._serves_watches: Callable[[], bool] = serves_watches or self._is_leader
+        # Who the leader is, as far as this replica knows ("" when it does not).
+        self._leader_hint: Callable[[], str] = leader_hint or (lambda: "")
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -66,9 +75,11 @@ class CommonAreaService:
     def _engine(self) -> Engine:
         return self._current_engine()
 
-    async def _identity(self, context: Context) -> Identity:
-        if not self._is_leader():
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "this hub replica is not the leader")
+    async def _identity(self, context: Context, *, write: bool = True) -> Identity:
+        if write and not self._is_leader():
+            await self._not_leader(context)
+        if not write and not self._serves_watches():
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "this hub replica does not serve watches yet; retry")
         metadata = {key: value for key, value in context.invocation_metadata() or ()}
         scheme, _, token = str(metadata.get("authorization", "")).partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -92,6 +103,17 @@ class CommonAreaService:
                 )
             identity = Identity(cluster_id=named)
         return identity
+
+    async def _not_leader(self, context: Context) -> None:
+        """A write on a follower: UNAVAILABLE, naming the leader in the text and in trailing
+        metadata `mchub-leader` (writes are not proxied: a member sends them to the leader)."""
+        leader = self._leader_hint()
+        where = f"; the leader is {leader}" if leader else ""
+        await context.abort(
+            grpc.StatusCode.UNAVAILABLE,
+            f"this hub replica is not the leader and takes no writes{where}",
+            trailing_metadata=((LEADER_METADATA, leader),) if leader else (),
+        )
 
     @staticmethod
     async def _refuse(context: Context, error: HubError) -> None:
@@ -286,7 +308,7 @@ class CommonAreaService:
     async def WatchImports(
         self, request: pb.WatchImportsRequest | Malformed, context: Context
     ) -> AsyncIterator[pb.WatchImportsResponse]:
-        who = await self._identity(context)
+        who = await self._identity(context, write=False)
         await self._check_parsed(context, request)
         assert isinstance(request, pb.WatchImportsRequest)
         if not who.admin and request.cluster_id != who.cluster_id:
@@ -354,7 +376,7 @@ class CommonAreaService:
                             yield response
                     return
         # A snapshot, read without awaiting so it is consistent with its revision.
-        revision = engine.revision
+        revision = engine.watch_revision
         imports = engine.index.imports_for(audience)
         for imp in imports:
             yield pb.WatchImportsResponse(epoch=engine.epoch, revision=revision, upsert=imp)

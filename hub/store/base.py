@@ -121,6 +121,12 @@ class Store(abc.ABC):
     def revision(self) -> int:
         """The revision of the last committed batch (0 for an empty store)."""
 
+    @property
+    def watch_revision(self) -> int:
+        """The revision watchers are told in snapshots and bookmarks: by default every revision;
+        a store whose followers learn only import changes (kube) says its last import change."""
+        return self.revision
+
     @abc.abstractmethod
     async def open(self) -> Snapshot:
         """Open (creating when absent) and return the current state."""

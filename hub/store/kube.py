@@ -39,12 +39,15 @@ from hub.store.base import (
 )
 from hub.store.kube_codec import (
     InvalidRecord,
+    change_stamp,
+    deleting_patch,
     export_from_cr,
     export_to_cr,
     import_from_cr,
     import_to_cr,
     member_from_cr,
     member_to_cr,
+    stamped,
 )
 from kube.client import KubeClient, PatchType
 from kube.errors import AlreadyExists, KubeError, NotFound, TemporaryError
@@ -84,6 +87,7 @@ class KubeStore(Store):
         self._lock = asyncio.Lock()
         self._epoch = ""
         self._revision = 0
+        self._import_revision = 0
         self._compacted_through = 0
         self._log: list[ImportChange] = []
         self._state = Snapshot("", 0, {}, {}, {})
@@ -97,6 +101,12 @@ class KubeStore(Store):
     @property
     def revision(self) -> int:
         return self._revision
+
+    @property
+    def watch_revision(self) -> int:
+        """The last revision that changed imports: what a follower replica can know of (the CRs
+        of other kinds reach it on other watches, in no order with these)."""
+        return self._import_revision
 
     async def open(self) -> Snapshot:
         try:
@@ -127,6 +137,7 @@ class KubeStore(Store):
         }
         self._epoch = uuid.uuid4().hex
         self._revision = 0
+        self._import_revision = 0
         self._compacted_through = 0
         self._log = []
         self._state = Snapshot(self._epoch, 0, exports, imports, members)
@@ -155,25 +166,30 @@ class KubeStore(Store):
         if batch.is_empty():
             return self._revision
         ns = self.namespace
-        # Convert everything first: a bad record fails its batch before any write.
-        writes: list[tuple[Resource, dict[str, Any]]] = [
-            (RESOURCE_EXPORTS, export_to_cr(e, ns)) for e in batch.put_exports
-        ]
-        writes += [(RESOURCE_IMPORTS, import_to_cr(i, ns)) for i in batch.put_imports]
-        writes += [(MEMBER_CLUSTER_ANNOUNCES, member_to_cr(m, ns)) for m in batch.put_members]
-        deletes = [(RESOURCE_EXPORTS, n) for n in batch.delete_exports]
-        deletes += [(RESOURCE_IMPORTS, n) for n in batch.delete_imports]
-        deletes += [(MEMBER_CLUSTER_ANNOUNCES, names.member_announce_name(c)) for c in batch.delete_members]
         async with self._lock:
+            # The stamp followers count this revision's import changes by (kube_codec).
+            deleted_imports = [n for n in batch.delete_imports if n in self._state.imports]
+            stamp = change_stamp(self._epoch, self._revision + 1, len(batch.put_imports) + len(deleted_imports))
+            # Convert everything first: a bad record fails its batch before any write.
+            writes: list[tuple[Resource, dict[str, Any]]] = [
+                (RESOURCE_EXPORTS, export_to_cr(e, ns)) for e in batch.put_exports
+            ]
+            writes += [(RESOURCE_IMPORTS, stamped(import_to_cr(i, ns), stamp)) for i in batch.put_imports]
+            writes += [(MEMBER_CLUSTER_ANNOUNCES, member_to_cr(m, ns)) for m in batch.put_members]
+            deletes = [(RESOURCE_EXPORTS, n) for n in batch.delete_exports]
+            deletes += [(MEMBER_CLUSTER_ANNOUNCES, names.member_announce_name(c)) for c in batch.delete_members]
             jobs = [self._retrying(functools.partial(self._put, r, o)) for r, o in writes]
             jobs += [self._retrying(functools.partial(self._delete, r, n)) for r, n in deletes]
+            jobs += [self._retrying(functools.partial(self._delete_import, n, stamp)) for n in batch.delete_imports]
             tasks = [asyncio.ensure_future(job) for job in jobs]
             try:
                 async with asyncio.timeout(self._write_timeout):
                     await asyncio.gather(*tasks)
             except TimeoutError as exc:
+                self._revision += 1  # part of it may carry this revision's stamp: never reuse it
                 raise CommitFailed(f"a batch of {len(jobs)} writes did not land within {self._write_timeout}s") from exc
             except KubeError as exc:
+                self._revision += 1
                 raise CommitFailed(f"the API server refused a write of the batch: {exc}") from exc
             finally:
                 # gather leaves the others running when one fails: stop them, so no write of
@@ -204,6 +220,8 @@ class KubeStore(Store):
         for cluster_id in batch.delete_members:
             state.members.pop(cluster_id, None)
         self._log.extend(changes)
+        if changes:
+            self._import_revision = self._revision
         if len(self._log) > self._compact_keep:
             # Drop whole revisions only, so a kept revision is never half there.
             cut = self._log[len(self._log) - self._compact_keep].revision - 1
@@ -254,6 +272,17 @@ class KubeStore(Store):
         with contextlib.suppress(NotFound):
             await self._client.delete(resource, name, namespace=self.namespace, propagation_policy="Background")
         self._existing.get(resource, set()).discard(name)
+
+    async def _delete_import(self, name: str, stamp: str) -> None:
+        """Stamp, then delete: the DELETED event followers see names the revision that deleted it."""
+        try:
+            await self._client.patch(
+                RESOURCE_IMPORTS, name, deleting_patch(stamp), namespace=self.namespace, patch_type=PatchType.MERGE
+            )
+        except NotFound:
+            self._existing.get(RESOURCE_IMPORTS, set()).discard(name)
+            return
+        await self._delete(RESOURCE_IMPORTS, name)
 
     async def import_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
         if epoch != self._epoch:

@@ -33,6 +33,12 @@ from mcapi.crds.clusterset import MemberClusterAnnounce
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 ANNOTATION_JOINED = "multicluster.antrea.io/joined"
+# Every ResourceImport the hub writes says which history wrote it: "<epoch>/<revision>/<changes>",
+# where <changes> counts the import changes of that revision, so a follower replica (hub.follow_kube)
+# knows when it has seen a revision whole. A delete first stamps the CR with DELETING set, then
+# deletes it: the DELETED event then names the revision that deleted it.
+ANNOTATION_HUB_CHANGE = "mchub.antrea.io/change"
+ANNOTATION_HUB_DELETING = "mchub.antrea.io/deleting"
 # etcd takes at most 1.5 MiB per write (its default --max-request-bytes); the API server adds
 # metadata (uid, timestamps, managedFields) and the status to what the hub sends: keep room.
 MAX_CR_BYTES = 1_400_000
@@ -130,3 +136,32 @@ def member_from_cr(obj: dict[str, Any]) -> MemberRecord:
         joined=_parse_time(joined),
         last_heartbeat=_parse_time(heartbeat),
     )
+
+
+def change_stamp(epoch: str, revision: int, changes: int) -> str:
+    return f"{epoch}/{revision}/{changes}"
+
+
+def read_change_stamp(obj: dict[str, Any]) -> tuple[str, int, int] | None:
+    """(epoch, revision, changes) of a ResourceImport the hub wrote; None for one it did not."""
+    text = ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_HUB_CHANGE, "")
+    epoch, _, rest = str(text).partition("/")
+    revision, _, changes = rest.partition("/")
+    if not epoch or not revision.isdigit() or not changes.isdigit():
+        return None
+    return epoch, int(revision), int(changes)
+
+
+def is_being_deleted(obj: dict[str, Any]) -> bool:
+    return ANNOTATION_HUB_DELETING in ((obj.get("metadata") or {}).get("annotations") or {})
+
+
+def stamped(cr: dict[str, Any], stamp: str) -> dict[str, Any]:
+    meta = cr.setdefault("metadata", {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION_HUB_CHANGE: stamp}
+    return cr
+
+
+def deleting_patch(stamp: str) -> dict[str, Any]:
+    """The merge patch that marks a ResourceImport as deleted at `stamp`, just before the delete."""
+    return {"metadata": {"annotations": {ANNOTATION_HUB_CHANGE: stamp, ANNOTATION_HUB_DELETING: "true"}}}

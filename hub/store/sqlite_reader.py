@@ -59,6 +59,20 @@ class SnapshotReader:
     async def import_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
         return await self._read(lambda conn: _read_changes_since(conn, epoch, revision))
 
+    async def changes_and_revision(self, epoch: str, revision: int) -> tuple[int, list[ImportChange]]:
+        """The store's revision and the import changes after `revision`, read as one state
+        (a follower advances to that revision with exactly those changes)."""
+        return await self._read(lambda conn: (read_meta(conn).revision, _read_changes_since(conn, epoch, revision)))
+
+    async def exports_and_members(self) -> tuple[dict[str, pb.ResourceExport], dict[str, MemberRecord]]:
+        """Every export and member (what a follower's REST views show besides imports)."""
+
+        def read(conn: sqlite3.Connection) -> tuple[dict[str, pb.ResourceExport], dict[str, MemberRecord]]:
+            snap = _read_snapshot(conn, with_imports=False)
+            return snap.exports, snap.members
+
+        return await self._read(read)
+
     async def count(self, table: str) -> int:
         if table not in ("exports", "imports", "members", "import_changes"):
             raise ValueError(f"no table {table!r}")
@@ -84,14 +98,14 @@ class SnapshotReader:
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
 
-def _read_snapshot(conn: sqlite3.Connection) -> Snapshot:
+def _read_snapshot(conn: sqlite3.Connection, *, with_imports: bool = True) -> Snapshot:
     meta = read_meta(conn)
     exports: dict[str, pb.ResourceExport] = {
         name: decode_export(body) for name, body in conn.execute("SELECT export_name, body FROM exports")
     }
-    imports: dict[str, pb.ResourceImport] = {
-        name: decode_import(body) for name, body in conn.execute("SELECT import_name, body FROM imports")
-    }
+    imports: dict[str, pb.ResourceImport] = {}
+    if with_imports:
+        imports = {name: decode_import(body) for name, body in conn.execute("SELECT import_name, body FROM imports")}
     members: dict[str, MemberRecord] = {}
     for row in conn.execute(
         "SELECT cluster_id, cluster_set_id, leader_cluster_id, joined, last_heartbeat FROM members"

@@ -1,0 +1,84 @@
+"""Following a SQLite hub from another process: its data dir's change log, read-only.
+
+The leader owns the data dir (its lock, its writer); a follower opens a second, query-only
+connection to `hub.db` (WAL: readers never wait for the writer) and polls the change log. The
+database keeps the epoch and the revision, so the follower serves the leader's own history:
+a member resumes across the two with exactly the changes it missed.
+
+Members and exports (only the REST views show them) are re-read at most every
+`refresh_interval` seconds, and only after the revision moved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from hub.follower import Advance, FollowStep, Rebase
+from hub.store.base import EpochMismatch, ImportChange, MemberRecord, RevisionCompacted, RevisionInFuture
+from hub.store.sqlite import DB_FILE
+from hub.store.sqlite_reader import SnapshotReader
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+
+class SqliteFollowSource:
+    def __init__(self, data_dir: Path, *, poll_interval: float = 0.02, refresh_interval: float = 5.0) -> None:
+        self._path = data_dir / DB_FILE
+        self._poll = poll_interval
+        self._refresh = refresh_interval
+        self._reader = SnapshotReader(str(self._path))
+        self._exports: dict[str, pb.ResourceExport] = {}
+        self._members: dict[str, MemberRecord] = {}
+
+    async def close(self) -> None:
+        await self._reader.close()
+
+    async def follow(self) -> AsyncIterator[FollowStep]:
+        if not self._path.exists():
+            raise FileNotFoundError(f"no hub database at {self._path} yet")
+        await self._reader.open()  # the leader's database must exist: the follower retries until it does
+        snap = await self._reader.snapshot()
+        self._exports, self._members = snap.exports, snap.members
+        yield Rebase(snap)
+        epoch, revision = snap.epoch, snap.revision
+        refreshed_at, refreshed_revision = time.monotonic(), revision
+        while True:
+            try:
+                current, changes = await self._reader.changes_and_revision(epoch, revision)
+            except (EpochMismatch, RevisionCompacted, RevisionInFuture) as exc:
+                # Another database under the same path, or we fell behind the leader's compaction.
+                log.warning("hub follower lost the change log; taking a snapshot", extra={"error": str(exc)})
+                snap = await self._reader.snapshot()
+                self._exports, self._members = snap.exports, snap.members
+                yield Rebase(snap)
+                epoch, revision = snap.epoch, snap.revision
+                continue
+            by_revision: dict[int, list[ImportChange]] = {}
+            for change in changes:
+                by_revision.setdefault(change.revision, []).append(change)
+            for rev, group in sorted(by_revision.items()):
+                yield Advance(rev, group)
+            if current > revision:
+                if not by_revision or max(by_revision) < current:
+                    yield Advance(current)  # revisions that changed no import (announces, verdicts)
+                revision = current
+            now = time.monotonic()
+            if revision != refreshed_revision and now - refreshed_at >= self._refresh:
+                yield await self._refresh_views(revision)
+                refreshed_at, refreshed_revision = now, revision
+            await asyncio.sleep(self._poll)
+
+    async def _refresh_views(self, revision: int) -> Advance:
+        exports, members = await self._reader.exports_and_members()
+        step = Advance(revision)
+        step.exports = {n: e for n, e in exports.items() if self._exports.get(n) != e}
+        step.exports.update({n: None for n in self._exports.keys() - exports.keys()})
+        step.members = {c: m for c, m in members.items() if self._members.get(c) != m}
+        step.members.update({c: None for c in self._members.keys() - members.keys()})
+        self._exports, self._members = exports, members
+        return step

@@ -1,0 +1,236 @@
+"""A replica that does not lead still serves watches: it follows the leader's history.
+
+The follower keeps an Engine (index, revision, epoch, watchers' bus) in step with what a
+`FollowSource` reads of the leader's durable state — the SQLite change log of the data dir
+(`hub.follow_sqlite`), or the ResourceImport CRs the kube store stamps with the epoch and
+revision that wrote them (`hub.follow_kube`). WatchImports and the REST read views then run
+unchanged on this engine: snapshots, SYNCED, bookmarks and resumption all behave as on the
+leader, with the leader's epoch and revisions, so a member resumes on any replica.
+
+The rule that keeps that honest: the follower publishes a revision only whole, in order, and
+only under the epoch it belongs to. When it cannot tell (its source was reset, the leader
+changed, a revision went missing), it `rebase`s: the state it holds becomes revision N of
+epoch E, its change log starts there, and every open watch is ended to resume — which,
+asked of a revision it no longer has, answers with a fresh snapshot, never with a gap.
+
+A follower never writes: its store refuses every commit (NotLeaderStore), and the service
+refuses write calls before they reach it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hub.config import HubConfig
+from hub.engine import Clock, Engine, ImportBatch, utc_now
+from hub.index import Index
+from hub.store.base import (
+    EpochMismatch,
+    ImportChange,
+    MemberRecord,
+    RevisionCompacted,
+    RevisionInFuture,
+    Snapshot,
+    Store,
+    StoreError,
+    WriteBatch,
+)
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+
+class NotLeaderStore(StoreError):
+    """A write reached a follower's store (the service refuses writes first; this is the backstop)."""
+
+
+@dataclass
+class Advance:
+    """One whole revision of the leader: its import changes, and what else the follower learned.
+
+    `exports`/`members` carry puts (a record) and deletes (None) by name, for the REST views.
+    """
+
+    revision: int
+    changes: list[ImportChange] = field(default_factory=list)
+    exports: dict[str, pb.ResourceExport | None] = field(default_factory=dict)
+    members: dict[str, MemberRecord | None] = field(default_factory=dict)
+
+
+@dataclass
+class Rebase:
+    """From here on the follower's history is `snapshot` (its epoch at its revision)."""
+
+    snapshot: Snapshot
+
+
+FollowStep = Advance | Rebase
+
+
+class FollowSource(Protocol):
+    """Where a follower reads the leader's history."""
+
+    def follow(self) -> AsyncIterator[FollowStep]:
+        """A Rebase first, then steps in order; ends only by cancellation (or an error)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class FollowedStore(Store):
+    """The follower's read side: its own change log of the leader's revisions; no writes."""
+
+    def __init__(self, compact_keep: int = 10_000) -> None:
+        self._compact_keep = compact_keep
+        self._epoch = ""
+        self._revision = 0
+        self._compacted_through = 0
+        self._log: list[ImportChange] = []
+        self._state = Snapshot("", 0, {}, {}, {})
+
+    @property
+    def epoch(self) -> str:
+        return self._epoch
+
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    async def open(self) -> Snapshot:
+        return self._state
+
+    async def close(self) -> None:
+        """Nothing to release: the source owns the connection."""
+
+    async def commit(self, batch: WriteBatch) -> int:
+        if batch.is_empty():
+            return self._revision
+        raise NotLeaderStore("this hub replica follows the leader and does not write")
+
+    async def snapshot(self) -> Snapshot:
+        """The state the follower was last rebased on (the engine's index holds what came since)."""
+        return self._state
+
+    def rebase(self, snapshot: Snapshot) -> None:
+        # Nothing before the base can be given exactly: resuming there means a snapshot.
+        self._epoch, self._revision, self._compacted_through = snapshot.epoch, snapshot.revision, snapshot.revision
+        self._log = []
+        self._state = snapshot
+
+    def append(self, revision: int, changes: list[ImportChange]) -> None:
+        self._revision = revision
+        self._log.extend(changes)
+        if len(self._log) > self._compact_keep:
+            cut = self._log[len(self._log) - self._compact_keep].revision - 1
+            self._log = [c for c in self._log if c.revision > cut]
+            self._compacted_through = max(self._compacted_through, cut)
+
+    async def import_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
+        if epoch != self._epoch:
+            raise EpochMismatch(epoch, self._epoch)
+        if revision > self._revision:
+            raise RevisionInFuture(revision, self._revision)
+        if revision < self._compacted_through:
+            raise RevisionCompacted(revision, self._compacted_through)
+        return [c for c in self._log if c.revision > revision]
+
+    async def compact(self, keep_after: int) -> None:
+        self._log = [c for c in self._log if c.revision > keep_after]
+        self._compacted_through = max(self._compacted_through, min(keep_after, self._revision))
+
+
+class Follower:
+    """Drives `engine` from `source`. `await start()` returns once the first state is loaded."""
+
+    def __init__(self, source: FollowSource, config: HubConfig, clock: Clock = utc_now) -> None:
+        self._source = source
+        self.store = FollowedStore()
+        self.engine = Engine(self.store, config, clock)
+        self.synced = asyncio.Event()
+        self.rebases = 0
+        self._task: asyncio.Task[None] | None = None
+        self.error: BaseException | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="hub-follower")
+        waiter = asyncio.create_task(self.synced.wait())
+        await asyncio.wait({self._task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        if self._task.done() and not self.synced.is_set():
+            self._task.result()  # raises what stopped it
+
+    async def stop(self) -> None:
+        """Stop following; open watches end (UNAVAILABLE) and resume wherever they reconnect."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self.engine.imports_bus.close()
+        self.engine.verdicts_bus.close()
+        await self._source.close()
+
+    async def _run(self) -> None:
+        try:
+            async for step in self._source.follow():
+                if isinstance(step, Rebase):
+                    self._rebase(step.snapshot)
+                else:
+                    self._advance(step)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.error = exc
+            log.error("hub follower stopped", extra={"error": str(exc)})
+            raise
+
+    def _rebase(self, snap: Snapshot) -> None:
+        engine = self.engine
+        had_watchers = engine.imports_bus.count()
+        self.store.rebase(snap)
+        engine.index = Index.from_snapshot(snap)
+        engine.revision = engine.watch_revision = snap.revision
+        engine.epoch = snap.epoch
+        # Watchers of the former history resume; a revision before the base answers with a snapshot.
+        engine.imports_bus.overflow_all()
+        self.rebases += 1
+        self.synced.set()
+        log.info(
+            "hub follower rebased",
+            extra={
+                "epoch": snap.epoch,
+                "revision": snap.revision,
+                "imports": len(snap.imports),
+                "watchersResumed": had_watchers,
+            },
+        )
+
+    def _advance(self, step: Advance) -> None:
+        engine, index = self.engine, self.engine.index
+        for name, export in step.exports.items():
+            if export is None:
+                index.delete_export(name)
+            else:
+                index.delete_export(name)
+                index.put_export(export)
+        for cluster_id, member in step.members.items():
+            if member is None:
+                index.members.pop(cluster_id, None)
+            else:
+                index.members[cluster_id] = member
+        if step.revision <= engine.revision:
+            return  # exports/members only (the kube source learns them beside the imports)
+        for change in step.changes:
+            if change.resource is None:
+                index.imports.pop(change.import_name, None)
+            else:
+                index.imports[change.import_name] = change.resource
+        self.store.append(step.revision, step.changes)
+        engine.revision = engine.watch_revision = step.revision
+        if step.changes:
+            engine.imports_bus.publish(ImportBatch(step.revision, step.changes))
