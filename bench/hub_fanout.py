@@ -58,6 +58,33 @@ def service_export(cluster: str, i: int) -> pb.ResourceExport:
     )
 
 
+def endpoints_export(cluster: str, i: int) -> pb.ResourceExport:
+    subset = pb.EndpointSubset(
+        addresses=[pb.EndpointAddress(ip=f"10.{100 + i // 62500}.{i // 250 % 250}.{i % 250 + 1}")],
+        ports=[pb.EndpointPort(name="http", port=80, protocol="TCP")],
+    )
+    return pb.ResourceExport(
+        export_name=names.endpoints_export_name(cluster, "bench", f"svc-{i}"),
+        cluster_id=cluster,
+        namespace="bench",
+        name=f"svc-{i}",
+        endpoints=pb.EndpointsSpec(subsets=[subset]),
+    )
+
+
+def import_events(exports: list[pb.ResourceExport]) -> list[bytes]:
+    """The WatchImportsResponses a member receives for these exports, as the hub merges them."""
+    from hub.index import Index
+    from hub.merge import MergeConfig, MergeContext
+    from hub.regroup import regroup
+
+    batch = regroup(Index(), MergeContext(config=MergeConfig()), deleted=set(), put=exports)
+    return [
+        pb.WatchImportsResponse(epoch="0123456789abcdef", revision=12345 + n, upsert=imp).SerializeToString()
+        for n, imp in enumerate(batch.put_imports)
+    ]
+
+
 def sample_import_event() -> bytes:
     imp = pb.ResourceImport(
         import_name=names.service_import_name("bench", "svc-1"),
@@ -79,10 +106,12 @@ def sample_import_event() -> bytes:
 class RawServer:
     """Raw grpc.aio: fan a burst of opaque messages out to every subscriber; echo a stream."""
 
-    def __init__(self) -> None:
+    def __init__(self, payloads: list[bytes] | None = None) -> None:
         self.queues: list[asyncio.Queue[bytes | None]] = []
         self.ready = asyncio.Event()
         self.expected = 0
+        # Messages a burst cycles through (default: one sample import event).
+        self.payloads = payloads or [sample_import_event()]
 
     async def subscribe(self, request: bytes, context: Any) -> AsyncIterator[bytes]:
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
@@ -95,8 +124,9 @@ class RawServer:
 
     async def burst(self, request: bytes, context: Any) -> bytes:
         count = int(request.decode())
-        payload = sample_import_event()
-        for _ in range(count):
+        payloads = self.payloads
+        for n in range(count):
+            payload = payloads[n % len(payloads)]
             for queue in self.queues:
                 queue.put_nowait(payload)
             await asyncio.sleep(0)
@@ -107,8 +137,8 @@ class RawServer:
             yield item
 
 
-async def serve_raw(tls_dir: Path) -> None:
-    raw = RawServer()
+async def serve_raw(tls_dir: Path, payloads: list[bytes] | None = None) -> None:
+    raw = RawServer(payloads)
     raw.expected = 10**9
     server = grpc.aio.server()
     handlers = {

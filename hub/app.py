@@ -116,8 +116,12 @@ class HubApp:
         return self._clock()
 
     def is_ready(self) -> bool:
-        """Ready for this replica's role: the leader serving, or a follower holding the leader's history."""
-        return self.started and (self._serving or self.serves_watches())
+        """Ready to take writes (the leader, serving): `/readyz`."""
+        return self.started and self._serving
+
+    def is_ready_for_watches(self) -> bool:
+        """Ready to serve watches and reads, as leader or as a follower holding its history: `/readyz/watches`."""
+        return self.started and self.serves_watches()
 
     def is_leader(self) -> bool:
         return self._serving
@@ -250,7 +254,6 @@ class HubApp:
         while True:
             try:
                 await follower.start()
-                await self._set_health(True)
                 log.info("hub replica follows the leader", extra={"replica": self.config.replica_id})
                 return
             except Exception as exc:  # the CRDs or the data dir are not there yet: try again

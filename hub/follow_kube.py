@@ -212,7 +212,8 @@ class KubeFollowSource:
         if self._pending_stamp is None:
             return
         revision = self._pending_stamp[1]
-        changes = list(self._pending.values())
+        # The leader's order of a revision's changes (hub.regroup): upserts by name, then deletes by name.
+        changes = sorted(self._pending.values(), key=lambda c: (c.resource is None, c.import_name))
         self._pending, self._pending_stamp = {}, None
         self._revision = revision
         self._steps.put_nowait(Advance(revision, changes))

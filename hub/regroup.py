@@ -48,6 +48,10 @@ def regroup(index: Index, merge: MergeContext, *, deleted: set[str], put: list[p
                 stored.CopyFrom(export)
                 stored.status.CopyFrom(status)
                 batch.put_exports.append(stored)
+    # One order for a revision's import changes everywhere (live, change log, followers, which
+    # cannot know the groups): upserts by name, then deletes by name.
+    batch.put_imports.sort(key=lambda imp: imp.import_name)
+    batch.delete_imports.sort()
     return batch
 
 

@@ -41,6 +41,19 @@ def register(sub: Any) -> None:
     parser.add_argument("--renew-deadline", type=float, default=10.0, help="kube store: leader renew deadline, s")
     parser.add_argument("--retry-period", type=float, default=2.0, help="kube store: election retry period, s")
     parser.add_argument("--replica-id", help="kube store: this replica's Lease identity (default: host name)")
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="sqlite store: serve watches and reads from the change log of a --data-dir another hub writes",
+    )
+    parser.add_argument(
+        "--leader-address", default="", help="where members send writes, named when a follower refuses one"
+    )
+    parser.add_argument(
+        "--pod-name",
+        default="",
+        help="kube store: this Pod, labelled mchub.antrea.io/hub-role=leader|follower",
+    )
     parser.set_defaults(func=run_hub)
 
     tokens = parser.add_subparsers(dest="hub_command", metavar="SUBCOMMAND")
@@ -82,6 +95,9 @@ def _config(args: argparse.Namespace) -> HubConfig:
         lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline,
         retry_period=args.retry_period,
+        follow=args.follow,
+        leader_address=args.leader_address,
+        pod_name=args.pod_name,
         **({"replica_id": args.replica_id} if args.replica_id else {}),
     )
 
@@ -94,7 +110,12 @@ async def serve(app: HubApp) -> None:
     print(f"hub: REST on {app.rest_url}", flush=True)
     print(f"hub: admin token in {app.config.admin_token_file}", flush=True)
     if app.kube is not None:
-        print(f"hub: state in CRs of Namespace {app.config.namespace}; serving once this replica leads", flush=True)
+        print(
+            f"hub: state in CRs of Namespace {app.config.namespace}; watches as it follows, writes when it leads",
+            flush=True,
+        )
+    if app.config.follow:
+        print(f"hub: following the hub that writes {app.config.data_dir}; watches and reads only", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

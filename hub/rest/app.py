@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from hub.rest import RestHub
 
 # The dashboard's HTML shell and assets load without a token (the page asks for one).
-_PUBLIC = {"/healthz", "/readyz", *DASHBOARD_PUBLIC_PATHS}
+_PUBLIC = {"/healthz", "/readyz", "/readyz/watches", *DASHBOARD_PUBLIC_PATHS}
 
 
 @web.middleware
@@ -70,7 +70,15 @@ async def healthz(_: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
+    """Ready to take writes: the leader (the Service members send writes to follows it)."""
     if hub_of(request).is_ready():
+        return web.Response(text="ok")
+    return web.Response(status=503, text="not ready")
+
+
+async def readyz_watches(request: web.Request) -> web.Response:
+    """Ready to serve watches and reads: the leader, or a follower holding the leader's history."""
+    if hub_of(request).is_ready_for_watches():
         return web.Response(text="ok")
     return web.Response(status=503, text="not ready")
 
@@ -136,6 +144,7 @@ def build_rest_app(hub: RestHub) -> web.Application:
     app[HUB_KEY] = hub
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    app.router.add_get("/readyz/watches", readyz_watches)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/api/v1/members", members)
     add_membership_routes(app)

@@ -54,8 +54,17 @@ OPENAPI: dict[str, Any] = {
             "get": {
                 "security": [],
                 "responses": {
-                    "200": {"description": "serving (the leader replica)"},
+                    "200": {"description": "takes writes (the leader replica)"},
                     "503": {"description": "not ready or a follower"},
+                },
+            }
+        },
+        "/readyz/watches": {
+            "get": {
+                "security": [],
+                "responses": {
+                    "200": {"description": "serves watches and reads (the leader, or a follower holding its history)"},
+                    "503": {"description": "not ready"},
                 },
             }
         },

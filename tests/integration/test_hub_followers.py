@@ -46,9 +46,11 @@ async def _until_revision(stream: AsyncIterator[pb.WatchImportsResponse], revisi
 
 
 async def _caught_up(follower: HubApp, leader: Engine) -> None:
-    async with asyncio.timeout(10):
-        while not (follower.serves_watches() and follower.engine.revision == leader.revision):
-            await asyncio.sleep(0.02)
+    """Until the follower served the leader's revision (it polls the change log: no event to await)."""
+    deadline = asyncio.get_running_loop().time() + 10
+    while not (follower.serves_watches() and follower.engine.revision == leader.revision):
+        assert asyncio.get_running_loop().time() < deadline, "the follower did not catch up"
+        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -137,7 +139,9 @@ async def test_a_follower_never_accepts_a_write(leader: HubApp, follower: HubApp
             async with http.delete("/api/v1/members/east") as response:
                 assert response.status == 503
             async with http.get("/readyz") as response:
-                assert response.status == 200  # ready for its role: serving watches
+                assert response.status == 503  # takes no writes
+            async with http.get("/readyz/watches") as response:
+                assert response.status == 200  # serves watches
         assert leader.engine.revision == revision
         assert "east" not in leader.engine.index.members
     finally:
