@@ -1,27 +1,41 @@
 """Label identities across a ClusterSet (enableStretchedNetworkPolicy in every member), on
-sandbox clusters and on real kube-apiservers (tests/e2e/conftest.py).
+sandbox clusters and on real kube-apiservers (tests/e2e/conftest.py); and the guide's
+ClusterNetworkPolicy replication into a member that lacks the policy's Tier.
 
 A Pod's identity appears, as Antrea writes it, in every member as one cluster-scoped
 LabelIdentity with one ID (the same everywhere); the last Pod of an identity going withdraws
 it, one of two does not; a Namespace relabel swaps its identities; a member restart changes
 nothing. Real clusters have no kubelet: their Pods stay Pending, and count all the same.
+
+A replicated policy whose Tier a member lacks is reported (ACNPImportFailed, TierNotFound) and
+shown by the hub; on the real set, whose hub keeps its state in the leader cluster (kube
+store), `kubectl describe resourceimport` shows the Warning Event, which stops growing once
+the Tier exists and the policy applies. The policy CRDs come from deploy/optional.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
+import yaml
+from google.protobuf.struct_pb2 import Struct
 
+from hub.rest import shapes
 from kube.client import KubeClient
-from kube.errors import NotFound
-from kube.resources import CONFIG_MAPS, LABEL_IDENTITIES
+from kube.errors import AlreadyExists, NotFound
+from kube.resources import CONFIG_MAPS, CRDS, EVENTS, LABEL_IDENTITIES, Resource
 from mcapi import names
+from mcapi.mchub.v1 import common_area_pb2 as pb
 from mchub_cli.localset import LocalClusterSet
 from tests.e2e.conftest import new_clusterset
+from tests.integration.hubclient import MemberFactory
 from tests.member_identities.world import PodWorld, until
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
@@ -239,3 +253,146 @@ async def _versions(local: LocalClusterSet, labels: list[str]) -> dict[tuple[str
             assert obj is not None
             found[(name, label)] = obj["metadata"]["resourceVersion"]
     return found
+
+
+# ---- ClusterNetworkPolicy replication: a member lacking the policy's Tier -------------------
+
+POLICY = "strict-namespace-isolation"
+POLICY_IMPORT = names.acnp_import_name(POLICY)
+TIER_MISSING = f"ACNP Tier random does not exist in the importing cluster {WEST}"
+OPTIONAL = Path(__file__).resolve().parents[2] / "deploy" / "optional"
+TIER = Resource("crd.antrea.io", "v1beta1", "tiers", "Tier", False)
+ACNP = Resource("crd.antrea.io", "v1beta1", "clusternetworkpolicies", "ClusterNetworkPolicy", False)
+
+
+def guide_policy(leader_cluster_id: str) -> pb.ResourceExport:
+    """The user guide's ResourceExport of kind AntreaClusterNetworkPolicy, in Tier random."""
+    spec = Struct()
+    spec.update(
+        {
+            "priority": 1,
+            "tier": "random",
+            "appliedTo": [{"namespaceSelector": {}}],
+            "ingress": [
+                {"action": "Pass", "from": [{"namespaces": {"match": "Self"}}]},
+                {"action": "Drop", "from": [{"namespaceSelector": {}}]},
+            ],
+        }
+    )
+    return pb.ResourceExport(export_name=POLICY, cluster_id=leader_cluster_id, name=POLICY, cluster_network_policy=spec)
+
+
+async def install_policy_crds(client: KubeClient) -> None:
+    """deploy/optional, as its header says: the CRDs, once established the default Tiers."""
+    for crd in yaml.safe_load_all((OPTIONAL / "antrea-policy-crds.yml").read_text()):
+        with contextlib.suppress(AlreadyExists):
+            await client.create(CRDS, crd)
+
+    async def established() -> bool:
+        for crd in yaml.safe_load_all((OPTIONAL / "antrea-policy-crds.yml").read_text()):
+            got = await client.get(CRDS, crd["metadata"]["name"])
+            conditions = (got.get("status") or {}).get("conditions") or []
+            if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                return False
+        return True
+
+    await _until_async(established, "the policy CRDs established")
+    for tier in yaml.safe_load_all((OPTIONAL / "antrea-default-tiers.yml").read_text()):
+        with contextlib.suppress(AlreadyExists):
+            await _retry_until_served(client, tier)
+
+
+async def _retry_until_served(client: KubeClient, tier: dict[str, Any]) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WITHIN
+    while True:
+        try:
+            await client.create(TIER, tier)
+            return
+        except NotFound:  # the apiserver's discovery of a new CRD lags a moment
+            if loop.time() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
+async def remove_policy_crds(client: KubeClient) -> None:
+    for crd in yaml.safe_load_all((OPTIONAL / "antrea-policy-crds.yml").read_text()):
+        with contextlib.suppress(NotFound):
+            await client.delete(CRDS, crd["metadata"]["name"])
+
+
+async def acnp_failure_events(hub: Any) -> list[dict[str, Any]]:
+    client = hub.kube.client
+    listed = await client.list(EVENTS, hub.config.namespace)
+    return [e for e in listed.items if e.get("reason") == "ACNPImportFailed"]
+
+
+async def test_a_member_lacking_the_tier_reports_acnp_import_failed_until_the_tier_exists(
+    stretched: LocalClusterSet, cluster_kind: str, tmp_path: Path
+) -> None:
+    hub = stretched.hub
+    assert hub is not None
+    clients = {name: c.client for name, c in stretched.clusters.items()}
+    admin = MemberFactory(hub)
+    try:
+        for name, client in clients.items():
+            await install_policy_crds(client)
+            if name != WEST:
+                await client.create(TIER, {"metadata": {"name": "random"}, "spec": {"priority": 10}})
+        await admin.admin().export(guide_policy(hub.config.leader_cluster_id))
+
+        def west_report() -> Any:
+            return hub.engine.import_status.get(POLICY_IMPORT, {}).get(WEST)
+
+        # (CRDNotInstalled may come first: the member's discovery of the new CRDs is cached 10 s.)
+        await until(
+            lambda: west_report() is not None and west_report().reason == "TierNotFound", WITHIN, "TierNotFound"
+        )
+        assert not west_report().succeeded and west_report().message == TIER_MISSING
+        for name in (EAST, NORTH):  # the others have the Tier: the policy applies there
+            client = clients[name]
+            await _until_async(functools.partial(_has_acnp, client), f"the ACNP in {name}")
+
+        if cluster_kind == "real":  # the kube store: what `kubectl describe resourceimport` shows
+            await hub.kube.import_outcomes.settled()  # type: ignore[union-attr]
+            # (each member may first have reported the CRDs missing: an Event each, other messages)
+            [event] = [e for e in await acnp_failure_events(hub) if e["message"] == TIER_MISSING]
+            assert event["type"] == "Warning"
+            described = hub_cluster_describe(stretched, hub.config.namespace)
+            assert "Warning ACNPImportFailed" in described
+            assert f"resourceimport-controller {TIER_MISSING}" in described
+        rest = [i for i in _rest_imports(hub) if i["metadata"]["name"] == POLICY_IMPORT]
+        assert rest[0]["status"]["clusterStatuses"]
+
+        await clients[WEST].create(TIER, {"metadata": {"name": "random"}, "spec": {"priority": 10}})
+        await until(lambda: west_report() is not None and west_report().succeeded, 60.0, "west applied it")
+        assert await _has_acnp(clients[WEST])
+        if cluster_kind == "real":
+            await hub.kube.import_outcomes.settled()  # type: ignore[union-attr]
+            [after] = [e for e in await acnp_failure_events(hub) if e["message"] == TIER_MISSING]
+            assert after["count"] == event["count"]  # the Event stops growing
+    finally:
+        with contextlib.suppress(Exception):
+            session = admin.admin().export_session()
+            await session.delete(POLICY)
+        await admin.close()
+        for client in clients.values():
+            await remove_policy_crds(client)
+
+
+async def _has_acnp(client: KubeClient) -> bool:
+    try:
+        await client.get(ACNP, names.imported_object_name(POLICY))
+    except NotFound:
+        return False
+    return True
+
+
+def _rest_imports(hub: Any) -> list[dict[str, Any]]:
+    return shapes.imports(hub)
+
+
+def hub_cluster_describe(local: LocalClusterSet, namespace: str) -> str:
+    """`kubectl describe resourceimport -n <leader Namespace>` on the real leader, spaces collapsed."""
+    leader = local.real["leader"]  # type: ignore[attr-defined]
+    return " ".join(leader.kubectl("describe", "resourceimport", "-n", namespace).split())
