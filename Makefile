@@ -44,8 +44,9 @@ bench: setup
 	$(BIN)/python bench/hub_fanout.py --json bench/results/hub_fanout.json
 	$(BIN)/python bench/propagation.py --json bench/results/propagation.json
 	$(BIN)/python bench/datapath.py > bench/results/datapath.json
-	$(BIN)/python bench/dns.py --json bench/results/dns.json
+	$(BIN)/python bench/clusterset_dns.py --json bench/results/dns.json
 	$(BIN)/python bench/policy_datapath.py > bench/results/policy_datapath.json
+	$(BIN)/python -m bench.label_identities --json bench/results/label_identities.json
 
 clean:
 	rm -rf $(VENV) mchub-data .pytest_cache .mypy_cache .ruff_cache

@@ -17,8 +17,7 @@ In one process (hub with its SQLite store, three sandbox API servers, three memb
   each of the three clusters with the member's import concurrency (8 writers per cluster).
 
 Usage: python -m bench.label_identities [--pods 10000] [--identities 500] [--json FILE]
-Writes bench/results/label_identities.json unless --json says otherwise. (Run as a module: as a
-script, bench/ comes first on sys.path and bench/dns.py shadows dnspython.)
+Writes bench/results/label_identities.json unless --json says otherwise.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ The load comes from another process: dnsperf (Debian's dnsperf) when it is insta
 dnspython client (`--client`, also in a child process). The query mix: 70% A of ClusterSetIP
 Services, 10% SRV, 10% A of Headless Services (10 endpoints each), 10% names not imported.
 
-Usage: python bench/dns.py [--services 1000] [--seconds 5] [--rate 2000] [--json FILE] [--no-dnsperf]
+Usage: python bench/clusterset_dns.py [--services 1000] [--seconds 5] [--rate 2000] [--json FILE] [--no-dnsperf]
 """
 
 from __future__ import annotations
