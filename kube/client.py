@@ -20,7 +20,9 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio.client import ApiClient, Configuration
+from yarl import URL
 
 from kube.config import bearer_configuration, load_configuration
 from kube.errors import (
@@ -110,6 +112,21 @@ def describe_request(method: str, path: str, query: Sequence[tuple[str, str]] = 
     return _VERB_OF_METHOD.get(method, method.lower()), resource
 
 
+def _skip_env_lookups(api: ApiClient) -> None:
+    """kubernetes-asyncio's session trusts the environment, so aiohttp looks up ~/.netrc and the
+    proxy variables on every request, each in a thread: two thread hops per request. The server
+    is fixed, so the proxy decision is made once; without a proxy for it, there is nothing to look
+    up (credentials come from the kubeconfig, never from ~/.netrc)."""
+    session = getattr(getattr(api, "rest_client", None), "pool_manager", None)
+    if not isinstance(session, aiohttp.ClientSession) or not session.trust_env:
+        return
+    try:
+        get_env_proxy_for_url(URL(str(api.configuration.host)))
+    except LookupError:
+        session._trust_env = False  # in aiohttp's own attribute list; no public setter
+    # else: a proxy applies to this server, and aiohttp keeps honouring the environment.
+
+
 class KubeClient:
     """A connection to one API server. Safe to share between tasks; close it once.
 
@@ -128,6 +145,7 @@ class KubeClient:
     ) -> None:
         self._api = api
         self.request_timeout = request_timeout
+        _skip_env_lookups(api)
         self.metrics = metrics if metrics is not None else ClientMetrics(self.host)
         self._limiter: TokenBucket | None = None
         self.set_rate_limit(qps, burst)

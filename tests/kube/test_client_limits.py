@@ -158,3 +158,19 @@ async def test_a_server_error_is_not_retried_by_the_client() -> None:
         assert server.requests == 1
     finally:
         await server.stop()
+
+
+async def test_without_a_proxy_for_its_server_a_client_looks_nothing_up_in_the_environment(
+    sandbox: SandboxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.delenv("https_proxy", raising=False)
+    async with await connect(sandbox.kubeconfig_path) as kube:
+        assert kube._api.rest_client.pool_manager.trust_env is False
+        await kube.server_version()
+
+    # A proxy for the server: the environment is still honoured, as kubectl honours it.
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("NO_PROXY", "")
+    async with await connect(sandbox.kubeconfig_path) as kube:
+        assert kube._api.rest_client.pool_manager.trust_env is True
