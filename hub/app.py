@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,14 +21,18 @@ from hub.auth.tokenreview import ChainAuthenticator
 from hub.auth.tokens import TokenStore, ensure_admin_token
 from hub.clusterset import member_health
 from hub.clusterset_end import EndRecord, deleted_through_rest, held_by_cr
+from hub.clusterset_identity import ClusterSetIdentity
 from hub.config import HubConfig
 from hub.engine import ClusterSetEnd, Engine, ImportBatch, utc_now
 from hub.follow_kube import KubeFollowSource
 from hub.follow_sqlite import SqliteFollowSource
 from hub.follower import Follower, FollowSource
 from hub.grpc.service import SERVICE_NAME, CommonAreaService, handlers
+from hub.kubectl_exports import LeaderExportsWatch
 from hub.leadership import KubeLeadership
 from hub.metrics import HubMetrics
+from hub.mirror.feed import ChangeFeed, FeedingStore
+from hub.mirror.leader import LeaderCluster
 from hub.pod_role import FOLLOWER, LEADER, label_pod_role
 from hub.reflection import ReflectionNeedsToken, enable_reflection
 from hub.rest.app import build_rest_app
@@ -75,7 +80,16 @@ class HubApp:
         self.metrics = HubMetrics()
         self._clock = clock
         self._given_store = store
+        # --mirror-kubeconfig: the SQLite store tells the mirror what each commit changed.
+        self.mirror_feed: ChangeFeed | None = None
+        if store is None and self.config.mirror_kubeconfig is not None:
+            self.mirror_feed = ChangeFeed()
+            store = FeedingStore(SqliteStore(self.config.data_dir), self.mirror_feed)
         self.engine = Engine(store or SqliteStore(self.config.data_dir), self.config, clock)
+        # The leader cluster a SQLite hub mirrors into (hub.mirror.leader).
+        self.leader_cluster: LeaderCluster | None = None
+        # Kube store, while leading: ResourceExports a person applies (hub.kubectl_exports).
+        self.kubectl_exports: LeaderExportsWatch | None = None
         # Whether (and why) this data dir's ClusterSet was deleted (SQLite store; the kube store
         # follows the leader ClusterSet CR instead).
         self.end_record = EndRecord(self.config.data_dir)
@@ -156,6 +170,12 @@ class HubApp:
             if ended:  # refused from the first call; and whatever a crash mid-deletion left goes
                 await self.engine.end_clusterset(ended)
             self._serving = True
+            if self.mirror_feed is not None and self.config.mirror_kubeconfig is not None:
+                registry = self.metrics.registry
+                self.leader_cluster = await LeaderCluster.connect(
+                    self, self.config.mirror_kubeconfig, self.mirror_feed, registry
+                )
+                self.leader_cluster.start()
         tls = self._serving_tls()
         await self._start_grpc(tls)
         await self._start_rest(tls)
@@ -279,6 +299,9 @@ class HubApp:
         self._serving = True
         await self._set_health(True)
         await self._label_role(LEADER)
+        if self.kube is not None:
+            self.kubectl_exports = LeaderExportsWatch(self.kube.client, self.config.namespace, lambda: self.engine)
+            self.kubectl_exports.start()
         log.info("hub replica is the leader", extra={"replica": self.config.replica_id, "epoch": engine.epoch})
 
     async def step_down(self) -> None:
@@ -286,6 +309,7 @@ class HubApp:
         if not self._serving:
             return
         self._serving = False
+        await self._stop_kubectl_exports()
         self.engine.imports_bus.close()
         self.engine.verdicts_bus.close()
         await self._set_health(False)
@@ -298,9 +322,30 @@ class HubApp:
         if self.kube is not None:
             await label_pod_role(self.kube.client, self.config.namespace, self.config.pod_name, role)
 
+    async def _stop_kubectl_exports(self) -> None:
+        watch, self.kubectl_exports = self.kubectl_exports, None
+        if watch is not None:
+            await watch.stop()
+
+    async def adopt_identity(self, identity: ClusterSetIdentity) -> None:
+        """Serve the ClusterSet the leader's ClusterSet CR describes (hub.clusterset_identity)."""
+        cfg = self.config
+        if (cfg.cluster_set_id, cfg.leader_cluster_id) == (identity.cluster_set_id, identity.leader_cluster_id):
+            return
+        self.config = replace(cfg, cluster_set_id=identity.cluster_set_id, leader_cluster_id=identity.leader_cluster_id)
+        self.engine.configure(self.config)
+        log.warning(
+            "hub serves the ClusterSet of the leader's ClusterSet CR",
+            extra={"clusterSet": identity.cluster_set_id, "leader": identity.leader_cluster_id},
+        )
+
     async def stop(self) -> None:
         """Drain: end streams with UNAVAILABLE (members resume), then close."""
         self.started = False
+        await self._stop_kubectl_exports()
+        if self.leader_cluster is not None:
+            await self.leader_cluster.stop()
+            self.leader_cluster = None
         if self.kube is not None:
             await self.kube.stop()
         for task in self._tasks:

@@ -72,3 +72,17 @@ def clusterset_status(members: list[MemberRecord], now: datetime, disconnect_aft
         "conditions": [overall],
         "clusterStatuses": statuses,
     }
+
+
+# The leader ClusterSet's condition saying whether the CR and the hub's configuration agree.
+CONFIG_MATCHES = "HubConfigMatches"
+
+
+def with_mismatches(status: dict[str, Any], mismatches: tuple[str, ...] | list[str], now: datetime) -> dict[str, Any]:
+    """`status` with the condition HubConfigMatches: True, or False with every mismatch
+    (hub.clusterset_identity) in its message, so none is silently ignored."""
+    if mismatches:
+        check = _condition(CONFIG_MATCHES, "False", "ConfigMismatch", "; ".join(mismatches), now)
+    else:
+        check = _condition(CONFIG_MATCHES, "True", "ConfigMatches", "", now)
+    return {**status, "conditions": [*status["conditions"], check]}

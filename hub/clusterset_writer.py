@@ -12,7 +12,7 @@ from typing import Any
 
 from kube.client import KubeClient, PatchType
 from kube.errors import KubeError, NotFound
-from kube.resources import CLUSTER_SETS
+from kube.resources import CLUSTER_SETS, Obj
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,13 @@ class ClusterSetStatusWriter:
         self._name = name
         self._missing_logged = False
 
-    async def write(self, status: dict[str, Any]) -> None:
+    async def write(self, status: dict[str, Any], *, name: str = "", current: Obj | None = None) -> None:
+        """Write `status` into ClusterSet `name` (default: the one given at construction) if it
+        changed; `current`: the CR as a watch last saw it, which spares a GET (None: GET it)."""
+        self._name = name or self._name
+        if current is not None:
+            await self._write(status, current)
+            return
         try:
             clusterset = await self._client.get(CLUSTER_SETS, self._name, self._namespace)
         except NotFound:
@@ -68,6 +74,9 @@ class ClusterSetStatusWriter:
         except KubeError as exc:
             log.warning("reading the leader ClusterSet failed", extra={"error": str(exc)})
             return
+        await self._write(status, clusterset)
+
+    async def _write(self, status: dict[str, Any], clusterset: Obj) -> None:
         self._missing_logged = False
         current = clusterset.get("status") or {}
         desired = merge_status(status, current)

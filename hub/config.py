@@ -88,6 +88,12 @@ class HubConfig:
     # The address members send writes to, named by a follower that refuses one (UNAVAILABLE with
     # trailing metadata `mchub-leader`); without it a kube follower names the leader replica.
     leader_address: str = ""
+    # SQLite store: mirror the hub's state into CRs of `namespace` in the cluster this
+    # kubeconfig reaches (hub.mirror), and take in AntreaClusterNetworkPolicy ResourceExports
+    # a person applies there. SQLite stays the source of truth; None: no mirror.
+    mirror_kubeconfig: Path | None = None
+    # The mirror's client-side rate limit, requests per second (bursts of twice as many).
+    mirror_qps: float = 50.0
     # Kube store: this replica's Pod, labelled `mchub.antrea.io/hub-role: leader|follower` so a
     # Service can select the leader for writes ("" leaves the Pod alone).
     pod_name: str = ""
@@ -109,6 +115,13 @@ class HubConfig:
                 raise HubConfigError(f"{what} {value!r} must be a DNS-1123 label")
         if self.store not in ("sqlite", "kube"):
             raise HubConfigError(f"store {self.store!r} must be sqlite or kube")
+        if self.mirror_kubeconfig is not None and (self.store != "sqlite" or self.follow):
+            raise HubConfigError(
+                "--mirror-kubeconfig mirrors the sqlite store of the hub that writes it; "
+                "the kube store keeps its state in CRs already"
+            )
+        if self.mirror_qps <= 0:
+            raise HubConfigError("the mirror's QPS must be positive")
         if self.follow and self.store != "sqlite":
             raise HubConfigError("--follow is for the sqlite store; kube-store replicas follow by themselves")
         if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:

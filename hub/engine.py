@@ -137,6 +137,10 @@ class Engine:
     def store(self) -> Store:
         return self._store
 
+    def configure(self, config: HubConfig) -> None:
+        """The ClusterSet and leader IDs changed: they came from the leader's ClusterSet CR."""
+        self._config = config
+
     async def start(self) -> None:
         snap = await self._store.open()
         self.index = Index.from_snapshot(snap)

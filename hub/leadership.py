@@ -10,7 +10,8 @@ from datetime import datetime
 from typing import Protocol
 
 from hub.auth.tokenreview import TokenReviewAuthenticator
-from hub.clusterset import clusterset_status
+from hub.clusterset import clusterset_status, with_mismatches
+from hub.clusterset_identity import ClusterSetIdentity
 from hub.clusterset_watch import LeaderClusterSetWatch
 from hub.clusterset_writer import ClusterSetStatusWriter
 from hub.config import HubConfig
@@ -49,6 +50,9 @@ class LeaderSeat(Protocol):
     async def step_down(self) -> None:
         """This replica lost the Lease: stop serving."""
 
+    async def adopt_identity(self, identity: ClusterSetIdentity) -> None:
+        """Serve the ClusterSet the leader's ClusterSet CR describes."""
+
 
 class KubeLeadership:
     def __init__(self, app: LeaderSeat, client: KubeClient) -> None:
@@ -62,9 +66,11 @@ class KubeLeadership:
             client,
             cfg.namespace,
             cfg.cluster_set_id,
+            leader_cluster_id=cfg.leader_cluster_id,
             now=app.now,
             on_deleted=self._clusterset_deleted,
             on_created=self._clusterset_created,
+            on_identity=app.adopt_identity,
         )
         # Members' import reports -> ResourceImport status and ACNPImportFailed Events.
         self.import_outcomes = ImportOutcomeWriter(
@@ -156,7 +162,9 @@ class KubeLeadership:
 
     async def publish_status(self) -> None:
         members = list(self.app.engine.index.members.values())
-        await self.status.write(clusterset_status(members, self.app.now(), self.app.config.disconnect_after))
+        status = clusterset_status(members, self.app.now(), self.app.config.disconnect_after)
+        status = with_mismatches(status, self.clusterset.identity.mismatches, self.app.now())
+        await self.status.write(status, name=self.clusterset.name, current=self.clusterset.current)
 
     async def stop(self) -> None:
         await self.clusterset.stop()

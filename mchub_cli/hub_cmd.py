@@ -36,7 +36,17 @@ def register(sub: Any) -> None:
         "--store", choices=["sqlite", "kube"], default="sqlite", help="where state lives (default sqlite)"
     )
     parser.add_argument("--kubeconfig", type=Path, help="kube store: cluster to keep CRs in (default: in-cluster)")
-    parser.add_argument("--namespace", default="antrea-multicluster", help="kube store: the leader Namespace")
+    parser.add_argument(
+        "--namespace", default="antrea-multicluster", help="the leader Namespace (kube store, or the mirror's)"
+    )
+    parser.add_argument(
+        "--mirror-kubeconfig",
+        type=Path,
+        help="sqlite store: mirror the hub's state into CRs of the leader Namespace of this cluster "
+        "(kubectl get resourceexport,resourceimport,memberclusterannounce) and take in the "
+        "AntreaClusterNetworkPolicy ResourceExports applied there",
+    )
+    parser.add_argument("--mirror-qps", type=float, default=50.0, help="the mirror's requests per second (default 50)")
     parser.add_argument("--lease-duration", type=float, default=15.0, help="kube store: Lease duration, s")
     parser.add_argument("--renew-deadline", type=float, default=10.0, help="kube store: leader renew deadline, s")
     parser.add_argument("--retry-period", type=float, default=2.0, help="kube store: election retry period, s")
@@ -92,6 +102,8 @@ def _config(args: argparse.Namespace) -> HubConfig:
         store=args.store,
         kubeconfig=args.kubeconfig,
         namespace=args.namespace,
+        mirror_kubeconfig=args.mirror_kubeconfig,
+        mirror_qps=args.mirror_qps,
         lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline,
         retry_period=args.retry_period,
@@ -112,6 +124,12 @@ async def serve(app: HubApp) -> None:
     if app.kube is not None:
         print(
             f"hub: state in CRs of Namespace {app.config.namespace}; watches as it follows, writes when it leads",
+            flush=True,
+        )
+    if app.config.mirror_kubeconfig is not None:
+        print(
+            f"hub: mirrors into Namespace {app.config.namespace} of {app.config.mirror_kubeconfig} "
+            "(kubectl get resourceexport,resourceimport,memberclusterannounce)",
             flush=True,
         )
     if app.config.follow:

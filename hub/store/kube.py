@@ -37,6 +37,7 @@ from hub.store.base import (
     StoreError,
     WriteBatch,
 )
+from hub.store.kube_authorship import Authorship, authorship
 from hub.store.kube_codec import (
     InvalidRecord,
     change_stamp,
@@ -51,7 +52,7 @@ from hub.store.kube_codec import (
 )
 from kube.client import KubeClient, PatchType
 from kube.errors import AlreadyExists, KubeError, NotFound, TemporaryError
-from kube.resources import MEMBER_CLUSTER_ANNOUNCES, NAMESPACES, RESOURCE_EXPORTS, RESOURCE_IMPORTS, Resource
+from kube.resources import MEMBER_CLUSTER_ANNOUNCES, NAMESPACES, RESOURCE_EXPORTS, RESOURCE_IMPORTS, Resource, name_of
 from mcapi import names
 from mcapi.convert import ConversionError
 
@@ -118,6 +119,11 @@ class KubeStore(Store):
         exports, imports, members = {}, {}, {}
         try:
             for obj in (await self._client.list_all(RESOURCE_EXPORTS, namespace=self.namespace)).items:
+                if authorship(obj) is not Authorship.HUB:
+                    # A person's (kubectl) or one changed since the hub wrote it: not the hub's
+                    # state. hub.kubectl_exports takes policies in; members resend their own.
+                    log.info("kube store skips a ResourceExport it did not write", extra={"object": name_of(obj)})
+                    continue
                 export = export_from_cr(obj)
                 exports[export.export_name] = export
             for obj in (await self._client.list_all(RESOURCE_IMPORTS, namespace=self.namespace)).items:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hub.store.base import MemberRecord, StoreError
+from hub.store.kube_authorship import stamp_digest
 from mcapi import names
 from mcapi.convert import (
     ConversionError,
@@ -81,7 +82,8 @@ def export_to_cr(export: object, namespace: str) -> dict[str, Any]:
     if not isinstance(export, pb.ResourceExport):
         raise InvalidRecord(f"an export must be a ResourceExport message, not {type(export).__name__}")
     try:
-        return _storable(resource_export_to_cr(export, namespace).to_dict())
+        # The digest tells the hub's ResourceExports from a person's (hub.store.kube_authorship).
+        return _storable(stamp_digest(resource_export_to_cr(export, namespace).to_dict()))
     except ConversionError as exc:
         raise InvalidRecord(str(exc)) from exc
 

@@ -1,0 +1,156 @@
+"""`mchub hub --mirror-kubeconfig K`: a SQLite hub that shows itself in a leader cluster.
+
+Everything the leader Namespace of K holds for kubectl, beside the hub's own store:
+
+- the mirror of ResourceExports, ResourceImports and MemberClusterAnnounces (hub.mirror.mirror);
+- AntreaClusterNetworkPolicy ResourceExports a person applies there, taken in as admin
+  exports (hub.kubectl_exports), so the user guide's policy replication works as with the
+  kube store;
+- the leader ClusterSet CR (hub.clusterset_watch): the ClusterSet and leader IDs the hub
+  serves (the configuration is the fallback), its status (total and ready clusters,
+  ClusterConnected per member, HubConfigMatches), and its deletion, which ends the
+  ClusterSet as `DELETE /api/v1/clusterset` does (recorded in the data dir);
+- members' import reports as ResourceImport status and ACNPImportFailed Events
+  (hub.import_outcomes).
+
+None of it stands between members and the hub: a leader cluster that is down makes the
+mirror lag, and it catches up when the cluster is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from hub.clusterset import clusterset_status, with_mismatches
+from hub.clusterset_end import EndRecord
+from hub.clusterset_identity import ClusterSetIdentity
+from hub.clusterset_watch import LeaderClusterSetWatch
+from hub.clusterset_writer import ClusterSetStatusWriter
+from hub.config import HubConfig
+from hub.import_outcomes import ImportOutcomeWriter, ReportSource
+from hub.kubectl_exports import KubectlExports
+from hub.mirror.feed import ChangeFeed
+from hub.mirror.mirror import LeaderMirror
+from kube.client import KubeClient, connect
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from hub.engine import Engine
+
+log = logging.getLogger(__name__)
+
+
+class MirrorSeat(Protocol):
+    """What the mirror needs of the hub process."""
+
+    @property
+    def config(self) -> HubConfig: ...
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def end_record(self) -> EndRecord: ...
+
+    def now(self) -> datetime: ...
+
+    async def adopt_identity(self, identity: ClusterSetIdentity) -> None:
+        """Serve the ClusterSet the leader's CR describes."""
+
+
+class LeaderCluster:
+    """The leader cluster of a SQLite hub (see the module doc). `start()`, then `stop()`."""
+
+    def __init__(self, app: MirrorSeat, client: KubeClient, feed: ChangeFeed, registry: CollectorRegistry) -> None:
+        self.app = app
+        self.client = client
+        cfg = app.config
+        ns = cfg.namespace
+        client.metrics.register(registry)
+        self.intake = KubectlExports(client, ns, lambda: app.engine, mirrored=True, clock=app.now)
+        self.mirror = LeaderMirror(
+            client, ns, lambda: app.engine, feed, intake=self.intake, registry=registry, clock=app.now
+        )
+        self.clusterset = LeaderClusterSetWatch(
+            client,
+            ns,
+            cfg.cluster_set_id,
+            leader_cluster_id=cfg.leader_cluster_id,
+            now=app.now,
+            on_deleted=self._clusterset_deleted,
+            on_created=self._clusterset_created,
+            on_identity=app.adopt_identity,
+        )
+        self.status = ClusterSetStatusWriter(client, ns, cfg.cluster_set_id)
+        self.import_outcomes = ImportOutcomeWriter(
+            client, ns, ReportSource(lambda: app.engine.index.imports, lambda: app.engine.import_status)
+        )
+        app.engine.import_status.listeners.append(self.import_outcomes.observe)
+        self._status_task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def connect(
+        cls, app: MirrorSeat, kubeconfig: Path, feed: ChangeFeed, registry: CollectorRegistry
+    ) -> LeaderCluster:
+        qps = app.config.mirror_qps
+        return cls(app, await connect(kubeconfig, qps=qps, burst=int(2 * qps)), feed, registry)
+
+    def start(self) -> None:
+        self.clusterset.start()
+        self.mirror.start()
+        self._status_task = asyncio.create_task(self._status_loop(), name="hub-mirror-clusterset-status")
+        log.info("hub mirrors into the leader cluster", extra={"namespace": self.app.config.namespace})
+
+    async def stop(self) -> None:
+        if self._status_task is not None:
+            self._status_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._status_task
+            self._status_task = None
+        await self.mirror.stop()
+        await self.clusterset.stop()
+        await self.intake.close()
+        await self.import_outcomes.close()
+        await self.client.close()
+
+    async def publish_status(self) -> None:
+        """The leader ClusterSet's status, written when it changed (no request when it did not)."""
+        current = self.clusterset.current
+        if current is None:
+            return
+        app = self.app
+        status = clusterset_status(list(app.engine.index.members.values()), app.now(), app.config.disconnect_after)
+        status = with_mismatches(status, self.clusterset.identity.mismatches, app.now())
+        await self.status.write(status, name=self.clusterset.name, current=current)
+
+    async def _status_loop(self) -> None:
+        while True:
+            try:
+                await self.publish_status()
+            except Exception:
+                log.exception("leader clusterset status not written")
+            await asyncio.sleep(self.app.config.status_interval)
+
+    async def _clusterset_deleted(self, reason: str) -> None:
+        """The guide's "Remove a Leader Cluster": the ClusterSet ends, recorded in the data dir
+        first (members are refused from then on, also after a restart), then everything goes."""
+        app = self.app
+        app.end_record.write(app.config.cluster_set_id, reason)
+        ended = await app.engine.end_clusterset(reason)
+        log.info(
+            "clusterset ended: its leader ClusterSet CR was deleted",
+            extra={"members": len(ended.members), "exports": len(ended.exports), "imports": len(ended.imports)},
+        )
+
+    async def _clusterset_created(self) -> None:
+        log.warning(
+            "a leader ClusterSet was created again, but this hub's data dir keeps the ended ClusterSet: "
+            "start the hub on a new data dir (or another ClusterSet ID) to serve it",
+            extra={"clusterSet": self.clusterset.name},
+        )
