@@ -186,7 +186,7 @@ async def member_watches(leader: Leader, *clusters: str) -> tuple[MemberFactory,
     return members, streams
 
 
-async def next_change(stream: Any, import_name: str, within: float = 5.0) -> pb.ImportEvent:
+async def next_change(stream: Any, import_name: str, within: float = 5.0) -> pb.WatchImportsResponse:
     """The next upsert or delete of `import_name` on a member's watch."""
     async with asyncio.timeout(within):
         while True:
