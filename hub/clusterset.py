@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hub.store.base import MemberRecord
+from kube.conditions import format_time
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ def _condition(kind: str, status: str, reason: str, message: str, since: datetim
         "status": status,
         "reason": reason,
         "message": message,
-        "lastTransitionTime": since.isoformat().replace("+00:00", "Z"),
+        "lastTransitionTime": format_time(since),
     }
 
 

@@ -1,5 +1,8 @@
 """`mchub demo` (the README's `make demo`): a hub and three sandbox clusters, a
-Service exported from west, and the commands that show it imported in east."""
+Service exported from west, and the commands that show it imported in east; north is also
+the leader, as in the user guide: the hub mirrors its state into north's
+`antrea-multicluster`, where the demo applies the guide's ClusterNetworkPolicy ResourceExport
+with kubectl and shows the ResourceImport the hub made of it."""
 
 from __future__ import annotations
 
@@ -13,12 +16,16 @@ import socket
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from kube.client import KubeClient
 from kube.errors import NotFound
-from kube.resources import ENDPOINTS, SERVICE_EXPORTS, SERVICE_IMPORTS, SERVICES
+from kube.resources import ENDPOINTS, RESOURCE_EXPORTS, RESOURCE_IMPORTS, SERVICE_EXPORTS, SERVICE_IMPORTS, SERVICES
+from mcapi import names
 from mchub_cli.logs import log_to_file
 
 if TYPE_CHECKING:
@@ -32,6 +39,36 @@ SAMPLE_NAME = "nginx"
 # In the work dir: everything the hub, the sandboxes and the members log (the terminal gets
 # a few progress lines and the summary; --verbose brings the logs back to it).
 LOG_FILE = "demo.log"
+LEADER_NAMESPACE = names.DEFAULT_LEADER_NAMESPACE
+POLICY = "strict-namespace-isolation"
+POLICY_EXPORT = f"{POLICY}-for-test-clusterset"
+POLICY_FILE = "acnp-resourceexport.yaml"
+# The user guide's "ClusterNetworkPolicy Replication" manifest.
+POLICY_MANIFEST = f"""apiVersion: multicluster.crd.antrea.io/v1alpha1
+kind: ResourceExport
+metadata:
+  name: {POLICY_EXPORT}
+  namespace: {LEADER_NAMESPACE}
+spec:
+  kind: AntreaClusterNetworkPolicy
+  name: {POLICY}
+  clusterNetworkPolicy:
+    priority: 1
+    tier: securityops
+    appliedTo:
+      - namespaceSelector: {{}}
+    ingress:
+      - action: Pass
+        from:
+          - namespaces:
+              match: Self
+          - podSelector:
+              matchLabels:
+                k8s-app: kube-dns
+      - action: Drop
+        from:
+          - namespaceSelector: {{}}
+"""
 
 
 def register(sub: Any) -> None:
@@ -86,6 +123,48 @@ async def wait_imported(client: KubeClient, within: float = 30.0) -> None:
     raise TimeoutError(f"the ServiceImport {SAMPLE_NAMESPACE}/{SAMPLE_NAME} did not appear within {within}s")
 
 
+async def export_policy(kubeconfig: Path, client: KubeClient, work_dir: Path) -> None:
+    """What a ClusterSet admin does in the leader: `kubectl apply` the guide's manifest (through
+    the API when kubectl is not installed)."""
+    manifest = work_dir / POLICY_FILE
+    manifest.write_text(POLICY_MANIFEST)
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        await client.create(RESOURCE_EXPORTS, yaml.safe_load(POLICY_MANIFEST), namespace=LEADER_NAMESPACE)
+        return
+    process = await asyncio.create_subprocess_exec(
+        kubectl, "--kubeconfig", str(kubeconfig), "apply", "-f", str(manifest),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"kubectl apply -f {manifest} failed: {err.decode().strip()}")
+
+
+async def wait_policy_imported(client: KubeClient, within: float = 30.0) -> dict[str, Any]:
+    """The ResourceImport the hub made of the policy, once mirrored into the leader."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        with contextlib.suppress(NotFound):
+            return await client.get(RESOURCE_IMPORTS, names.acnp_import_name(POLICY), LEADER_NAMESPACE)
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"the ResourceImport of {POLICY_EXPORT} did not appear in the leader within {within}s")
+
+
+def _import_table(imported: dict[str, Any]) -> list[str]:
+    """`kubectl get resourceimport NAME` as it prints it (its columns: Kind, Namespace, Name, Age)."""
+    spec = imported.get("spec") or {}
+    cells = [imported["metadata"]["name"], spec.get("kind", ""), spec.get("namespace", ""), spec.get("name", "")]
+    header = ["NAME", "KIND", "NAMESPACE", "NAME"]
+    widths = [max(len(h), len(c)) + 3 for h, c in zip(header, cells, strict=True)]
+    created = datetime.fromisoformat(str(imported["metadata"].get("creationTimestamp", "")).replace("Z", "+00:00"))
+    age = max(0, int((datetime.now(UTC) - created).total_seconds()))
+    return [
+        "".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + "AGE",
+        "".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + f"{age}s",
+    ]
+
+
 def _hub_lines(hub: HubApp) -> list[str]:
     """How to call the hub: REST with curl and mcctl, gRPC with grpcurl, the dashboard; all verify its CA."""
     token, url, ca = hub.admin_token, hub.rest_url, hub.ca_cert
@@ -103,20 +182,27 @@ def _hub_lines(hub: HubApp) -> list[str]:
     return lines
 
 
-def _instructions(clusterset: LocalClusterSet) -> str:
+def _instructions(clusterset: LocalClusterSet, imported: dict[str, Any]) -> str:
     hub = clusterset.hub
     assert hub is not None
     east = clusterset.clusters["test-cluster-east"].kubeconfig
     west = clusterset.clusters["test-cluster-west"].kubeconfig
+    north = clusterset.leader_cluster.kubeconfig
+    ns = LEADER_NAMESPACE
     lines = [
         "",
         "ClusterSet 'test-clusterset' is up: a hub and three member clusters (north, east, west).",
         f"west exported Service {SAMPLE_NAMESPACE}/{SAMPLE_NAME}; east imported it:",
-        "",
         f"  kubectl --kubeconfig {east} get serviceimport -n {SAMPLE_NAMESPACE}",
         f"  kubectl --kubeconfig {east} get service antrea-mc-{SAMPLE_NAME} -n {SAMPLE_NAMESPACE}",
         f"  kubectl --kubeconfig {east} get endpoints antrea-mc-{SAMPLE_NAME} -n {SAMPLE_NAMESPACE}",
         f"  kubectl --kubeconfig {west} get serviceexport {SAMPLE_NAME} -n {SAMPLE_NAMESPACE} -o yaml",
+        "north, the leader, shows the hub's state as Antrea's leader does; the guide's policy export",
+        f"({clusterset.work_dir / POLICY_FILE}, applied there with kubectl) became a ResourceImport:",
+        f"  kubectl --kubeconfig {north} get resourceexport -n {ns}",
+        f"  kubectl --kubeconfig {north} get memberclusterannounce -n {ns}",
+        f"  kubectl --kubeconfig {north} get resourceimport -n {ns}",
+        *(f"    {line}" for line in _import_table(imported)),
         "",
         *_hub_lines(hub),
     ]
@@ -147,14 +233,21 @@ async def demo(args: argparse.Namespace) -> int:
     log_file = work_dir / LOG_FILE
     log_to_file(log_file, keep_terminal=args.verbose)
     say(f"Logs: {log_file}" + ("" if args.verbose else "  (--verbose shows them here)"))
-    clusterset = LocalClusterSet(work_dir, rest_address=f"127.0.0.1:{_free_or_any(args.rest_port)}")
+    rest_address = f"127.0.0.1:{_free_or_any(args.rest_port)}"
+    clusterset = LocalClusterSet(work_dir, rest_address=rest_address, mirror=True)
     failed = False
     try:
         await clusterset.start(on_step=say)
-        say(f"west exports Service {SAMPLE_NAMESPACE}/{SAMPLE_NAME}; waiting for east to import it ...")
+        say(
+            f"west exports Service {SAMPLE_NAMESPACE}/{SAMPLE_NAME}, north gets the guide's policy export; "
+            "waiting for the imports ..."
+        )
         await export_sample(clusterset.clusters["test-cluster-west"].client)
+        leader = clusterset.leader_cluster
+        await export_policy(leader.kubeconfig, leader.client, work_dir)
         await wait_imported(clusterset.clusters["test-cluster-east"].client)
-        say(_instructions(clusterset))
+        imported = await wait_policy_imported(leader.client)
+        say(_instructions(clusterset, imported))
         if not args.exit_when_ready:
             say("\nPress Ctrl-C to stop; everything is cleaned up.")
             await _until_stopped()

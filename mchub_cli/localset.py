@@ -3,7 +3,10 @@
 Used by `mchub demo`, the end-to-end tests and the propagation benchmark. It
 joins members exactly as the user guide describes: a member token issued by the
 leader, a token Secret (`token`, `ca.crt`) in the member's kube-system, and a
-ClusterSet naming the leader's server and that Secret. It lives with the CLI
+ClusterSet naming the leader's server and that Secret. With `mirror=True` the leader
+cluster (the one named like the leader cluster ID) is also the leader as the user guide has
+it: the guide's ClusterSet in its `antrea-multicluster`, where the hub (SQLite store) mirrors
+its state (`--mirror-kubeconfig`). It lives with the CLI
 (the composition root) because it wires hub, member and sandbox together,
 which none of them may import from each other.
 """
@@ -24,7 +27,7 @@ from hub.app import HubApp
 from hub.config import HubConfig
 from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists
-from kube.resources import CLUSTER_SETS, CRDS, SECRETS
+from kube.resources import CLUSTER_SETS, CRDS, NAMESPACES, SECRETS
 from mcapi import names
 from member.app import MemberApp
 from sandbox.server import SandboxServer
@@ -59,12 +62,18 @@ class LocalClusterSet:
     hub_overrides: dict[str, Any] = field(default_factory=dict)
     rest_address: str = "127.0.0.1:0"
     member_namespace: str = names.DEFAULT_MEMBER_NAMESPACE
+    # The hub mirrors into the leader cluster's Namespace (see the module doc).
+    mirror: bool = False
+    leader_namespace: str = names.DEFAULT_LEADER_NAMESPACE
     hub: HubApp | None = None
     clusters: dict[str, LocalCluster] = field(default_factory=dict)
 
     async def start(self, *, join: bool = True, on_step: Callable[[str], None] | None = None) -> None:
         """Start the hub, then each cluster (and join its member); `on_step` hears what begins next."""
         say = on_step or (lambda _: None)
+        if self.mirror:
+            await self._start_mirrored(join, say)
+            return
         say("Starting the hub ...")
         await self.start_hub()
         short = ", ".join(name.removeprefix("test-cluster-") for name in self.cluster_names)
@@ -74,6 +83,45 @@ class LocalClusterSet:
             await self.add_cluster(name, SERVICE_CIDRS[index % len(SERVICE_CIDRS)])
             if join:
                 await self.join(name)
+
+    async def _start_mirrored(self, join: bool, say: Callable[[str], None]) -> None:
+        """The clusters first: the hub mirrors into the leader's from its start."""
+        short = ", ".join(name.removeprefix("test-cluster-") for name in self.cluster_names)
+        say(f"Starting {len(self.cluster_names)} sandbox clusters ({short}) ...")
+        for index, name in enumerate(self.cluster_names):
+            await self.add_cluster(name, SERVICE_CIDRS[index % len(SERVICE_CIDRS)])
+        leader = self.leader_cluster
+        await self._initialize_leader(leader.client)
+        self.hub_overrides = {
+            **self.hub_overrides,
+            "mirror_kubeconfig": leader.kubeconfig,
+            "namespace": self.leader_namespace,
+        }
+        members = " and joining the members" if join else ""
+        say(f"Starting the hub (mirrored into {leader.name.removeprefix('test-cluster-')}, the leader){members} ...")
+        await self.start_hub()
+        for name in self.cluster_names if join else ():
+            await self.join(name)
+
+    @property
+    def leader_cluster(self) -> LocalCluster:
+        """The cluster named like the leader cluster ID (the hub mirrors into it)."""
+        return self.clusters[self.leader_cluster_id]
+
+    async def _initialize_leader(self, client: KubeClient) -> None:
+        """The user guide's leader set-up: its Namespace and "Initialize ClusterSet"."""
+        with contextlib.suppress(AlreadyExists):
+            await client.create(
+                NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.leader_namespace}}
+            )
+        clusterset = {
+            "apiVersion": f"{names.GROUP}/v1alpha2",
+            "kind": "ClusterSet",
+            "metadata": {"name": self.clusterset_id, "namespace": self.leader_namespace},
+            "spec": {"clusterID": self.leader_cluster_id, "leaders": [{"clusterID": self.leader_cluster_id}]},
+        }
+        with contextlib.suppress(AlreadyExists):
+            await client.create(CLUSTER_SETS, clusterset, namespace=self.leader_namespace)
 
     async def start_hub(self, grpc_port: int = 0) -> HubApp:
         config = HubConfig(

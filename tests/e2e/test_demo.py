@@ -41,6 +41,21 @@ async def test_the_demo_imports_nginx_into_east_and_leaves_nothing_behind(tmp_pa
     assert "demo stopped and cleaned up" in text
 
 
+async def test_the_demo_shows_the_leaders_crs_and_the_guides_policy_export_imported(tmp_path: Path) -> None:
+    """north is the leader: the hub mirrors into its antrea-multicluster, where the demo applied
+    the guide's ClusterNetworkPolicy ResourceExport with kubectl; the ResourceImport is shown."""
+    work_dir = tmp_path / "demo"
+    text = await run_demo(work_dir)
+    north = f"--kubeconfig {work_dir}/test-cluster-north/kubeconfig"
+    assert f"{north} get resourceexport -n antrea-multicluster" in text
+    assert f"{north} get memberclusterannounce -n antrea-multicluster" in text
+    assert f"{north} get resourceimport -n antrea-multicluster" in text
+    row = "strict-namespace-isolation-antreaclusternetworkpolicy   AntreaClusterNetworkPolicy"
+    assert row in text and "strict-namespace-isolation   " in text
+    assert "kind: AntreaClusterNetworkPolicy" in (work_dir / "acnp-resourceexport.yaml").read_text()
+    assert " I hub.mirror.leader: hub mirrors into the leader cluster " in (work_dir / "demo.log").read_text()
+
+
 async def test_the_terminal_gets_a_few_progress_lines_and_the_summary_while_the_logs_go_to_a_file(
     tmp_path: Path,
 ) -> None:
