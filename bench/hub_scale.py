@@ -84,13 +84,17 @@ async def watchers_child(spec_file: Path) -> None:
     expected: int = spec["expected"]
     raw: bool = spec["raw"]
     counts = [0] * len(spec["watchers"])
+    resumes = [0]  # streams cut off (slow watcher) or refused (follower not serving yet), then resumed
     synced = 0
     done = asyncio.Event()
     finished = 0
 
     async def watch(n: int, target: str, cluster: str, token: str) -> None:
+        """As a member does: resume from the last (epoch, revision) when the stream ends."""
         nonlocal synced, finished
         channel = channel_for(target, ca, token)
+        held: set[str] = set()
+        epoch, revision, was_synced = "", 0, False
         try:
             while True:
                 try:
@@ -98,28 +102,33 @@ async def watchers_child(spec_file: Path) -> None:
                         call: Any = channel.unary_stream(f"/{RAW_SERVICE}/Subscribe")(b"")
                     else:
                         stub = pb_grpc.CommonAreaServiceStub(channel)
-                        call = stub.WatchImports(pb.WatchImportsRequest(cluster_id=cluster))
+                        request = pb.WatchImportsRequest(cluster_id=cluster, epoch=epoch, revision=revision)
+                        call = stub.WatchImports(request)
                     async for message in call:
                         if raw and message == b"subscribed":
                             synced += 1
                             continue
                         event = pb.WatchImportsResponse.FromString(message) if raw else message
                         kind = event.WhichOneof("event")
-                        if kind == "synced":
+                        epoch, revision = event.epoch, max(revision, event.revision)
+                        if kind == "synced" and not was_synced:
+                            was_synced = True
                             synced += 1
                         elif kind == "upsert":
-                            counts[n] += 1
+                            held.add(event.upsert.import_name)
+                            counts[n] = len(held)
                             if counts[n] == expected:
                                 finished += 1
                                 if finished == len(counts):
                                     done.set()
                                 call.cancel()
                                 return
-                    return
-                except grpc.aio.AioRpcError as exc:  # a follower not serving yet
-                    if exc.code() != grpc.StatusCode.UNAVAILABLE or counts[n]:
+                    raise RuntimeError("the stream ended")
+                except grpc.aio.AioRpcError as exc:  # a follower not serving yet, or a watch cut off
+                    if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED) or raw:
                         raise
-                    await asyncio.sleep(0.2)
+                    resumes[0] += 1
+                    await asyncio.sleep(0.2 if not was_synced else 0.05)
         finally:
             await channel.close()
 
@@ -134,7 +143,7 @@ async def watchers_child(spec_file: Path) -> None:
         except TimeoutError:
             pass
     print(f"progress {time.time():.3f} {sum(counts)}", flush=True)
-    print(f"done {time.time():.3f}", flush=True)
+    print(f"done {time.time():.3f} {resumes[0]}", flush=True)
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
@@ -143,9 +152,10 @@ class WatcherGroup:
     """The watcher processes of one measurement and the deliveries they reported over time."""
 
     processes: list[asyncio.subprocess.Process] = field(default_factory=list)
-    latest: list[int] = field(default_factory=list)
-    series: list[tuple[float, int]] = field(default_factory=list)
+    # Per process: (wall time, imports its watchers hold), as the process reported it.
+    reports: list[list[tuple[float, int]]] = field(default_factory=list)
     finished_at: list[float] = field(default_factory=list)
+    resumes: int = 0
 
     async def start(self, specs: list[dict[str, Any]], tmp: Path) -> None:
         for n, spec in enumerate(specs):
@@ -156,7 +166,7 @@ class WatcherGroup:
                 stdout=asyncio.subprocess.PIPE, cwd=ROOT,
             )  # fmt: skip
             self.processes.append(process)
-            self.latest.append(0)
+            self.reports.append([])
         for process in self.processes:
             assert process.stdout is not None
             line = (await asyncio.wait_for(process.stdout.readline(), 300)).decode()
@@ -173,12 +183,22 @@ class WatcherGroup:
         while line := (await process.stdout.readline()).decode():
             words = line.split()
             if words[0] == "progress":
-                self.latest[n] = int(words[2])
-                self.series.append((float(words[1]), sum(self.latest)))
+                self.reports[n].append((float(words[1]), int(words[2])))
             elif words[0] == "done":
                 self.finished_at.append(float(words[1]))
+                self.resumes += int(words[2])
                 return
         raise RuntimeError("a watcher process ended early")
+
+    @property
+    def series(self) -> list[tuple[float, int]]:
+        """Deliveries over time: at each report, the sum of every process's latest count."""
+        latest = [0] * len(self.reports)
+        out = []
+        for t, n, count in sorted((t, n, c) for n, lines in enumerate(self.reports) for t, c in lines):
+            latest[n] = count
+            out.append((t, sum(latest)))
+        return out
 
     async def stop(self) -> None:
         for process in self.processes:
@@ -246,10 +266,10 @@ async def hub_run(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
         leader, target = await start_hub(data)
         idle = rss_bytes(leader.pid)
         hubs = [(leader, target)]
-        if replicas == 2:
-            hubs.append(await start_hub(data, "--follow", "--leader-address", target))
         group = WatcherGroup()
         try:
+            if replicas == 2:
+                hubs.append(await start_hub(data, "--follow", "--leader-address", target))
             ca_path = data / "tls" / "ca.crt"
             specs = [
                 {
@@ -279,10 +299,11 @@ async def hub_run(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
         "seconds": seconds,
         "exports_acknowledged_seconds": exported - start,
         "deliveries_per_second": delivered / seconds,
+        "watch_resumes": group.resumes,
         "hub_rss_bytes": rss,
         "hub_rss_idle_bytes": idle,
         "rss_per_10000_exports_bytes": (rss[0] - idle) / (expected / 10_000),
-        "series": [(t - start, n) for t, n in group.series if t >= start],
+        "series": sorted((t - start, n) for t, n in group.series if t >= start),
     }
 
 
@@ -316,7 +337,7 @@ async def raw_run(args: argparse.Namespace) -> dict[str, Any]:
         "deliveries": delivered,
         "seconds": end - start,
         "deliveries_per_second": delivered / (end - start),
-        "series": [(t - start, n) for t, n in group.series if t >= start],
+        "series": sorted((t - start, n) for t, n in group.series if t >= start),
     }
 
 
@@ -387,12 +408,17 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "cores": os.cpu_count(),
         "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
-    results["raw"] = await raw_run(args)
-    results["one_replica"] = await hub_run(args, 1)
-    results["two_replicas"] = await hub_run(args, 2)
-    one, two, raw = results["one_replica"], results["two_replicas"], results["raw"]
-    results["ratio_hub_to_raw"] = one["deliveries_per_second"] / raw["deliveries_per_second"]
-    results["ratio_two_to_one_replica"] = two["deliveries_per_second"] / one["deliveries_per_second"]
+    if "raw" in args.only:
+        results["raw"] = await raw_run(args)
+    if "one" in args.only:
+        results["one_replica"] = await hub_run(args, 1)
+    if "two" in args.only:
+        results["two_replicas"] = await hub_run(args, 2)
+    one, two, raw = (results.get(k, {}) for k in ("one_replica", "two_replicas", "raw"))
+    if one and raw:
+        results["ratio_hub_to_raw"] = one["deliveries_per_second"] / raw["deliveries_per_second"]
+    if one and two:
+        results["ratio_two_to_one_replica"] = two["deliveries_per_second"] / one["deliveries_per_second"]
     if args.memory_exports:
         results["memory"] = await memory_run(args)
     results["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -400,19 +426,27 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def report(results: dict[str, Any]) -> str:
-    one, two, raw = results["one_replica"], results["two_replicas"], results["raw"]
     mib = 1024 * 1024
     lines = [
         f"{results['deliveries']:,} import deliveries: {results['exports']:,} exports from {results['exporters']} "
         f"members to {results['watchers']} watchers ({results['cores']} cores, load {results['load']})",
-        f"  raw grpc.aio   {raw['seconds']:6.1f} s  {raw['deliveries_per_second']:>9,.0f} deliveries/s (floor)",
-        f"  hub, 1 replica {one['seconds']:6.1f} s  {one['deliveries_per_second']:>9,.0f} deliveries/s  "
-        f"ratio to raw {results['ratio_hub_to_raw']:.2f}  "
-        f"RSS {one['hub_rss_bytes'][0] / mib:.0f} MiB ({one['rss_per_10000_exports_bytes'] / mib:.0f} MiB per 10,000 exports)",
-        f"  hub, 2 replicas {two['seconds']:5.1f} s  {two['deliveries_per_second']:>9,.0f} deliveries/s  "
-        f"ratio to 1 replica {results['ratio_two_to_one_replica']:.2f}  "
-        f"RSS {' + '.join(f'{r / mib:.0f}' for r in two['hub_rss_bytes'])} MiB",
     ]
+    if raw := results.get("raw"):
+        lines.append(
+            f"  raw grpc.aio    {raw['seconds']:5.1f} s {raw['deliveries_per_second']:>9,.0f} deliveries/s (floor)"
+        )
+    if one := results.get("one_replica"):
+        lines.append(
+            f"  hub, 1 replica  {one['seconds']:5.1f} s {one['deliveries_per_second']:>9,.0f} deliveries/s  "
+            f"ratio to raw {results.get('ratio_hub_to_raw', 0):.2f}  RSS {one['hub_rss_bytes'][0] / mib:.0f} MiB "
+            f"(+{one['rss_per_10000_exports_bytes'] / mib:.0f} MiB over idle per 10,000 exports)"
+        )
+    if two := results.get("two_replicas"):
+        lines.append(
+            f"  hub, 2 replicas {two['seconds']:5.1f} s {two['deliveries_per_second']:>9,.0f} deliveries/s  "
+            f"ratio to 1 replica {results.get('ratio_two_to_one_replica', 0):.2f}  "
+            f"RSS {' + '.join(f'{r / mib:.0f}' for r in two['hub_rss_bytes'])} MiB"
+        )
     if "memory" in results:
         memory = results["memory"]
         lines.append(
@@ -430,6 +464,7 @@ if __name__ == "__main__":
     parser.add_argument("--exporters", type=int, default=10)
     parser.add_argument("--memory-exports", type=int, default=0, help="also measure RSS up to this many exports")
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--only", default="raw,one,two", help="measurements to run (raw,one,two)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--plot", type=Path)
     parser.add_argument("--watchers-child", type=Path, help=argparse.SUPPRESS)

@@ -23,11 +23,12 @@ from hub.clusterset import member_health
 from hub.clusterset_end import EndRecord, deleted_through_rest, held_by_cr
 from hub.clusterset_identity import ClusterSetIdentity
 from hub.config import HubConfig
-from hub.engine import ClusterSetEnd, Engine, ImportBatch, utc_now
+from hub.engine import ClusterSetEnd, Engine, utc_now
 from hub.follow_kube import KubeFollowSource
 from hub.follow_sqlite import SqliteFollowSource
 from hub.follower import Follower, FollowSource
 from hub.grpc.service import SERVICE_NAME, CommonAreaService, handlers
+from hub.import_batch import ImportBatch
 from hub.kubectl_exports import LeaderExportsWatch
 from hub.leadership import KubeLeadership
 from hub.metrics import HubMetrics

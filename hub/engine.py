@@ -21,6 +21,7 @@ from hub.auth.identity import Identity
 from hub.bus import Bus
 from hub.config import HubConfig
 from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, NotJoined, bounded, quote
+from hub.import_batch import ImportBatch
 from hub.import_status import ImportStatusBook, ImportStatusEntry
 from hub.index import Index
 from hub.merge import MergeConfig, MergeContext, delivers_to, expected_export_name, validate_export
@@ -62,14 +63,6 @@ async def _to_the_end(work: Coroutine[Any, Any, T]) -> T:
             log.error("hub commit failed after its caller went away", extra={"error": bounded(str(task.exception()))})
         raise asyncio.CancelledError
     return task.result()
-
-
-@dataclass(frozen=True)
-class ImportBatch:
-    """What one commit changed in imports, as published to watchers."""
-
-    revision: int
-    changes: list[ImportChange]
 
 
 @dataclass(frozen=True)
@@ -471,7 +464,7 @@ class Engine:
         changes = [ImportChange(revision, imp.import_name, imp) for imp in batch.put_imports]
         changes += [ImportChange(revision, name, None) for name in batch.delete_imports]
         if changes:
-            self.imports_bus.publish(ImportBatch(revision, changes))
+            self.imports_bus.publish(ImportBatch(revision, changes, self.epoch))
         self._announce_verdicts((e for e in batch.put_exports if e.export_name not in answered), previous, revision)
         return revision
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from hub.config import HubConfig
-from hub.engine import Clock, Engine, ImportBatch, utc_now
+from hub.engine import Clock, Engine, utc_now
+from hub.import_batch import ImportBatch
 from hub.index import Index
 from hub.store.base import (
     EpochMismatch,
@@ -233,4 +234,4 @@ class Follower:
         self.store.append(step.revision, step.changes)
         engine.revision = engine.watch_revision = step.revision
         if step.changes:
-            engine.imports_bus.publish(ImportBatch(step.revision, step.changes))
+            engine.imports_bus.publish(ImportBatch(step.revision, step.changes, engine.epoch))

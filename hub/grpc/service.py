@@ -11,11 +11,12 @@ from typing import Any
 import grpc
 
 from hub.auth.identity import INVALID_TOKEN, Authenticator, Identity
-from hub.engine import Engine, ImportBatch
+from hub.engine import Engine
 from hub.errors import HubError, InvalidRequest, bounded, quote
 from hub.grpc.codes import status_code
 from hub.grpc.export_bracket import SyncBracket
 from hub.grpc.lenient import Malformed, lenient
+from hub.import_batch import ImportBatch
 from hub.merge import delivers_to
 from hub.merge.ownership import ADMIN_OWNER
 from hub.metrics import HubMetrics
@@ -372,7 +373,7 @@ class CommonAreaService:
                     for change in changes:
                         by_revision.setdefault(change.revision, []).append(change)
                     for revision, group in sorted(by_revision.items()):
-                        for response in self._deltas(engine, ImportBatch(revision, group), audience):
+                        for response in self._deltas(engine, ImportBatch(revision, group, engine.epoch), audience):
                             yield response
                     return
         # A snapshot, read without awaiting so it is consistent with its revision.
@@ -384,22 +385,23 @@ class CommonAreaService:
 
     @staticmethod
     def _deltas(engine: Engine, batch: ImportBatch, audience: str | None) -> list[pb.WatchImportsResponse]:
-        # The epoch of the engine that made the batch, even if another serves by now (take-over).
-        epoch = engine.epoch
+        # The epoch of the history that made the batch, even if another serves by now (take-over).
+        epoch = batch.epoch or engine.epoch
+        made = batch.responses  # shared by every watcher of the batch (they only read them)
         responses = []
-        for change in batch.changes:
+        for n, change in enumerate(batch.changes):
             imp = change.resource
-            if imp is not None and (audience is None or delivers_to(imp, audience)):
-                responses.append(pb.WatchImportsResponse(epoch=epoch, revision=batch.revision, upsert=imp))
-            else:
-                # Deleted, or no longer meant for this member: it must drop it.
-                responses.append(
-                    pb.WatchImportsResponse(
-                        epoch=epoch,
-                        revision=batch.revision,
-                        delete=pb.ImportDelete(import_name=change.import_name),
-                    )
-                )
+            delivered = imp is not None and (audience is None or delivers_to(imp, audience))
+            response = made.get((n, delivered))
+            if response is None:
+                if delivered:
+                    response = pb.WatchImportsResponse(epoch=epoch, revision=batch.revision, upsert=imp)
+                else:
+                    # Deleted, or no longer meant for this member: it must drop it.
+                    delete = pb.ImportDelete(import_name=change.import_name)
+                    response = pb.WatchImportsResponse(epoch=epoch, revision=batch.revision, delete=delete)
+                made[(n, delivered)] = response
+            responses.append(response)
         return responses
 
 
