@@ -20,15 +20,17 @@ def regroup(index: Index, merge: MergeContext, *, deleted: set[str], put: list[p
     current = index.exports
     overlay = {e.export_name: e for e in put}
     keys: set[GroupKey] = {group_key(current[n]) for n in deleted if n in current}
-    keys.update(group_key(e) for e in put)
+    # Puts by group, so a batch of many exports is not scanned once per group.
+    overlay_by_key: dict[GroupKey, set[str]] = {}
+    for name, export in overlay.items():
+        overlay_by_key.setdefault(group_key(export), set()).add(name)
+    keys.update(overlay_by_key)
     batch = WriteBatch(delete_exports=sorted(n for n in deleted if n in current))
     # Label IDs this batch gives out: the index does not hold them yet, and two labels new in
     # one batch (a sync bracket, upserts sharing a write) must not draw the same one.
     allocated: set[int] = set()
     for key in sorted(keys):
-        members = sorted(
-            (index.groups.get(key, set()) | {n for n, e in overlay.items() if group_key(e) == key}) - deleted
-        )
+        members = sorted((index.groups.get(key, set()) | overlay_by_key.get(key, set())) - deleted)
         group = [overlay.get(n) or current[n] for n in members]
         import_names = import_names_for_group(key)
         previous = {n: index.imports[n] for n in import_names if n in index.imports}
