@@ -2,8 +2,9 @@
 desired exports, and the hub's verdicts -> ServiceExport conditions.
 
 Informers watch ServiceExports (multicluster.x-k8s.io, v1alpha1 when served, else v1beta1),
-Services and Endpoints in every Namespace; a work queue keyed by (namespace, name) runs
-one reconcile per ServiceExport on ``workers`` workers: get (gone means withdraw) -> evaluate
+Services and Endpoints in every Namespace (but the importer's, which are never exported); a work
+queue keyed by (namespace, name) runs one reconcile per ServiceExport on ``workers`` workers: get
+(gone means withdraw) -> evaluate
 into exports or a reason -> hand the exports to the session (it sends only what changed,
 pipelined) -> write the conditions if they differ. Verdicts, solicited or not, re-queue the
 ServiceExport. The conditions are compared with the cache as our last status write left it
@@ -30,6 +31,7 @@ from kube.informer import Informer, cache_key
 from kube.resources import ENDPOINTS, SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1, SERVICES, Resource
 from kube.workqueue import WorkQueue, run_reconciler
 from kube.writecache import WriteThroughCache
+from mcapi import names
 from mcapi.config import EndpointIPType
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.exports.conditions import HubAnswer, apply_conditions, wanted_conditions
@@ -42,6 +44,12 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 # Status writes are what a reconcile waits for; enough of them at once keep exports flowing.
 DEFAULT_WORKERS = 4
+# The importer's Services and Endpoints (labelled) are left out of the watches here: every imported
+# object would otherwise come twice, to the importer and to this controller, which never exports
+# them. A ServiceExport of such a Service reads it from the API server (to say ImportedService)
+# and is looked at again this often (seconds).
+_NOT_IMPORTED = f"!{names.ANNOTATION_IMPORTED_SERVICE}"
+IMPORTED_SERVICE_RECHECK = 30.0
 
 
 class ExportSink(Protocol):
@@ -97,8 +105,10 @@ class ServiceExportController:
         self._resource = served
         self._service_exports = Informer(self._client, served, handler=self._on_service_export)
         self._written = WriteThroughCache(self._service_exports)
-        self._services = Informer(self._client, SERVICES, handler=self._on_backing_object)
-        self._endpoints = Informer(self._client, ENDPOINTS, handler=self._on_backing_object)
+        self._services = Informer(self._client, SERVICES, label_selector=_NOT_IMPORTED, handler=self._on_backing_object)
+        self._endpoints = Informer(
+            self._client, ENDPOINTS, label_selector=_NOT_IMPORTED, handler=self._on_backing_object
+        )
         try:
             async with asyncio.timeout(sync_timeout):
                 for informer in self._informers():
@@ -172,16 +182,26 @@ class ServiceExportController:
 
     # ---- reconcile -----------------------------------------------------------
 
-    def _evaluate(self, key: Key) -> Evaluation:
+    def _evaluate(self, key: Key, service: Obj | None = None) -> Evaluation:
         assert self._services is not None and self._endpoints is not None
         namespace, name = key
         return evaluate(
             self._cluster_id,
             self._ip_type,
             key,
-            self._services.get(name, namespace),
+            service if service is not None else self._services.get(name, namespace),
             self._endpoints.get(name, namespace),
         )
+
+    async def _imported_service(self, key: Key) -> Obj | None:
+        """The Service of a ServiceExport named like an imported one, which the watch leaves out."""
+        namespace, name = key
+        if not name.startswith(names.IMPORTED_PREFIX):
+            return None
+        try:
+            return await self._client.get(SERVICES, name, namespace)
+        except NotFound:
+            return None
 
     def _remember(self, key: Key) -> None:
         self._exported.add(key)
@@ -205,7 +225,9 @@ class ServiceExportController:
         if service_export is None or (service_export.get("metadata") or {}).get("deletionTimestamp"):
             self._withdraw(key)
             return None
-        evaluation = self._evaluate(key)
+        assert self._services is not None
+        imported = None if self._services.get(name, namespace) else await self._imported_service(key)
+        evaluation = self._evaluate(key, imported)
         if evaluation.valid:
             for export in evaluation.exports:
                 self._sink.set_export(export)
@@ -213,7 +235,8 @@ class ServiceExportController:
         else:
             self._withdraw(key)
         await self._write_status(service_export, evaluation)
-        return None
+        # An imported Service is not watched here: look again later, in case the import goes away.
+        return IMPORTED_SERVICE_RECHECK if imported is not None else None
 
     def _answer(self, export_name: str) -> HubAnswer:
         assert self._sink is not None
