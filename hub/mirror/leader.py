@@ -75,7 +75,14 @@ class LeaderCluster:
         client.metrics.register(registry)
         self.intake = KubectlExports(client, ns, lambda: app.engine, mirrored=True, clock=app.now)
         self.mirror = LeaderMirror(
-            client, ns, lambda: app.engine, feed, intake=self.intake, registry=registry, clock=app.now
+            client,
+            ns,
+            lambda: app.engine,
+            feed,
+            intake=self.intake,
+            registry=registry,
+            clock=app.now,
+            on_import_created=self._import_created,
         )
         self.clusterset = LeaderClusterSetWatch(
             client,
@@ -100,6 +107,11 @@ class LeaderCluster:
     ) -> LeaderCluster:
         qps = app.config.mirror_qps
         return cls(app, await connect(kubeconfig, qps=qps, burst=int(2 * qps)), feed, registry)
+
+    def _import_created(self, name: str) -> None:
+        """Reports about an import that came before its CR existed: written into it now."""
+        for cluster_id, entry in (self.app.engine.import_status.get(name) or {}).items():
+            self.import_outcomes.observe(name, cluster_id, entry)
 
     def start(self) -> None:
         self.clusterset.start()

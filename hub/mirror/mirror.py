@@ -109,8 +109,12 @@ class LeaderMirror:
         batch_delay: float = 0.05,
         registry: CollectorRegistry | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        on_import_created: Callable[[str], None] = lambda _: None,
     ) -> None:
+        """`on_import_created(name)`: a ResourceImport CR was created (again); members' reports
+        that came before it existed are written into it then (hub.import_outcomes)."""
         self.client = client
+        self._on_import_created = on_import_created
         self.namespace = namespace
         self._engine = engine
         self._feed = feed
@@ -310,6 +314,8 @@ class LeaderMirror:
         written = False
         if actual is None:
             written = await self._create(kind, name, desired)
+            if kind is Kind.IMPORT:
+                self._on_import_created(name)
         else:
             if not main_in_sync(kind, actual, desired):
                 try:
