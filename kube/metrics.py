@@ -16,6 +16,7 @@ a process shows the counts of the clients it chose (a member registers its own c
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -45,6 +46,8 @@ class ClientMetrics:
         self.qps = Gauge(
             "rest_client_rate_limit_qps", "Requests per second allowed (0: no limit).", ["host"], registry=None
         )
+        self._request_children: dict[tuple[int | str, str, str, str], Any] = {}
+        self._wait_children: dict[str, Any] = {}
         self.burst = Gauge(
             "rest_client_rate_limit_burst", "Requests allowed at once (0: no limit).", ["host"], registry=None
         )
@@ -63,10 +66,17 @@ class ClientMetrics:
         self.burst.labels(self.host).set(burst)
 
     def count_request(self, code: int | str, method: str, verb: str, resource: str) -> None:
-        self.requests.labels(str(code), self.host, method, verb, resource).inc()
+        key = (code, method, verb, resource)
+        child = self._request_children.get(key)
+        if child is None:  # labels() checks its arguments every time: once per combination is enough
+            child = self._request_children[key] = self.requests.labels(str(code), self.host, method, verb, resource)
+        child.inc()
 
     def observe_wait(self, verb: str, seconds: float) -> None:
-        self.rate_limiter_wait.labels(verb, self.host).observe(seconds)
+        child = self._wait_children.get(verb)
+        if child is None:
+            child = self._wait_children[verb] = self.rate_limiter_wait.labels(verb, self.host)
+        child.observe(seconds)
 
     def counts(self) -> dict[tuple[str, str, str], float]:
         """Requests so far by (verb, resource, code)."""

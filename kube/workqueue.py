@@ -96,6 +96,9 @@ class WorkQueue(Generic[K]):
         self.name = name
         self.backoff = backoff or ItemBackoff()
         self.metrics = WorkqueueMetrics.for_registry(registry) if registry is not None else None
+        if self.metrics is not None:  # labels() checks its arguments on every call: look them up once
+            self._adds = self.metrics.adds.labels(name)
+            self._depth = self.metrics.depth.labels(name)
         self._queue: deque[K] = deque()
         self._dirty: set[K] = set()  # waiting in a lane, or re-added while processing
         # The background lane: its entries may be stale (a key moved to the front lane, or
@@ -120,7 +123,7 @@ class WorkQueue(Generic[K]):
         if self._shutting_down:
             return
         if self.metrics:
-            self.metrics.adds.labels(self.name).inc()
+            self._adds.inc()
         if key in self._dirty:
             if key in self._background_keys:
                 self._background_keys.discard(key)
@@ -143,7 +146,7 @@ class WorkQueue(Generic[K]):
         if self._shutting_down:
             return
         if self.metrics:
-            self.metrics.adds.labels(self.name).inc()
+            self._adds.inc()
         if key in self._dirty:
             return
         self._dirty.add(key)
@@ -294,7 +297,7 @@ class WorkQueue(Generic[K]):
 
     def _update_depth(self) -> None:
         if self.metrics:
-            self.metrics.depth.labels(self.name).set(len(self))
+            self._depth.set(len(self))
 
 
 Reconcile = Callable[[K], Awaitable[float | None]]
