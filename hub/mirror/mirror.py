@@ -225,7 +225,7 @@ class LeaderMirror:
             self._idle.clear()
             await asyncio.sleep(self._batch_delay)
             through, pending = self._feed.take()
-            if await self._pass(through, pending):
+            if await self._pass(pending):
                 failures = 0
                 self.revision = max(self.revision, through)
                 self.metrics.revision.set(self.revision)
@@ -248,7 +248,7 @@ class LeaderMirror:
                     self._feed.give_back(kind, name, 0)
         self._feed.changed.set()
 
-    async def _pass(self, through: int, pending: Pending) -> bool:
+    async def _pass(self, pending: Pending) -> bool:
         """Write what differs, oldest revision first; False if something is left for later."""
         self.passes += 1
         queue = collections.deque(pending.in_order())
@@ -273,7 +273,6 @@ class LeaderMirror:
         await asyncio.gather(*(worker() for _ in range(min(self._concurrency, max(1, len(queue))))))
         for revision, kind, name in [*left, *queue]:
             self._feed.give_back(kind, name, revision)
-        del through
         return not left and not queue
 
     def _desired(self, kind: Kind, name: str) -> Desired | None:

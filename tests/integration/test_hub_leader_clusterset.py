@@ -23,13 +23,14 @@ import grpc
 import pytest
 
 from hub.app import HubApp
+from hub.clusterset_end import RECORD_FILE
 from kube.client import KubeClient
-from kube.resources import CLUSTER_SETS
+from kube.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.contract.leader_api import LeaderApi, leader_api
 from tests.integration.hub_fixtures import hub_config
-from tests.integration.hubclient import MemberFactory
+from tests.integration.hubclient import MemberFactory, service_export
 
 CONFIGURED_SET, CONFIGURED_LEADER = "test-clusterset", "test-cluster-north"
 
@@ -172,4 +173,44 @@ async def test_a_matching_cr_says_so_and_a_cr_at_odds_with_itself_is_reported(le
         await until(at_odds, 10, "the CR's own inconsistency reported")
         assert hub.config.leader_cluster_id == CONFIGURED_LEADER  # spec.clusterID, the leader's own ID
     finally:
+        await hub.stop()
+
+
+async def test_deleting_the_leader_clusterset_ends_the_clusterset_and_empties_the_leader(leader: Leader) -> None:
+    """The guide's "Remove a Leader Cluster", step 3, for either store: what the hub wrote goes and
+    members are refused (a SQLite hub records it in its data dir, as `mcctl destroy` does)."""
+    ns, client = leader.namespace, leader.client
+    await client.create(CLUSTER_SETS, clusterset(CONFIGURED_SET, CONFIGURED_LEADER, CONFIGURED_LEADER), namespace=ns)
+    hub = leader.hub()
+    await hub.start()
+    members = MemberFactory(hub)
+    try:
+        await serving(hub)
+        east = await members("east")
+        await east.export(service_export("east", "default", "nginx"))
+
+        async def crs() -> set[str]:
+            found: set[str] = set()
+            for resource in (RESOURCE_EXPORTS, RESOURCE_IMPORTS, MEMBER_CLUSTER_ANNOUNCES):
+                found |= {o["metadata"]["name"] for o in (await client.list(resource, ns)).items}
+            return found
+
+        async def written() -> bool:
+            return "member-announce-from-east" in await crs() and "default-nginx-service" in await crs()
+
+        await until(written, 10, "the hub's CRs in the leader")
+        await client.delete(CLUSTER_SETS, CONFIGURED_SET, ns)
+
+        async def emptied() -> bool:
+            return not await crs()
+
+        await until(emptied, 10, "the leader Namespace emptied of the hub's CRs")
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await east.announce()
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "was deleted from Namespace" in (refused.value.details() or "")
+        if leader.store == "mirror":
+            assert CONFIGURED_SET in (leader.tmp / "hub" / RECORD_FILE).read_text()
+    finally:
+        await members.close()
         await hub.stop()
