@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.backoff import Backoff
+from member.hubclient.connection import CallMetadata
 from member.hubclient.errors import PermanentHubError, classify
 from member.hubclient.pulse import sleep_or
 from member.hubclient.state import StateTracker
@@ -27,6 +28,7 @@ class AnnounceSettings:
     call_timeout: float
     # Overrides the hub's interval (tests); None: use the hub's.
     heartbeat_interval: float | None = None
+    metadata: CallMetadata = ()  # the token, on every call
 
 
 class Announcer:
@@ -54,7 +56,9 @@ class Announcer:
             self._poked.clear()
             self.attempts += 1
             try:
-                response = await self._stub.Announce(self._request, timeout=self._settings.call_timeout)
+                response = await self._stub.Announce(
+                    self._request, timeout=self._settings.call_timeout, metadata=self._settings.metadata
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -22,6 +22,7 @@ import grpc
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.backoff import Backoff
+from member.hubclient.connection import CallMetadata
 from member.hubclient.desired import DesiredExports, ExportRejection
 from member.hubclient.errors import (
     HubCallError,
@@ -49,6 +50,7 @@ class ExportSettings:
     # Between attempts while the hub refuses the stream itself (bad token...).
     permanent_retry_delay: float
     max_in_flight: int
+    metadata: CallMetadata = ()  # the token, on every call
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ class ExportPump:
 
     async def _stream(self, backoff: Backoff) -> None:
         self.streams_opened += 1
-        call = self._stub.Export()
+        call = self._stub.Export(metadata=self._settings.metadata)
         self._streaming = True
         writer = asyncio.create_task(self._write(call), name="hubclient-export-writer")
         try:

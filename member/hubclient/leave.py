@@ -14,6 +14,7 @@ import logging
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.backoff import Backoff
+from member.hubclient.connection import CallMetadata
 from member.hubclient.errors import PermanentHubError, classify
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,7 @@ async def leave(
     within: float,
     call_timeout: float,
     backoff: Backoff,
+    metadata: CallMetadata = (),
 ) -> bool:
     """Whether the hub heard it (it then holds nothing of this member)."""
     request = pb.LeaveRequest(cluster_id=cluster_id)
@@ -33,7 +35,7 @@ async def leave(
         async with asyncio.timeout(within):
             while True:
                 try:
-                    answer = await stub.Leave(request, timeout=call_timeout)
+                    answer = await stub.Leave(request, timeout=call_timeout, metadata=metadata)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.backoff import Backoff
+from member.hubclient.connection import CallMetadata
 from member.hubclient.errors import PermanentHubError, classify
 from member.hubclient.pulse import Pulse
 
@@ -23,6 +24,7 @@ class ReportSettings:
     initial_backoff: float
     max_backoff: float
     call_timeout: float
+    metadata: CallMetadata = ()  # the token, on every call
 
 
 class ImportStatusReporter:
@@ -62,7 +64,9 @@ class ImportStatusReporter:
             del self._pending[name]
             self._sending = True
             try:
-                await stub.ReportImportStatus(request, timeout=self._settings.call_timeout)
+                await stub.ReportImportStatus(
+                    request, timeout=self._settings.call_timeout, metadata=self._settings.metadata
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

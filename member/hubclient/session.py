@@ -115,7 +115,8 @@ class HubSession:
         self._exports: ExportPump | None = None
         self._watch: ImportWatch | None = None
         self._reports = ImportStatusReporter(
-            config.cluster_id, ReportSettings(config.initial_backoff, config.max_backoff, config.call_timeout)
+            config.cluster_id,
+            ReportSettings(config.initial_backoff, config.max_backoff, config.call_timeout, endpoint.call_metadata()),
         )
         self._consumer = on_import_event
         self._on_verdict = on_verdict
@@ -148,6 +149,7 @@ class HubSession:
                 cfg.permanent_retry_delay,
                 cfg.call_timeout,
                 cfg.heartbeat_interval,
+                self._endpoint.call_metadata(),
             ),
         )
         self._exports = ExportPump(
@@ -155,7 +157,13 @@ class HubSession:
             self._desired,
             self._verdicts,
             self._tracker,
-            ExportSettings(cfg.initial_backoff, cfg.max_backoff, cfg.permanent_retry_delay, cfg.max_in_flight),
+            ExportSettings(
+                cfg.initial_backoff,
+                cfg.max_backoff,
+                cfg.permanent_retry_delay,
+                cfg.max_in_flight,
+                self._endpoint.call_metadata(),
+            ),
             on_verdict=self._on_verdict,
             on_rejected=self._on_rejected,
             on_not_joined=self._announcer.poke,
@@ -173,7 +181,9 @@ class HubSession:
                 cfg.cluster_id,
                 self._consumer,
                 self._tracker,
-                WatchSettings(cfg.initial_backoff, cfg.max_backoff, cfg.permanent_retry_delay),
+                WatchSettings(
+                    cfg.initial_backoff, cfg.max_backoff, cfg.permanent_retry_delay, self._endpoint.call_metadata()
+                ),
                 position=self._watch_from,
                 known_imports=self._known_imports,
                 on_lost=self._announcer.poke,
@@ -210,6 +220,7 @@ class HubSession:
                 within=timeout,
                 call_timeout=self._config.call_timeout,
                 backoff=Backoff(self._config.initial_backoff, self._config.max_backoff),
+                metadata=self._endpoint.call_metadata(),
             )
         await self._channel.close()
         self._channel = None

@@ -19,6 +19,7 @@ import grpc
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.backoff import Backoff
+from member.hubclient.connection import CallMetadata
 from member.hubclient.errors import HubCallError, PermanentHubError, ResumeHubError, TemporaryHubError, classify
 from member.hubclient.events import Delete, ImportConsumer, ImportEvent, Resumed, Synced, Upsert, WatchPosition
 from member.hubclient.pulse import Pulse
@@ -32,6 +33,7 @@ class WatchSettings:
     initial_backoff: float
     max_backoff: float
     permanent_retry_delay: float
+    metadata: CallMetadata = ()  # the token, on every call
 
 
 class ImportApplyError(Exception):
@@ -113,7 +115,7 @@ class ImportWatch:
         request = pb.WatchImportsRequest(
             cluster_id=self._cluster_id, epoch=self._position.epoch, revision=self._position.revision
         )
-        call = self._stub.WatchImports(request)
+        call = self._stub.WatchImports(request, metadata=self._settings.metadata)
         try:
             while True:
                 event = await call.read()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -70,3 +71,26 @@ async def test_an_insecure_loopback_hub_is_reached_with_the_token(tmp_path: Path
             assert "east-default-plain-service" in app.engine.index.exports
     finally:
         await app.stop()
+
+
+async def test_every_call_carries_the_token_without_a_thread_per_call(
+    sessions: SessionFactory, hub: HubApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """grpc runs Python call credentials on a new thread per call; the token goes as metadata."""
+    session = await sessions.open("east")
+    async with asyncio.timeout(WAIT):
+        await session.wait_for_state(lambda s: s.connected)
+    started: list[str] = []
+    original = threading.Thread.start
+
+    def counting_start(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        original(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counting_start)
+    for index in range(50):
+        session.report_import_status(f"default-svc-{index}-service", True, "Succeeded")
+    async with asyncio.timeout(WAIT):
+        await session.wait_reports_sent()
+    assert hub.engine.import_status["default-svc-49-service"]["east"].succeeded  # authenticated, all 50
+    assert len(started) < 5, started
