@@ -398,8 +398,8 @@ class HubApp:
         self.metrics.members_total.set(len(health_list))
         self.metrics.members_connected.set(sum(1 for h in health_list if h.connected))
         self.metrics.store_revision.set(self.engine.revision)
-        export_kinds: Counter[str] = Counter(e.WhichOneof("payload") or "" for e in index.exports.values())
-        import_kinds: Counter[str] = Counter(i.WhichOneof("payload") or "" for i in index.imports.values())
+        export_kinds: Counter[str] = Counter(kind for _, (kind, _) in index.exports.facets())
+        import_kinds: Counter[str] = Counter(kind for _, (kind, _) in index.imports.facets())
         # Every kind is set, so a kind that dropped to zero reads 0, not its last count.
         for kind in pb.ResourceExport.DESCRIPTOR.oneofs_by_name["payload"].fields:
             self.metrics.exports.labels(kind=kind.name).set(export_kinds.get(kind.name, 0))

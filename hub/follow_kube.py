@@ -14,7 +14,9 @@ the leader's epoch from there. Every such switch is a `Rebase`: open watches res
 resuming in a history the follower does not hold is answered with a snapshot.
 
 Writes of anyone but the hub (a CR edited or deleted with kubectl) are not followed: the
-leader's index does not follow them either. ResourceExports and MemberClusterAnnounces are
+leader's index does not follow them either. What landed of a batch that failed (the leader's
+index does not have it, the CRs do) is stamped with the revision the next batch takes, and a
+follower shows it with that revision, as a leader loading the CRs would. ResourceExports and MemberClusterAnnounces are
 followed as they are (only the REST views read them).
 """
 

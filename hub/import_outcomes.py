@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hub.import_status import ImportStatusEntry
@@ -51,7 +51,7 @@ class ReportSource:
 
     def __init__(
         self,
-        imports: Callable[[], dict[str, pb.ResourceImport]],
+        imports: Callable[[], Mapping[str, pb.ResourceImport]],
         reports: Callable[[], dict[str, dict[str, ImportStatusEntry]]],
     ) -> None:
         self.imports = imports

@@ -192,10 +192,8 @@ class KubeStore(Store):
                 async with asyncio.timeout(self._write_timeout):
                     await asyncio.gather(*tasks)
             except TimeoutError as exc:
-                self._revision += 1  # part of it may carry this revision's stamp: never reuse it
                 raise CommitFailed(f"a batch of {len(jobs)} writes did not land within {self._write_timeout}s") from exc
             except KubeError as exc:
-                self._revision += 1
                 raise CommitFailed(f"the API server refused a write of the batch: {exc}") from exc
             finally:
                 # gather leaves the others running when one fails: stop them, so no write of
