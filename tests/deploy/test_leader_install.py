@@ -255,13 +255,16 @@ async def test_the_deployed_hub_serves_a_member_joined_with_the_default_token_an
             assert isinstance(deleted, pb.ExportResponse), deleted
             assert deleted.sequence == 2 and deleted.status.verdict == pb.VERDICT_DELETED, deleted
             export.cancel()
+            # ... and leaves the ClusterSet, as a member whose ClusterSet is deleted does: its
+            # announce goes with it (before the answer).
+            left = await stub.Leave(pb.LeaveRequest(cluster_id=MEMBER), metadata=metadata)
+            assert left.was_member, left
 
-        # Uninstall the leader as the user guide says: no ResourceExport or ResourceImport is left
-        # once the members are gone; the left member's announce is deleted by hand; then the
-        # ClusterSet, then the manifest.
-        assert await names_in_namespace(kubectl, "resourceexports,resourceimports") == []
+        # Uninstall the leader as the user guide says: no MemberClusterAnnounce, ResourceExport
+        # or ResourceImport is left once the members are gone (nothing to delete by hand); then
+        # the ClusterSet, then the manifest.
+        assert await names_in_namespace(kubectl, "memberclusterannounces,resourceexports,resourceimports") == []
         logged_before_uninstall = hub.log.stat().st_size
-        (await kubectl("delete", "memberclusterannounces", "--all", "-n", NAMESPACE)).check()
         (await kubectl("delete", "clusterset", "test-clusterset", "-n", NAMESPACE)).check()
         (await kubectl("delete", "-f", str(manifests.LEADER), "--ignore-not-found", "--wait=true")).check()
         # The Deployment is gone, so the kubelet stops the Pods.
