@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from hub.auth.identity import ADMIN
 from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, quote
-from hub.merge.ownership import is_admin_export
+from hub.merge.ownership import ADMIN_OWNER
 from hub.store.base import StoreError
 from hub.store.kube_authorship import Authorship, authorship, spec_kind
 from kube.client import KubeClient, PatchType, WatchEvent
@@ -138,8 +138,7 @@ class KubectlExports:
         obj = event.object
         name = name_of(obj)
         if event.type == "DELETED":
-            held = self._engine().index.exports.get(name)
-            if held is None or not is_admin_export(held):
+            if not self._holds_policy(name):
                 self._handled.pop(name, None)
                 return  # the hub deleted it, or a member's export (the mirror puts those back)
         elif event.type == "BOOKMARK" or authorship(obj) is Authorship.HUB:
@@ -244,9 +243,13 @@ class KubectlExports:
             extra={"object": quote(name), "revision": answer.revision, "verdict": answer.status.verdict},
         )
 
+    def _holds_policy(self, name: str) -> bool:
+        """The hub holds an admin export (a policy) of this name (read from the index's facets)."""
+        exports = self._engine().index.exports
+        return name in exports and exports.facet(name)[1] == ADMIN_OWNER
+
     async def _withdraw(self, name: str) -> None:
-        held = self._engine().index.exports.get(name)
-        if held is None or not is_admin_export(held):
+        if not self._holds_policy(name):
             return
         answer = await self._engine().delete(ADMIN, name)
         self._handled.pop(name, None)
