@@ -123,12 +123,13 @@ def test_the_hubs_probes_use_its_rest_port_and_replicas_elect_a_leader() -> None
     objects = manifests.load(manifests.LEADER)
     hub = manifests.find(objects, "Deployment", "mchub-hub")
     assert hub["spec"]["replicas"] == 2
-    # A follower is never Ready, so a rolling update could never finish.
+    # The old leader lets go of the Lease as it stops; the new replicas take it.
     assert hub["spec"]["strategy"] == {"type": "Recreate"}
     (container,) = hub["spec"]["template"]["spec"]["containers"]
-    # Ready only while leading: the Service then points at the leader alone. The REST port
-    # serves HTTPS (it carries bearer tokens), so the kubelet probes it over TLS.
-    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "rest", "scheme": "HTTPS"}
+    # Ready in its role (the leader, or a follower serving watches); the write Service selects
+    # the leader by its Pod label. The REST port serves HTTPS (it carries bearer tokens), so
+    # the kubelet probes it over TLS.
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz/watches", "port": "rest", "scheme": "HTTPS"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "rest", "scheme": "HTTPS"}
     assert "--insecure" not in _argv(manifests.LEADER, hub)
     argv = _argv(manifests.LEADER, hub)
@@ -143,7 +144,14 @@ def test_the_hub_service_selects_the_hub_pods_and_exposes_grpc_and_rest() -> Non
     objects = manifests.load(manifests.LEADER)
     service = manifests.find(objects, "Service", "mchub-hub")
     template = manifests.find(objects, "Deployment", "mchub-hub")["spec"]["template"]
-    assert service["spec"]["selector"].items() <= template["metadata"]["labels"].items()
+    selector = dict(service["spec"]["selector"])
+    # The leader labels its own Pod with its role (--pod-name): writes reach the leader alone,
+    # watches any Ready replica.
+    assert selector.pop("mchub.antrea.io/hub-role") == "leader"
+    assert selector.items() <= template["metadata"]["labels"].items()
+    watch = manifests.find(objects, "Service", "mchub-hub-watch")
+    assert watch["spec"]["selector"].items() <= template["metadata"]["labels"].items()
+    assert watch["spec"]["ports"] == service["spec"]["ports"]
     container_ports = {p["name"]: p["containerPort"] for p in template["spec"]["containers"][0]["ports"]}
     exposed = {p["port"]: container_ports[p["targetPort"]] for p in service["spec"]["ports"]}
     assert exposed == {50051: 50051, 8080: 8080}
