@@ -244,7 +244,7 @@ class LeaderMirror:
         for kind, informer in self.informers.items():
             for obj in informer.list(self.namespace):
                 name = name_of(obj)
-                if is_managed(obj) and self._desired(kind, name) is None:
+                if is_managed(obj) and not self._holds(kind, name):
                     self._feed.give_back(kind, name, 0)
         self._feed.changed.set()
 
@@ -274,6 +274,14 @@ class LeaderMirror:
         for revision, kind, name in [*left, *queue]:
             self._feed.give_back(kind, name, revision)
         return not left and not queue
+
+    def _holds(self, kind: Kind, name: str) -> bool:
+        index = self._engine().index
+        if kind is Kind.EXPORT:
+            return name in index.exports
+        if kind is Kind.IMPORT:
+            return name in index.imports
+        return name.startswith(_ANNOUNCE_PREFIX) and name.removeprefix(_ANNOUNCE_PREFIX) in index.members
 
     def _desired(self, kind: Kind, name: str) -> Desired | None:
         index = self._engine().index

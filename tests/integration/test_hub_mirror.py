@@ -388,3 +388,35 @@ async def test_requests_per_mirrored_change_are_counted_and_bounded(leader: Lead
         listed = await names_of(leader.client, RESOURCE_IMPORTS, leader.namespace)
         assert len(listed) == 2 * count
     assert total > 0
+
+
+async def test_what_changed_while_the_mirror_was_off_is_caught_up_at_start(leader: Leader, tmp_path: Path) -> None:
+    """A hub run once without its mirror (the member removed meanwhile): the next start deletes the
+    CRs of what went and writes what came, and nothing else."""
+    ns = leader.namespace
+    async with mirrored_hub(tmp_path / "hub", leader.api.kubeconfig, ns) as hub:
+        members = MemberFactory(hub)
+        try:
+            await export_nginx(members, "test-cluster-east", "10.96.0.10")
+            await caught_up(hub)
+        finally:
+            await members.close()
+    plain = HubApp(hub_config(tmp_path / "hub", cluster_set_id=CLUSTERSET, leader_cluster_id=LEADER, namespace=ns))
+    await plain.start()
+    members = MemberFactory(plain)
+    try:
+        await plain.engine.forget_member("test-cluster-east")
+        await export_nginx(members, "test-cluster-west", "10.112.0.10")
+    finally:
+        await members.close()
+        await plain.stop()
+    async with mirrored_hub(tmp_path / "hub", leader.api.kubeconfig, ns) as again:
+        await caught_up(again)
+        exports = await names_of(leader.client, RESOURCE_EXPORTS, ns)
+        assert exports == {"test-cluster-west-default-nginx-service", "test-cluster-west-default-nginx-endpoints"}
+        announces = await names_of(leader.client, MEMBER_CLUSTER_ANNOUNCES, ns)
+        assert announces == {"member-announce-from-test-cluster-west"}
+        assert await names_of(leader.client, RESOURCE_IMPORTS, ns) == {
+            "default-nginx-service",
+            "default-nginx-endpoints",
+        }
