@@ -19,6 +19,7 @@ from member.config import DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS, MemberOp
 from member.dns.service import DnsOptions
 from member.dns.zone import DEFAULT_TTL
 from member.health import HealthServer
+from member.hubclient import parse_target
 
 
 def register(sub: Any) -> None:
@@ -74,6 +75,12 @@ def register(sub: Any) -> None:
         default=defaults.export_workers,
         help=f"ServiceExports reconciled at once (default {defaults.export_workers})",
     )
+    parser.add_argument(
+        "--hub-watch-server",
+        default="",
+        help="send the import watch to this hub address (any replica serving watches, e.g. the Service "
+        "mchub-hub-watch), and writes to the ClusterSet's leader server (default: everything there)",
+    )
     parser.set_defaults(func=run_member)
 
 
@@ -82,10 +89,14 @@ async def serve(args: argparse.Namespace) -> int:
         dns_address = getattr(args, "dns_address", "")  # callers that build args by hand may leave it out
         dns = DnsOptions(dns_address, ttl=getattr(args, "dns_ttl", DEFAULT_TTL)) if dns_address else None
         defaults = MemberOptions()
+        watch_server = getattr(args, "hub_watch_server", "")
+        if watch_server:
+            parse_target(watch_server)  # a bad address exits 2 now, not at join
         options = MemberOptions(
             dns=dns,
             import_workers=getattr(args, "import_workers", defaults.import_workers),
             export_workers=getattr(args, "export_workers", defaults.export_workers),
+            session_overrides={"watch_server": watch_server} if watch_server else {},
         )
     except ValueError as exc:
         print(f"mchub member: {exc}", file=sys.stderr)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.announce import Announcer, AnnounceSettings
 from member.hubclient.backoff import Backoff
-from member.hubclient.connection import HubEndpoint
+from member.hubclient.connection import HubEndpoint, parse_target
 from member.hubclient.desired import DesiredExports, ExportRejection
 from member.hubclient.events import ImportConsumer, WatchPosition
 from member.hubclient.export_stream import ExportPump, ExportSettings, RejectionListener, VerdictListener
@@ -64,6 +65,10 @@ class HubSessionConfig:
     max_message_bytes: int = 4 * 1024 * 1024
     # stop() lets in-flight export writes finish for this long, then cancels.
     stop_timeout: float = 5.0
+    # Where WatchImports goes, when not to the endpoint's server: any hub replica that serves
+    # watches (the Service mchub-hub-watch), so the fan-out spreads over the replicas while
+    # writes (announces, exports, reports) go to the leader. Same token, CA and name checks.
+    watch_server: str = ""
 
     def validate(self) -> HubSessionConfig:
         if not self.cluster_id or not self.cluster_set_id:
@@ -72,6 +77,8 @@ class HubSessionConfig:
             raise ValueError("backoff: 0 < initial_backoff <= max_backoff")
         if self.max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
+        if self.watch_server:
+            parse_target(self.watch_server)  # EndpointError (a ValueError) when malformed
         return self
 
 
@@ -106,6 +113,8 @@ class HubSession:
         self._desired = DesiredExports(config.max_message_bytes - 1024)  # room for the request envelope
         self._verdicts = VerdictBook()
         self._channel: grpc.aio.Channel | None = None
+        # The channel of the import watch when it goes elsewhere (HubSessionConfig.watch_server).
+        self._watch_channel: grpc.aio.Channel | None = None
         self._stub: pb_grpc.CommonAreaServiceAsyncStub | None = None
         # After stop(leave=True): whether the hub heard the leave (None: never asked to leave).
         self.left: bool | None = None
@@ -176,8 +185,16 @@ class HubSession:
         if self._watch is not None:  # started again after a stop: carry on from where it was
             self._watch_from, self._known_imports = self._watch.position, self._watch.known_imports
         if self._consumer is not None:
+            watch_stub = stub
+            if cfg.watch_server:
+                self._watch_channel = dataclasses.replace(self._endpoint, server=cfg.watch_server).open_channel(
+                    reconnect_initial=cfg.initial_backoff,
+                    reconnect_max=cfg.max_backoff,
+                    max_message_bytes=cfg.max_message_bytes,
+                )
+                watch_stub = pb_grpc.CommonAreaServiceStub(self._watch_channel)
             self._watch = ImportWatch(
-                stub,
+                watch_stub,
                 cfg.cluster_id,
                 self._consumer,
                 self._tracker,
@@ -189,7 +206,10 @@ class HubSession:
                 on_lost=self._announcer.poke,
             )
             self._tasks.append(asyncio.create_task(self._watch.run(), name=f"hubclient-imports-{cfg.cluster_id}"))
-        log.info("hub session started", extra={"clusterID": cfg.cluster_id, "hub": self._endpoint.target})
+        log.info(
+            "hub session started",
+            extra={"clusterID": cfg.cluster_id, "hub": self._endpoint.target, "watchHub": cfg.watch_server},
+        )
 
     async def stop(self, *, leave: bool = False) -> None:
         """Let in-flight export writes and reports finish (up to stop_timeout), then close everything.
@@ -224,6 +244,9 @@ class HubSession:
             )
         await self._channel.close()
         self._channel = None
+        if self._watch_channel is not None:
+            await self._watch_channel.close()
+            self._watch_channel = None
         self._tracker.update(connected=False, last_error="stopped", exports_synced=False, imports_synced=False)
         log.info("hub session stopped", extra={"clusterID": self._config.cluster_id})
 

@@ -19,6 +19,7 @@ import pytest
 from hub.app import HubApp
 from hub.engine import Engine
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from member.hubclient import HubEndpoint, HubSession, HubSessionConfig, ImportEvent, Upsert
 from tests.integration.hub_fixtures import hub_config, rest_session
 from tests.integration.hubclient import Member, endpoints_export, read_until_synced, service_export
 
@@ -186,3 +187,41 @@ async def test_a_watch_resumes_on_another_replica_with_only_what_it_missed(leade
     finally:
         for member in (east, via_follower):
             await member.close()
+
+
+async def test_a_member_session_writes_to_the_leader_and_watches_through_a_follower(
+    leader: HubApp, follower: HubApp
+) -> None:
+    assert leader.ca_cert is not None
+    ca = leader.ca_cert.read_bytes()
+    config = HubSessionConfig(
+        cluster_id="west",
+        cluster_set_id="test-clusterset",
+        initial_backoff=0.05,
+        max_backoff=0.3,
+        watch_server=f"https://{follower.grpc_target}",
+    )
+    received: list[str] = []
+    arrived = asyncio.Event()
+
+    async def consume(event: ImportEvent) -> None:
+        if isinstance(event, Upsert):
+            received.append(event.import_name)
+            if event.import_name == "default-web-service":
+                arrived.set()
+
+    west_token = leader.tokens.create("member-west", cluster_id="west")
+    west = HubSession(HubEndpoint(f"https://{leader.grpc_target}", west_token, ca), config, on_import_event=consume)
+    east = _member(leader, "east", leader.tokens.create("member-east", cluster_id="east"))
+    await west.start()
+    try:
+        await east.announce()
+        await east.export(service_export("east", "default", "web"))
+        async with asyncio.timeout(10):
+            await arrived.wait()
+        assert "west" in leader.engine.index.members  # it announced to the leader
+        assert follower.engine.imports_bus.count() == 1  # and watches through the follower
+        assert leader.engine.imports_bus.count() == 0
+    finally:
+        await west.stop()
+        await east.close()
