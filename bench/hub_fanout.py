@@ -31,6 +31,9 @@ from typing import Any
 import grpc
 
 from hub.auth.tokens import TokenStore
+from hub.index import Index
+from hub.merge import MergeConfig, MergeContext
+from hub.regroup import regroup
 from hub.tls import ensure_tls
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -74,10 +77,6 @@ def endpoints_export(cluster: str, i: int) -> pb.ResourceExport:
 
 def import_events(exports: list[pb.ResourceExport]) -> list[bytes]:
     """The WatchImportsResponses a member receives for these exports, as the hub merges them."""
-    from hub.index import Index
-    from hub.merge import MergeConfig, MergeContext
-    from hub.regroup import regroup
-
     batch = regroup(Index(), MergeContext(config=MergeConfig()), deleted=set(), put=exports)
     return [
         pb.WatchImportsResponse(epoch="0123456789abcdef", revision=12345 + n, upsert=imp).SerializeToString()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -33,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import matplotlib
+import matplotlib.pyplot as plt
 from hub_fanout import (
     channel_for,
     endpoints_export,
@@ -86,7 +89,7 @@ async def watchers_child(spec_file: Path) -> None:
     counts = [0] * len(spec["watchers"])
     resumes = [0]  # streams cut off (slow watcher) or refused (follower not serving yet), then resumed
     synced = 0
-    done = asyncio.Event()
+    done, all_synced = asyncio.Event(), asyncio.Event()
     finished = 0
 
     async def watch(n: int, target: str, cluster: str, token: str) -> None:
@@ -107,6 +110,8 @@ async def watchers_child(spec_file: Path) -> None:
                     async for message in call:
                         if raw and message == b"subscribed":
                             synced += 1
+                            if synced == len(counts):
+                                all_synced.set()
                             continue
                         event = pb.WatchImportsResponse.FromString(message) if raw else message
                         kind = event.WhichOneof("event")
@@ -114,6 +119,8 @@ async def watchers_child(spec_file: Path) -> None:
                         if kind == "synced" and not was_synced:
                             was_synced = True
                             synced += 1
+                            if synced == len(counts):
+                                all_synced.set()
                         elif kind == "upsert":
                             held.add(event.upsert.import_name)
                             counts[n] = len(held)
@@ -133,15 +140,12 @@ async def watchers_child(spec_file: Path) -> None:
             await channel.close()
 
     tasks = [asyncio.create_task(watch(n, *w)) for n, w in enumerate(spec["watchers"])]
-    while synced < len(counts):
-        await asyncio.sleep(0.05)
+    await all_synced.wait()
     print("ready", flush=True)
     while not done.is_set():
         print(f"progress {time.time():.3f} {sum(counts)}", flush=True)
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), PROGRESS_EVERY)
-        except TimeoutError:
-            pass
     print(f"progress {time.time():.3f} {sum(counts)}", flush=True)
     print(f"done {time.time():.3f} {resumes[0]}", flush=True)
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -173,9 +177,10 @@ class WatcherGroup:
             if line.strip() != "ready":
                 raise RuntimeError(f"watchers did not get ready: {line!r}")
 
-    async def wait_done(self, timeout: float) -> float:
+    async def wait_done(self, within: float) -> float:
         """Collect progress until every process is done; the wall time the last one finished."""
-        await asyncio.wait_for(asyncio.gather(*(self._read(n, p) for n, p in enumerate(self.processes))), timeout)
+        async with asyncio.timeout(within):
+            await asyncio.gather(*(self._read(n, p) for n, p in enumerate(self.processes)))
         return max(self.finished_at)
 
     async def _read(self, n: int, process: asyncio.subprocess.Process) -> None:
@@ -360,6 +365,8 @@ async def memory_run(args: argparse.Namespace) -> dict[str, Any]:
                 await export_all(target, ca, exporting, part)
                 total += sum(len(e) for e in part.values())
                 steps.append((total, rss_bytes(process.pid)))
+            snapshot = await snapshot_seconds(target, ca, exporting)
+            after_snapshot = rss_bytes(process.pid)
         finally:
             await stop_child(process)
     growth = (steps[-1][1] - steps[1][1]) / max(1, (steps[-1][0] - steps[1][0]) / 10_000)
@@ -369,28 +376,40 @@ async def memory_run(args: argparse.Namespace) -> dict[str, Any]:
         "rss_idle_bytes": steps[0][1],
         "rss_per_10000_exports_bytes": growth,
         "steps": steps,
+        "snapshot_seconds": snapshot,
+        "rss_after_snapshot_bytes": after_snapshot,
     }
 
 
+async def snapshot_seconds(target: str, ca: bytes, tokens: dict[str, str]) -> float:
+    """One member (an exporter) watches: seconds until it holds the snapshot of every import."""
+    cluster, token = next(iter(tokens.items()))
+    channel = channel_for(target, ca, token)
+    try:
+        start = time.perf_counter()
+        call = pb_grpc.CommonAreaServiceStub(channel).WatchImports(pb.WatchImportsRequest(cluster_id=cluster))
+        async for event in call:
+            if event.WhichOneof("event") == "synced":
+                call.cancel()
+                break
+        return time.perf_counter() - start
+    finally:
+        await channel.close()
+
+
 def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for key, label in (
-        ("raw", "raw grpc.aio (floor)"),
-        ("one_replica", "hub, 1 replica"),
-        ("two_replicas", "hub, 2 replicas"),
-    ):
+    curves = (("raw", "raw grpc.aio (floor)"), ("one_replica", "hub, 1 replica"), ("two_replicas", "hub, 2 replicas"))
+    for key, label in curves:
         if key in results:
             series = results[key]["series"]
             ax.plot([t for t, _ in series], [n / 1e6 for _, n in series], label=label)
     ax.set_xlabel("seconds since the first export")
     ax.set_ylabel("import deliveries (millions)")
     ax.set_title(
-        f"{results['deliveries']:,} import deliveries to {results['watchers']} watchers (load {results['load']})"
+        f"{results['deliveries']:,} import deliveries to {results['watchers']} watchers "
+        f"({results['cores']} cores, load {results['load']})"
     )
     ax.grid(alpha=0.3)
     ax.legend()
@@ -408,11 +427,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "cores": os.cpu_count(),
         "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
-    if "raw" in args.only:
+    only = set(args.only.split(","))
+    if "raw" in only:
         results["raw"] = await raw_run(args)
-    if "one" in args.only:
+    if "one" in only:
         results["one_replica"] = await hub_run(args, 1)
-    if "two" in args.only:
+    if "two" in only:
         results["two_replicas"] = await hub_run(args, 2)
     one, two, raw = (results.get(k, {}) for k in ("one_replica", "two_replicas", "raw"))
     if one and raw:
@@ -452,7 +472,8 @@ def report(results: dict[str, Any]) -> str:
         lines.append(
             f"  memory: {memory['exports']:,} exports, hub RSS {memory['rss_bytes'] / mib:.0f} MiB "
             f"(idle {memory['rss_idle_bytes'] / mib:.0f} MiB, {memory['rss_per_10000_exports_bytes'] / mib:.1f} MiB "
-            "per 10,000 exports)"
+            f"per 10,000 exports); a watcher's snapshot of them {memory['snapshot_seconds']:.1f} s, "
+            f"RSS after it {memory['rss_after_snapshot_bytes'] / mib:.0f} MiB"
         )
     return "\n".join(lines)
 
