@@ -20,7 +20,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from kube.resources import MEMBER_CLUSTER_ANNOUNCES
+from hub.pod_role import ROLE_LABEL
+from kube.resources import MEMBER_CLUSTER_ANNOUNCES, PODS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
@@ -259,3 +260,40 @@ async def test_a_watch_resumes_on_another_replica_with_only_what_it_missed(leade
         finally:
             for client in (writer, via_leader, via_follower):
                 await client.close()
+
+
+async def test_each_replica_labels_its_pod_with_its_role_and_the_survivor_becomes_leader(
+    leader: Leader, tmp_path: Path
+) -> None:
+    for pod in ("pod-a", "pod-b"):
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": pod, "labels": {"component": "mchub-hub"}},
+            "spec": {"containers": [{"name": "hub", "image": "mchub:latest"}]},
+        }
+        await leader.client.create(PODS, body, namespace=leader.namespace)
+
+    async def roles() -> dict[str, str]:
+        pods = await leader.client.list(PODS, namespace=leader.namespace)
+        return {p["metadata"]["name"]: (p["metadata"].get("labels") or {}).get(ROLE_LABEL, "") for p in pods.items}
+
+    async def until_roles(expected: dict[str, str]) -> None:
+        deadline = time.monotonic() + 15
+        while (seen := await roles()) != expected:
+            assert time.monotonic() < deadline, seen
+            await asyncio.sleep(0.1)
+
+    async with (
+        hub_process(tmp_path / "a", *kube_args(leader, "hub-a"), "--pod-name", "pod-a") as a,
+        hub_process(tmp_path / "b", *kube_args(leader, "hub-b"), "--pod-name", "pod-b") as b,
+    ):
+        leading, following = await _leader_first(a, b)
+        survivor = "pod-b" if leading is a else "pod-a"
+        dead = "pod-a" if leading is a else "pod-b"
+        await until_roles({dead: "leader", survivor: "follower"})
+        leading.process.send_signal(signal.SIGKILL)
+        await leading.process.wait()
+        await wait_ready(following, 15)
+        # The dead replica's Pod keeps its label until it is replaced (as the Deployment does).
+        await until_roles({dead: "leader", survivor: "leader"})
