@@ -4,13 +4,15 @@ Each subscriber owns one bounded queue (as grpc's health servicer keeps one
 per watcher). Publishing never blocks the writer: a subscriber that falls
 further behind than its limit is marked overflowed and its stream ends with a
 "resume" status, after which the member resumes from its last revision and
-the store replays exactly what it missed.
+the store replays exactly what it missed. The limit counts what the items
+weigh (an import batch: its changes), so what a slow watcher holds is bounded
+whatever the batch sizes.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -18,12 +20,20 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
+def _one(_: object) -> int:
+    return 1
+
+
 @dataclass(eq=False)
 class Subscription(Generic[T]):
     limit: int
+    # What an item counts against the limit.
+    weight: Callable[[T], int] = _one
     # None in the queue marks the overflow: the reader sees it after what it
     # was already given, in order.
     queue: asyncio.Queue[T | None] = field(default_factory=asyncio.Queue)
+    # The weight of what is queued.
+    held: int = 0
     overflowed: bool = False
     # Set when the publisher ended this subscription on purpose (Bus.end): why.
     ended: str = ""
@@ -31,22 +41,31 @@ class Subscription(Generic[T]):
     def offer(self, item: T) -> None:
         if self.overflowed:
             return
-        if self.queue.qsize() >= self.limit:
-            self.overflowed = True
-            self.queue.put_nowait(None)
+        weight = self.weight(item)
+        if self.held and self.held + weight > self.limit:
+            self.overflow()
             return
+        self.held += weight
         self.queue.put_nowait(item)
+
+    def overflow(self) -> None:
+        self.overflowed = True
+        self.queue.put_nowait(None)
 
     async def get(self) -> T | None:
         """The next item, or None once the subscription has overflowed."""
-        return await self.queue.get()
+        item = await self.queue.get()
+        if item is not None:
+            self.held -= self.weight(item)
+        return item
 
 
 class Bus(Generic[T]):
     """Broadcast to every subscriber of a topic (a cluster ID, or "" for all)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, weight: Callable[[T], int] = _one) -> None:
         self._limit = limit
+        self._weight = weight
         self._subs: dict[str, set[Subscription[T]]] = {}
         self.closed = False
 
@@ -55,16 +74,14 @@ class Bus(Generic[T]):
         self.closed = True
         for subs in self._subs.values():
             for sub in subs:
-                sub.overflowed = True
-                sub.queue.put_nowait(None)
+                sub.overflow()
 
     def overflow_all(self) -> None:
         """Tell every current subscriber to resume (as if it fell behind); new ones are welcome."""
         for subs in self._subs.values():
             for sub in subs:
                 if not sub.overflowed:
-                    sub.overflowed = True
-                    sub.queue.put_nowait(None)
+                    sub.overflow()
 
     def end(self, topic: str, reason: str) -> None:
         """End the subscriptions of one topic (e.g. a member removed): their next get() is None
@@ -72,12 +89,11 @@ class Bus(Generic[T]):
         for sub in list(self._subs.get(topic, ())):
             if not sub.overflowed:
                 sub.ended = reason
-                sub.overflowed = True
-                sub.queue.put_nowait(None)
+                sub.overflow()
 
     @contextmanager
     def subscribe(self, topic: str = "") -> Iterator[Subscription[T]]:
-        sub: Subscription[T] = Subscription(self._limit)
+        sub: Subscription[T] = Subscription(self._limit, self._weight)
         self._subs.setdefault(topic, set()).add(sub)
         try:
             yield sub

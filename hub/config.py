@@ -66,7 +66,8 @@ class HubConfig:
     status_interval: float = 2.0
     # Largest gRPC message accepted, bytes.
     max_message_bytes: int = 4 * 1024 * 1024
-    # Events a slow watcher may fall behind before it is told to resume.
+    # Import changes (verdicts, for an Export stream) a slow watcher may fall behind before it
+    # is cut off and told to resume; a single batch larger than this is still given whole.
     watch_queue_limit: int = 10_000
     # Grace given to open streams on shutdown.
     shutdown_grace: float = 5.0

@@ -119,7 +119,7 @@ class Engine:
         # What watchers are told (snapshots, bookmarks): Store.watch_revision, kept with the index.
         self.watch_revision = 0
         self.epoch = ""
-        self.imports_bus: Bus[ImportBatch] = Bus(config.watch_queue_limit)
+        self.imports_bus: Bus[ImportBatch] = Bus(config.watch_queue_limit, lambda batch: len(batch.changes) or 1)
         # Topic: the owner key (a cluster ID, ADMIN_OWNER for the admin); items: unsolicited verdicts.
         self.verdicts_bus: Bus[pb.ExportResponse] = Bus(config.watch_queue_limit)
         self.import_status = ImportStatusBook()

@@ -1,0 +1,32 @@
+"""The hub's fan-out bus: what a slow watcher may hold is bounded by what its items weigh."""
+
+from __future__ import annotations
+
+from hub.bus import Bus
+from hub.import_batch import ImportBatch
+from hub.store.base import ImportChange
+
+
+def _batch(revision: int, changes: int) -> ImportBatch:
+    return ImportBatch(revision, [ImportChange(revision, f"imp-{revision}-{n}", None) for n in range(changes)])
+
+
+async def test_a_watcher_is_cut_off_by_the_changes_it_holds_not_by_its_batches() -> None:
+    bus: Bus[ImportBatch] = Bus(10, lambda batch: len(batch.changes) or 1)
+    with bus.subscribe() as slow:
+        bus.publish(_batch(1, 6))
+        bus.publish(_batch(2, 4))  # 10 changes held: at the limit
+        bus.publish(_batch(3, 1))  # one more: cut off
+        bus.publish(_batch(4, 1))  # dropped, the watcher resumes from revision 2
+        assert [await slow.get(), await slow.get(), await slow.get()] == [_batch(1, 6), _batch(2, 4), None]
+        assert slow.overflowed
+
+
+async def test_a_batch_larger_than_the_limit_still_reaches_a_watcher_that_keeps_up() -> None:
+    bus: Bus[ImportBatch] = Bus(10, lambda batch: len(batch.changes) or 1)
+    with bus.subscribe() as watcher:
+        bus.publish(_batch(1, 25))
+        assert await watcher.get() == _batch(1, 25)
+        bus.publish(_batch(2, 3))
+        assert await watcher.get() == _batch(2, 3)
+        assert not watcher.overflowed and watcher.held == 0
