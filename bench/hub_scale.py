@@ -81,7 +81,11 @@ def rss_bytes(pid: int) -> int:
 
 
 async def watchers_child(spec_file: Path) -> None:
-    """Watch with every (target, cluster, token) of the spec; report progress on stdout."""
+    """Watch with every (target, cluster, token) of the spec; report progress on stdout.
+
+    At a lower priority than the servers (nice 10), for the hub and the raw floor alike: the
+    watchers stand for members on other machines, and must not take the server's core."""
+    os.nice(10)
     spec = json.loads(spec_file.read_text())
     ca = Path(spec["ca"]).read_bytes()
     expected: int = spec["expected"]
