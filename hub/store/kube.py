@@ -41,6 +41,7 @@ from hub.store.kube_authorship import Authorship, authorship
 from hub.store.kube_codec import (
     InvalidRecord,
     change_stamp,
+    clearing_deleting_mark,
     deleting_patch,
     export_from_cr,
     export_to_cr,
@@ -270,6 +271,8 @@ class KubeStore(Store):
     async def _patch(self, resource: Resource, name: str, obj: dict[str, Any]) -> None:
         # A merge patch of the whole object: maps merge, lists are replaced, and
         # fields (labels, annotations) others added stay.
+        if resource == RESOURCE_IMPORTS:
+            obj = clearing_deleting_mark(obj)
         await self._client.patch(resource, name, obj, namespace=self.namespace, patch_type=PatchType.MERGE)
 
     async def _delete(self, resource: Resource, name: str) -> None:

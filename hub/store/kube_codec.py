@@ -167,3 +167,10 @@ def stamped(cr: dict[str, Any], stamp: str) -> dict[str, Any]:
 def deleting_patch(stamp: str) -> dict[str, Any]:
     """The merge patch that marks a ResourceImport as deleted at `stamp`, just before the delete."""
     return {"metadata": {"annotations": {ANNOTATION_HUB_CHANGE: stamp, ANNOTATION_HUB_DELETING: "true"}}}
+
+
+def clearing_deleting_mark(cr: dict[str, Any]) -> dict[str, Any]:
+    """The merge patch of a put: also removes a delete's mark left by a delete that failed midway."""
+    meta = dict(cr.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION_HUB_DELETING: None}
+    return {**cr, "metadata": meta}

@@ -21,10 +21,15 @@ import grpc
 import pytest
 
 from hub.pod_role import ROLE_LABEL
-from kube.resources import MEMBER_CLUSTER_ANNOUNCES, PODS
+from hub.store.base import WriteBatch
+from hub.store.kube import KubeStore
+from hub.store.kube_codec import change_stamp, deleting_patch, is_being_deleted, read_change_stamp
+from kube.client import PatchType
+from kube.resources import MEMBER_CLUSTER_ANNOUNCES, PODS, RESOURCE_IMPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
+from tests.contract import samples
 from tests.integration.hubclient import endpoints_export, read_until_synced, secure_channel, service_export
 from tests.integration.hubprocess import HubProcess, hub_process
 from tests.integration.test_hub_kube import Leader, kube_args, leader, member_token, wait_ready
@@ -297,3 +302,22 @@ async def test_each_replica_labels_its_pod_with_its_role_and_the_survivor_become
         await wait_ready(following, 15)
         # The dead replica's Pod keeps its label until it is replaced (as the Deployment does).
         await until_roles({dead: "leader", survivor: "leader"})
+
+
+async def test_a_put_after_a_delete_that_failed_midway_clears_the_deletes_mark(leader: Leader) -> None:
+    store = KubeStore(leader.client, leader.namespace)
+    await store.open()
+    web = samples.service_import("default", "web")
+    await store.commit(WriteBatch(put_imports=[web]))
+    # The delete's mark landed, the delete itself did not (the API server went away).
+    mark = deleting_patch(change_stamp(store.epoch, 2, 1))
+    await leader.client.patch(
+        RESOURCE_IMPORTS, web.import_name, mark, namespace=leader.namespace, patch_type=PatchType.MERGE
+    )
+    again = pb.ResourceImport()
+    again.CopyFrom(web)
+    again.cluster_ids.append("east")
+    revision = await store.commit(WriteBatch(put_imports=[again]))
+    cr = await leader.client.get(RESOURCE_IMPORTS, web.import_name, leader.namespace)
+    assert not is_being_deleted(cr)  # a follower takes the put as a put
+    assert read_change_stamp(cr) == (store.epoch, revision, 1)
