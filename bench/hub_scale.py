@@ -70,6 +70,12 @@ def workload(exporters: int, services: int) -> dict[str, list[pb.ResourceExport]
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -290,11 +296,13 @@ async def hub_run(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
                 for n, part in enumerate(split(watching, WATCHER_PROCESSES))
             ]
             await group.start(specs, Path(tmp))
+            cpu_before = [cpu_seconds(p.pid) for p, _ in hubs]
             start = time.time()
             await export_all(target, ca_path.read_bytes(), exporting, work)
             exported = time.time()
             end = await group.wait_done(args.timeout)
             rss = [rss_bytes(p.pid) for p, _ in hubs]
+            cpu = [cpu_seconds(p.pid) - before for (p, _), before in zip(hubs, cpu_before, strict=True)]
         finally:
             await group.stop()
             for process, _ in hubs:
@@ -310,6 +318,9 @@ async def hub_run(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
         "deliveries_per_second": delivered / seconds,
         "watch_resumes": group.resumes,
         "hub_rss_bytes": rss,
+        # CPU each hub process spent: with a core per replica (and the members elsewhere) the
+        # fan-out would take about the largest of these.
+        "hub_cpu_seconds": cpu,
         "hub_rss_idle_bytes": idle,
         "rss_per_10000_exports_bytes": (rss[0] - idle) / (expected / 10_000),
         "series": sorted((t - start, n) for t, n in group.series if t >= start),
@@ -471,6 +482,10 @@ def report(results: dict[str, Any]) -> str:
             f"ratio to 1 replica {results.get('ratio_two_to_one_replica', 0):.2f}  "
             f"RSS {' + '.join(f'{r / mib:.0f}' for r in two['hub_rss_bytes'])} MiB"
         )
+    for key, label in (("one_replica", "1 replica"), ("two_replicas", "2 replicas")):
+        if run := results.get(key):
+            cpu = " + ".join(f"{c:.1f}" for c in run["hub_cpu_seconds"])
+            lines.append(f"  hub CPU, {label}: {cpu} s")
     if "memory" in results:
         memory = results["memory"]
         lines.append(
