@@ -54,6 +54,15 @@ async def _caught_up(follower: HubApp, leader: Engine) -> None:
         await asyncio.sleep(0.02)
 
 
+async def _names(hub: HubApp, path: str) -> list[str]:
+    async with (
+        rest_session(hub, headers={"Authorization": f"Bearer {hub.admin_token}"}) as http,
+        http.get(path) as response,
+    ):
+        assert response.status == 200, path
+        return [item["metadata"]["name"] for item in (await response.json())["items"]]
+
+
 @pytest.fixture
 async def leader(tmp_path: Path) -> AsyncIterator[HubApp]:
     app = HubApp(hub_config(tmp_path / "hub", leader_address="leader.example:50051"))
@@ -108,6 +117,14 @@ async def test_a_member_watching_through_a_follower_gets_what_the_leader_sends(
         follower_events = await _until_revision(from_follower, last)
         assert follower_events == leader_events
         assert {e[3] for e in leader_events} >= {"default-api-service", "default-web-service"}
+
+        # The REST read views too (exports and members of a SQLite follower lag up to a second or so).
+        for path in ("/api/v1/resourceimports", "/api/v1/resourceexports", "/api/v1/members"):
+            deadline = asyncio.get_running_loop().time() + 10
+            while (views := [await _names(hub, path) for hub in (leader, follower)])[1] != views[0]:
+                assert asyncio.get_running_loop().time() < deadline, (path, views)
+                await asyncio.sleep(0.1)
+            assert views[0], path
     finally:
         for member in (east, via_leader, via_follower):
             await member.close()
