@@ -6,8 +6,8 @@ database keeps the epoch and the revision, so the follower serves the leader's o
 a member resumes across the two with exactly the changes it missed.
 
 Members and exports (only the REST views show them) are re-read after the revision moved,
-at most every `refresh_interval` seconds and at most a tenth of the time (a re-read of 100,000
-exports takes a while): those views lag the leader by about a second, imports do not.
+at most every `refresh_interval` seconds and at most a twentieth of the time (a re-read of 100,000
+exports takes a while): those views lag the leader by a few seconds, imports do not.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 class SqliteFollowSource:
-    def __init__(self, data_dir: Path, *, poll_interval: float = 0.02, refresh_interval: float = 1.0) -> None:
+    def __init__(self, data_dir: Path, *, poll_interval: float = 0.02, refresh_interval: float = 2.0) -> None:
         self._path = data_dir / DB_FILE
         self._poll = poll_interval
         self._refresh = refresh_interval
@@ -69,7 +69,7 @@ class SqliteFollowSource:
                     yield Advance(current)  # revisions that changed no import (announces, verdicts)
                 revision = current
             now = time.monotonic()
-            if revision != refreshed_revision and now - refreshed_at >= max(self._refresh, 10 * refresh_took):
+            if revision != refreshed_revision and now - refreshed_at >= max(self._refresh, 20 * refresh_took):
                 yield await self._refresh_views(revision)
                 refreshed_at, refreshed_revision = time.monotonic(), revision
                 refresh_took = refreshed_at - now

@@ -118,7 +118,7 @@ async def test_a_member_watching_through_a_follower_gets_what_the_leader_sends(
         assert follower_events == leader_events
         assert {e[3] for e in leader_events} >= {"default-api-service", "default-web-service"}
 
-        # The REST read views too (exports and members of a SQLite follower lag up to a second or so).
+        # The REST read views too (exports and members of a SQLite follower lag a few seconds).
         for path in ("/api/v1/resourceimports", "/api/v1/resourceexports", "/api/v1/members"):
             deadline = asyncio.get_running_loop().time() + 10
             while (views := [await _names(hub, path) for hub in (leader, follower)])[1] != views[0]:
