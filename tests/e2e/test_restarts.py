@@ -38,11 +38,12 @@ async def versions(client: KubeClient, namespace: str, name: str) -> dict[str, s
 
 
 async def both_imported(client: KubeClient, namespace: str) -> dict[str, Any] | None:
-    """Both ServiceImports there, and kept's Endpoints filled (they arrive after the Service):
-    only then has the import settled, so later writes would be churn."""
+    """Both ServiceImports there, kept's status naming its cluster and its Endpoints filled (the
+    status and the Endpoints are written after the ServiceImport): only then has the import
+    settled, so later writes would be churn."""
     kept = await service_import(client, namespace, "kept")
     dropped = await service_import(client, namespace, "dropped")
-    if not (kept and dropped):
+    if not (kept and dropped) or not (kept.get("status") or {}).get("clusters"):
         return None
     try:
         endpoints = await client.get(ENDPOINTS, "antrea-mc-kept", namespace)
