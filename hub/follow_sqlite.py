@@ -33,7 +33,8 @@ class SqliteFollowSource:
         self._poll = poll_interval
         self._refresh = refresh_interval
         self._reader = SnapshotReader(str(self._path))
-        self._exports: dict[str, pb.ResourceExport] = {}
+        # What the REST views were last given: exports as stored (serialized), members.
+        self._bodies: dict[str, bytes] = {}
         self._members: dict[str, MemberRecord] = {}
 
     async def close(self) -> None:
@@ -44,7 +45,7 @@ class SqliteFollowSource:
             raise FileNotFoundError(f"no hub database at {self._path} yet")
         await self._reader.open()  # the leader's database must exist: the follower retries until it does
         snap = await self._reader.snapshot()
-        self._exports, self._members = snap.exports, snap.members
+        self._bodies, self._members = {n: e.SerializeToString() for n, e in snap.exports.items()}, snap.members
         yield Rebase(snap)
         epoch, revision = snap.epoch, snap.revision
         refreshed_at, refreshed_revision, refresh_took = time.monotonic(), revision, 0.0
@@ -55,7 +56,8 @@ class SqliteFollowSource:
                 # Another database under the same path, or we fell behind the leader's compaction.
                 log.warning("hub follower lost the change log; taking a snapshot", extra={"error": str(exc)})
                 snap = await self._reader.snapshot()
-                self._exports, self._members = snap.exports, snap.members
+                self._bodies = {n: e.SerializeToString() for n, e in snap.exports.items()}
+                self._members = snap.members
                 yield Rebase(snap)
                 epoch, revision = snap.epoch, snap.revision
                 continue
@@ -76,11 +78,12 @@ class SqliteFollowSource:
             await asyncio.sleep(self._poll)
 
     async def _refresh_views(self, revision: int) -> Advance:
-        exports, members = await self._reader.exports_and_members()
+        bodies, members = await self._reader.export_bodies_and_members()
         step = Advance(revision)
-        step.exports = {n: e for n, e in exports.items() if self._exports.get(n) != e}
-        step.exports.update({n: None for n in self._exports.keys() - exports.keys()})
+        changed = [n for n, body in bodies.items() if self._bodies.get(n) != body]
+        step.exports = {n: pb.ResourceExport.FromString(bodies[n]) for n in changed}
+        step.exports.update({n: None for n in self._bodies.keys() - bodies.keys()})
         step.members = {c: m for c, m in members.items() if self._members.get(c) != m}
         step.members.update({c: None for c in self._members.keys() - members.keys()})
-        self._exports, self._members = exports, members
+        self._bodies, self._members = bodies, members
         return step

@@ -64,12 +64,13 @@ class SnapshotReader:
         (a follower advances to that revision with exactly those changes)."""
         return await self._read(lambda conn: (read_meta(conn).revision, _read_changes_since(conn, epoch, revision)))
 
-    async def exports_and_members(self) -> tuple[dict[str, pb.ResourceExport], dict[str, MemberRecord]]:
-        """Every export and member (what a follower's REST views show besides imports)."""
+    async def export_bodies_and_members(self) -> tuple[dict[str, bytes], dict[str, MemberRecord]]:
+        """Every export, serialized (a follower parses only those that changed), and every member:
+        what a follower's REST views show besides imports."""
 
-        def read(conn: sqlite3.Connection) -> tuple[dict[str, pb.ResourceExport], dict[str, MemberRecord]]:
-            snap = _read_snapshot(conn, with_imports=False)
-            return snap.exports, snap.members
+        def read(conn: sqlite3.Connection) -> tuple[dict[str, bytes], dict[str, MemberRecord]]:
+            bodies = {str(name): bytes(body) for name, body in conn.execute("SELECT export_name, body FROM exports")}
+            return bodies, _read_snapshot(conn, with_exports=False, with_imports=False).members
 
         return await self._read(read)
 
@@ -98,11 +99,11 @@ class SnapshotReader:
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
 
-def _read_snapshot(conn: sqlite3.Connection, *, with_imports: bool = True) -> Snapshot:
+def _read_snapshot(conn: sqlite3.Connection, *, with_exports: bool = True, with_imports: bool = True) -> Snapshot:
     meta = read_meta(conn)
-    exports: dict[str, pb.ResourceExport] = {
-        name: decode_export(body) for name, body in conn.execute("SELECT export_name, body FROM exports")
-    }
+    exports: dict[str, pb.ResourceExport] = {}
+    if with_exports:
+        exports = {name: decode_export(body) for name, body in conn.execute("SELECT export_name, body FROM exports")}
     imports: dict[str, pb.ResourceImport] = {}
     if with_imports:
         imports = {name: decode_import(body) for name, body in conn.execute("SELECT import_name, body FROM imports")}
