@@ -27,9 +27,11 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from hub.packed import M, PackedMessages
 from hub.store.base import (
     EpochMismatch,
     ImportChange,
+    MemberRecord,
     RevisionCompacted,
     RevisionInFuture,
     Snapshot,
@@ -56,8 +58,18 @@ from kube.errors import AlreadyExists, KubeError, NotFound, TemporaryError
 from kube.resources import MEMBER_CLUSTER_ANNOUNCES, NAMESPACES, RESOURCE_EXPORTS, RESOURCE_IMPORTS, Resource, name_of
 from mcapi import names
 from mcapi.convert import ConversionError
+from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
+
+
+def _no_facet(_: object) -> tuple[str, str]:
+    return "", ""
+
+
+def _packed(parse: Callable[[bytes], M]) -> PackedMessages[M]:
+    return PackedMessages(parse, _no_facet)
+
 
 __all__ = ["CommitFailed", "InvalidRecord", "KubeStore", "StoreUnavailable"]
 
@@ -92,7 +104,10 @@ class KubeStore(Store):
         self._import_revision = 0
         self._compacted_through = 0
         self._log: list[ImportChange] = []
-        self._state = Snapshot("", 0, {}, {}, {})
+        # What the CRs hold as the hub wrote them, kept packed (hub.packed) like the engine's index.
+        self._exports: PackedMessages[pb.ResourceExport] = _packed(pb.ResourceExport.FromString)
+        self._imports: PackedMessages[pb.ResourceImport] = _packed(pb.ResourceImport.FromString)
+        self._members: dict[str, MemberRecord] = {}
         # Names known to exist, so a put patches instead of trying a create first.
         self._existing: dict[Resource, set[str]] = {}
 
@@ -147,7 +162,10 @@ class KubeStore(Store):
         self._import_revision = 0
         self._compacted_through = 0
         self._log = []
-        self._state = Snapshot(self._epoch, 0, exports, imports, members)
+        self._exports, self._imports = _packed(pb.ResourceExport.FromString), _packed(pb.ResourceImport.FromString)
+        self._exports.update(exports)
+        self._imports.update(imports)
+        self._members = members
         log.info(
             "kube store loaded",
             extra={"namespace": self.namespace, "exports": len(exports), "imports": len(imports), "epoch": self._epoch},
@@ -158,13 +176,7 @@ class KubeStore(Store):
         """The client belongs to the caller; nothing to release here."""
 
     def _copy(self) -> Snapshot:
-        return Snapshot(
-            self._epoch,
-            self._revision,
-            dict(self._state.exports),
-            dict(self._state.imports),
-            dict(self._state.members),
-        )
+        return Snapshot(self._epoch, self._revision, dict(self._exports), dict(self._imports), dict(self._members))
 
     async def snapshot(self) -> Snapshot:
         return self._copy()
@@ -175,7 +187,7 @@ class KubeStore(Store):
         ns = self.namespace
         async with self._lock:
             # The stamp followers count this revision's import changes by (kube_codec).
-            deleted_imports = [n for n in batch.delete_imports if n in self._state.imports]
+            deleted_imports = [n for n in batch.delete_imports if n in self._imports]
             stamp = change_stamp(self._epoch, self._revision + 1, len(batch.put_imports) + len(deleted_imports))
             # Convert everything first: a bad record fails its batch before any write.
             writes: list[tuple[Resource, dict[str, Any]]] = [
@@ -207,23 +219,24 @@ class KubeStore(Store):
             return self._revision
 
     def _apply(self, batch: WriteBatch) -> None:
-        state = self._state
         for e in batch.put_exports:
-            state.exports[e.export_name] = e
+            self._exports[e.export_name] = e
         for name in batch.delete_exports:
-            state.exports.pop(name, None)
+            if name in self._exports:
+                del self._exports[name]
         changes = []
         for i in batch.put_imports:
-            state.imports[i.import_name] = i
+            self._imports[i.import_name] = i
             changes.append(ImportChange(self._revision, i.import_name, i))
         for name in batch.delete_imports:
-            if state.imports.pop(name, None) is not None:
+            if name in self._imports:
+                del self._imports[name]
                 changes.append(ImportChange(self._revision, name, None))
         for m in batch.put_members:
             # As a restart will read it back: UTC, whole seconds.
-            state.members[m.cluster_id] = member_from_cr(member_to_cr(m, self.namespace))
+            self._members[m.cluster_id] = member_from_cr(member_to_cr(m, self.namespace))
         for cluster_id in batch.delete_members:
-            state.members.pop(cluster_id, None)
+            self._members.pop(cluster_id, None)
         self._log.extend(changes)
         if changes:
             self._import_revision = self._revision
