@@ -125,8 +125,6 @@ class HubConfig:
             raise HubConfigError("the mirror's QPS must be positive")
         if self.follow and self.store != "sqlite":
             raise HubConfigError("--follow is for the sqlite store; kube-store replicas follow by themselves")
-        if self.follow and self.mirror_kubeconfig is not None:
-            raise HubConfigError("--follow and --mirror-kubeconfig: the hub that writes mirrors, not its followers")
         if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
             raise HubConfigError("lease timing needs 0 < retry period < renew deadline < lease duration")
         if self.heartbeat_interval <= 0 or self.disconnect_after <= self.heartbeat_interval:
