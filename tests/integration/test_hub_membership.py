@@ -9,9 +9,6 @@ running hears it on its Export stream and joins again with a fresh sync bracket.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -21,44 +18,14 @@ import pytest
 from hub.app import HubApp
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from tests.integration.hub_fixtures import hub_config, rest_session
 from tests.integration.hubclient import Member, MemberFactory, endpoints_export, service_export
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-async def hub(tmp_path: Path, clock: FakeClock) -> AsyncIterator[HubApp]:
-    app = HubApp(hub_config(tmp_path / "hub"), clock=clock)
-    await app.start()
-    try:
-        yield app
-    finally:
-        await app.stop()
-
-
-@pytest.fixture
-async def http(hub: HubApp) -> AsyncIterator[aiohttp.ClientSession]:
-    async with rest_session(hub) as session:
-        yield session
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
+from tests.integration.rest_fixtures import (  # noqa: F401 (the fixtures clock, hub, http)
+    FakeClock,
+    bearer,
+    clock_fixture,
+    clocked_hub_fixture,
+    http_fixture,
+)
 
 
 async def clusterset_status(http: aiohttp.ClientSession, token: str) -> dict[str, Any]:
