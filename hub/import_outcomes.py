@@ -14,7 +14,7 @@ report (ReportImportStatus) this writes:
   Event stops growing once the policy applies. ``kubectl describe resourceimport`` shows it.
 
 Writes happen beside the gRPC call, never in it: the engine only records the report, and a
-single worker drains what is pending, one status write per import however many reports came
+worker drains a keyed work queue, one status write per import however many reports came
 meanwhile. Failing writes are logged and left to the next report (best effort, like Events).
 """
 
@@ -32,6 +32,7 @@ from kube.conditions import format_time
 from kube.errors import KubeError, NotFound
 from kube.events import EventRecorder
 from kube.resources import RESOURCE_IMPORTS, Obj
+from kube.workqueue import QueueShutDown, WorkQueue
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -90,10 +91,9 @@ class ImportOutcomeWriter:
         self._source = source
         self._recorder = EventRecorder(client, EVENT_SOURCE)
         self._pending: dict[str, list[_Failure]] = {}  # import name -> failures to record
-        self._wake = asyncio.Event()
+        # Keyed: reports about one import coalesce into one write.
+        self._queue: WorkQueue[str] = WorkQueue("hub-import-outcomes")
         self._task: asyncio.Task[None] | None = None
-        self._idle = asyncio.Event()
-        self._idle.set()
 
     def observe(self, import_name: str, cluster_id: str, entry: ImportStatusEntry) -> None:
         """A member reported about an import (called by the engine's report book; never blocks)."""
@@ -101,39 +101,38 @@ class ImportOutcomeWriter:
         imported = self._source.imports().get(import_name)
         if not entry.succeeded and imported is not None and imported.HasField("cluster_network_policy"):
             failures.append(_Failure(cluster_id, failure_message(cluster_id, entry.message)))
-        self._idle.clear()
-        self._wake.set()
+        self._queue.add(import_name)
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name="hub-import-outcomes")
 
     async def settled(self) -> None:
         """Until every report observed so far was written (or failed to be)."""
-        await self._idle.wait()
+        await self._queue.wait_idle()
 
     async def close(self) -> None:
+        """Stop writing; reports observed afterwards are not written."""
+        self._queue.shutdown()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._pending.clear()
-        self._idle.set()
 
     async def _run(self) -> None:
         while True:
-            if not self._pending:
-                self._idle.set()
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            name = next(iter(self._pending))
-            failures = self._pending.pop(name)
             try:
-                await self._write(name, failures)
+                name = await self._queue.get()
+            except QueueShutDown:
+                return
+            try:
+                await self._write(name, self._pending.pop(name, []))
             except KubeError as exc:
                 log.warning("import outcome not written", extra={"import": name, "error": str(exc)})
             except Exception:
                 log.exception("import outcome not written", extra={"import": name})
+            finally:
+                self._queue.done(name)
 
     async def _write(self, name: str, failures: list[_Failure]) -> None:
         if name not in self._source.imports():
