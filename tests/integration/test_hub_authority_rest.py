@@ -12,9 +12,13 @@ import pytest
 from hub.app import HubApp
 from hub.errors import MAX_MESSAGE_BYTES
 from tests.integration.hubclient import MemberFactory, service_export
-from tests.integration.test_hub_rest import ACNP, bearer, clock, http, hub
-
-__all__ = ["clock", "http", "hub"]  # fixtures of the REST suite, used here
+from tests.integration.rest_fixtures import (  # noqa: F401 (the fixtures clock, hub, http)
+    bearer,
+    clock_fixture,
+    clocked_hub_fixture,
+    http_fixture,
+)
+from tests.integration.test_hub_rest import ACNP
 
 
 def _acnp(cluster_id: str | None) -> dict[str, Any]:
