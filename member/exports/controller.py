@@ -34,7 +34,7 @@ from kube.writecache import WriteThroughCache
 from mcapi import names
 from mcapi.config import EndpointIPType
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from member.exports.conditions import HubAnswer, apply_conditions, wanted_conditions
+from member.exports.conditions import READY, REASON_PENDING, HubAnswer, apply_conditions, wanted_conditions
 from member.exports.evaluate import Evaluation, Key, evaluate, export_names
 from member.hubclient import ExportRejection
 from member.join.discovery import first_served
@@ -50,6 +50,10 @@ DEFAULT_WORKERS = 4
 # and is looked at again this often (seconds).
 _NOT_IMPORTED = f"!{names.ANNOTATION_IMPORTED_SERVICE}"
 IMPORTED_SERVICE_RECHECK = 30.0
+# A valid export waits this long (seconds) for the leader's answer before its ServiceExport shows
+# Ready=False/Pending: the answer usually comes within milliseconds, and writing "Pending" first
+# would double the status writes of every export (a burst of 1,000 exports: 1,000 more PATCHes).
+PENDING_STATUS_GRACE = 2.0
 
 
 class ExportSink(Protocol):
@@ -90,6 +94,8 @@ class ServiceExportController:
         # Keys whose exports the session holds; export name -> its ServiceExport.
         self._exported: set[Key] = set()
         self._owners: dict[str, Key] = {}
+        # When each valid export was first seen waiting for the leader's answer (loop time).
+        self._waiting_since: dict[Key, float] = {}
 
     @property
     def resource(self) -> Resource:
@@ -223,6 +229,7 @@ class ServiceExportController:
         namespace, name = key
         service_export = self._written.get(name, namespace)
         if service_export is None or (service_export.get("metadata") or {}).get("deletionTimestamp"):
+            self._waiting_since.pop(key, None)
             self._withdraw(key)
             return None
         assert self._services is not None
@@ -234,9 +241,12 @@ class ServiceExportController:
             self._remember(key)
         else:
             self._withdraw(key)
-        await self._write_status(service_export, evaluation)
+        answer_due = await self._write_status(service_export, evaluation)
         # An imported Service is not watched here: look again later, in case the import goes away.
-        return IMPORTED_SERVICE_RECHECK if imported is not None else None
+        recheck = IMPORTED_SERVICE_RECHECK if imported is not None else None
+        if answer_due is not None:
+            recheck = answer_due if recheck is None else min(recheck, answer_due)
+        return recheck
 
     def _answer(self, export_name: str) -> HubAnswer:
         assert self._sink is not None
@@ -249,13 +259,29 @@ class ServiceExportController:
         generation = (obj.get("metadata") or {}).get("generation")
         return apply_conditions(current, wanted, generation if isinstance(generation, int) else None, datetime.now(UTC))
 
-    async def _write_status(self, cached: Obj, evaluation: Evaluation) -> None:
+    def _answer_due(self, key: Key, conditions: list[dict[str, Any]]) -> float | None:
+        """Seconds left to wait for the leader's answer before showing Pending; None when the
+        conditions are to be written now."""
+        pending = any(c.get("type") == READY and c.get("reason") == REASON_PENDING for c in conditions)
+        if not pending:
+            self._waiting_since.pop(key, None)
+            return None
+        now = asyncio.get_running_loop().time()
+        left = self._waiting_since.setdefault(key, now) + PENDING_STATUS_GRACE - now
+        return left if left > 0 else None
+
+    async def _write_status(self, cached: Obj, evaluation: Evaluation) -> float | None:
         """One conditional patch when the conditions differ from the cache (which holds our last
-        write); a Conflict (someone wrote meanwhile) is retried by the queue from a fresher cache."""
+        write); a Conflict (someone wrote meanwhile) is retried by the queue from a fresher cache.
+        Returns when to look again if the write waits for the leader's answer."""
         assert self._written is not None
         conditions, changed = self._conditions(cached, evaluation)
         if not changed:
-            return
+            self._waiting_since.pop(evaluation.key, None)
+            return None
+        answer_due = self._answer_due(evaluation.key, conditions)
+        if answer_due is not None:
+            return answer_due
         namespace, name = evaluation.key
         patch = {
             "metadata": {"resourceVersion": cached["metadata"]["resourceVersion"]},
@@ -264,7 +290,7 @@ class ServiceExportController:
         try:
             written = await self._client.patch_status(self._resource, name, patch, namespace)
         except NotFound:
-            return
+            return None
         self._written.wrote(written)
         log.info(
             "service export status updated",
@@ -274,3 +300,4 @@ class ServiceExportController:
                 "reason": str(evaluation.invalid or ""),
             },
         )
+        return None

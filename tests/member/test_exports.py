@@ -234,3 +234,28 @@ async def test_conditions_keep_their_transition_time_while_their_status_holds(
     assert obj["metadata"]["resourceVersion"] == version
     again = next(c for c in obj["status"]["conditions"] if c["type"] == "Valid")
     assert again["lastTransitionTime"] == valid["lastTransitionTime"]
+
+
+async def test_an_export_the_leader_accepts_at_once_gets_its_status_in_one_write(
+    hub: HubApp, members: MemberFactory
+) -> None:
+    east = await members.join("east")
+    await east.create_service(NS, "web")
+    status_writes = ("patch", f"{SERVICE_EXPORTS.plural}.{SERVICE_EXPORTS.group}/status", "200")
+    before = east.client.metrics.counts().get(status_writes, 0)
+    await east.export(NS, "web")
+    await east.wait_condition(NS, "web", "Ready", "True", "Exported")
+    exports = east.member.exports
+    assert exports is not None
+    await exports.wait_idle()
+    # Valid and Ready together: no "Pending" written first when the leader answers within the grace.
+    assert east.client.metrics.counts().get(status_writes, 0) - before == 1
+
+
+async def test_an_export_the_leader_does_not_answer_is_shown_pending(hub: HubApp, members: MemberFactory) -> None:
+    east = await members.join("east")
+    await east.create_service(NS, "web")
+    await hub.stop()
+    await east.export(NS, "web")
+    await east.wait_condition(NS, "web", "Valid", "True", "Valid")
+    await east.wait_condition(NS, "web", "Ready", "False", "Pending")
