@@ -7,6 +7,12 @@ saw it change (so clock skew between replicas does not matter). A leader that ha
 not renewed for ``renew_deadline`` steps down (before its lease can expire for the
 others), as does one that finds another holder in the Lease. On stop the leader
 releases the Lease by clearing the holder, so a successor takes over at once.
+
+A leader that stepped down only because it could not renew in time (a stalled process, a
+slow API server) and then finds the Lease still naming it, untouched by anyone, takes it
+back with its next attempt, which follows at once: the Lease keeps its acquireTime and
+leaseTransitions (one tenure, as client-go records it), and the log says `leaseReacquired`
+instead of `leaderElected`, so that an operator tells a hiccup from a failover.
 """
 
 from __future__ import annotations
@@ -71,6 +77,8 @@ class LeaderElector:
         self._not_leading.set()
         self._observed_spec: dict[str, Any] | None = None
         self._observed_at = 0.0
+        # Whether the last successful attempt continued this elector's own tenure (the Lease named it).
+        self._continued_tenure = False
         self._task: asyncio.Task[None] | None = None
 
     def is_leader(self) -> bool:
@@ -84,7 +92,14 @@ class LeaderElector:
 
     @property
     def holder(self) -> str:
-        """The holder this elector last saw in the Lease ("" if none)."""
+        """Another candidate holding the Lease, as this elector last saw it ("" if none, or if the
+        Lease named this one): where callers refused by this candidate should go. A candidate that
+        stepped down may still be named by a Lease it no longer renews; it must not send callers
+        back to itself, and while it leads it needs no hint."""
+        holder = self._observed_holder()
+        return "" if holder == self.identity else holder
+
+    def _observed_holder(self) -> str:
         return str((self._observed_spec or {}).get("holderIdentity") or "")
 
     # Lifecycle
@@ -142,7 +157,7 @@ class LeaderElector:
             if renewed:
                 last_renew = loop.time()
                 continue
-            if self.holder and self.holder != self.identity:
+            if self.holder:
                 log.warning("leaseLost", extra={"lease": self._ref(), "holder": self.holder})
                 return
             if loop.time() - last_renew >= self.timing.renew_deadline:
@@ -150,7 +165,11 @@ class LeaderElector:
                 return
 
     async def _become_leader(self) -> None:
-        log.info("leaderElected", extra={"lease": self._ref(), "identity": self.identity})
+        if self._continued_tenure:
+            # A leader that stepped down (a missed renewal) and found the Lease still its own.
+            log.info("leaseReacquired", extra={"lease": self._ref(), "identity": self.identity})
+        else:
+            log.info("leaderElected", extra={"lease": self._ref(), "identity": self.identity})
         self._not_leading.clear()
         self._leading.set()
         await self._callback(self._on_started)
@@ -192,6 +211,7 @@ class LeaderElector:
             lease = await self.client.get(LEASES, self.name, self.namespace)
         except NotFound:
             spec = self._spec(now, None)
+            self._continued_tenure = False
             await self.client.create(
                 LEASES, {"metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}, self.namespace
             )
@@ -203,6 +223,7 @@ class LeaderElector:
         if holder and holder != self.identity and not self._expired(loop.time()):
             return False
         new_spec = self._spec(now, spec)
+        self._continued_tenure = holder == self.identity
         await self.client.replace(LEASES, {**lease, "spec": new_spec})
         self._observe(new_spec, loop.time())
         return True
