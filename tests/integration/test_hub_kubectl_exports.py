@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -29,8 +30,14 @@ import pytest
 import yaml
 
 from hub.app import HubApp
-from kube.client import KubeClient
+from hub.config import HubConfig
+from hub.engine import Engine
+from hub.kubectl_exports import KubectlExports
+from hub.store.base import WriteBatch
+from hub.store.sqlite import CommitFailed, SqliteStore
+from kube.client import KubeClient, WatchEvent
 from kube.errors import NotFound
+from kube.informer import Informer
 from kube.resources import EVENTS, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -326,3 +333,188 @@ async def test_the_leaders_rbac_decides_who_may_export_a_policy(leader: Leader, 
     with contextlib.suppress(NotFound):
         await leader.client.get(RESOURCE_EXPORTS, EXPORT, ns)
         raise AssertionError("a member created a ResourceExport in the leader Namespace")
+
+
+# ---- the controller's work queue ------------------------------------------------------------
+# KubectlExports alone, on the leader's API (sandbox or real) and a hub engine over a SQLite store
+# that can be made to fail or to hold a write: how it drains what the watch tells it.
+
+
+class ControlledStore(SqliteStore):
+    """A SQLite store whose commits of chosen exports fail (``failing``) or wait (``gated``), and
+    which notes when each export's commit was tried."""
+
+    def __init__(self, data_dir: Path) -> None:
+        super().__init__(data_dir)
+        self.failing: set[str] = set()
+        self.gated = False
+        self.taken = asyncio.Event()
+        self.release = asyncio.Event()
+        self.tries: dict[str, list[float]] = {}
+
+    async def commit(self, batch: WriteBatch) -> int:
+        exports = [e.export_name for e in batch.put_exports] + list(batch.delete_exports)
+        for name in exports:
+            self.tries.setdefault(name, []).append(time.monotonic())
+        if self.failing.intersection(exports):
+            raise CommitFailed("the store could not commit: database or disk is full")
+        if self.gated and exports:
+            self.taken.set()
+            await self.release.wait()
+        return await super().commit(batch)
+
+
+@dataclass
+class Controller:
+    client: KubeClient
+    namespace: str
+    engine: Engine
+    store: ControlledStore
+    intake: KubectlExports
+    seen: list[WatchEvent]  # what the watch handed the controller, in order
+
+
+@pytest.fixture
+async def controller(cluster_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Controller]:
+    async with leader_api(cluster_kind, request, tmp_path / "leader-cluster") as api:
+        ns = await api.namespace("leader") if api.real else await api.fixed_namespace(names.DEFAULT_LEADER_NAMESPACE)
+        store = ControlledStore(tmp_path / "hub")
+        config = HubConfig(data_dir=tmp_path / "hub", cluster_set_id=CLUSTERSET, leader_cluster_id=LEADER)
+        engine = Engine(store, config)
+        await engine.start()
+        intake = KubectlExports(api.client, ns, lambda: engine, mirrored=True)
+        seen: list[WatchEvent] = []
+
+        async def handler(event: WatchEvent) -> None:
+            seen.append(event)
+            await intake.on_event(event)
+
+        informer = Informer(api.client, RESOURCE_EXPORTS, namespace=ns, handler=handler)
+        try:
+            await informer.wait_synced()
+            yield Controller(api.client, ns, engine, store, intake, seen)
+        finally:
+            await informer.stop()
+            await intake.close()
+            await store.close()
+
+
+def policy_cr(name: str, priority: int) -> dict[str, Any]:
+    """A policy ResourceExport as a person applies it (the guide's, trimmed), named ``name``."""
+    return {
+        "apiVersion": "multicluster.crd.antrea.io/v1alpha1",
+        "kind": "ResourceExport",
+        "metadata": {"name": name},
+        "spec": {
+            "kind": "AntreaClusterNetworkPolicy",
+            "name": f"{name}-policy",
+            "clusterNetworkPolicy": {
+                "priority": priority,
+                "tier": "securityops",
+                "appliedTo": [{"namespaceSelector": {}}],
+                "ingress": [{"action": "Drop", "from": [{"namespaceSelector": {}}]}],
+            },
+        },
+    }
+
+
+def priority_held(c: Controller, name: str) -> int | None:
+    exports = c.engine.index.exports
+    if name not in exports:
+        return None
+    priority = exports[name].cluster_network_policy["priority"]
+    assert isinstance(priority, float)
+    return int(priority)
+
+
+async def test_a_policy_the_store_cannot_write_is_retried_with_backoff_while_another_converges(
+    controller: Controller,
+) -> None:
+    c = controller
+    c.store.failing.add("doomed")
+    await c.client.create(RESOURCE_EXPORTS, policy_cr("doomed", 1), c.namespace)
+    await until(_async(lambda: len(c.store.tries.get("doomed", [])) >= 2), 5, "the doomed policy tried twice")
+    await c.client.create(RESOURCE_EXPORTS, policy_cr("healthy", 1), c.namespace)
+    took = await until(_async(lambda: priority_held(c, "healthy") == 1), 5, "the healthy policy taken in")
+    assert took < 2.0, f"a failing key held the other up for {took:.2f}s"
+    await c.client.patch(RESOURCE_EXPORTS, "healthy", {"spec": {"clusterNetworkPolicy": {"priority": 2}}}, c.namespace)
+    await until(_async(lambda: priority_held(c, "healthy") == 2), 2, "the healthy policy's edit taken in")
+
+    await until(_async(lambda: len(c.store.tries["doomed"]) >= 4), 10, "the doomed policy tried four times")
+    tries = c.store.tries["doomed"]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(tries[:4])]
+    # 0.5 s, doubling (a busy machine only lengthens the gaps)
+    assert all(gap >= 0.45 * 2**i for i, gap in enumerate(gaps)), f"retried without a doubling backoff: {gaps}"
+    assert "doomed" in c.intake.claimed, "a policy waiting to be taken in stays claimed (the mirror keeps off)"
+    assert "doomed" not in c.engine.index.exports
+
+    c.store.failing.clear()
+    await until(_async(lambda: priority_held(c, "doomed") == 1), 12, "the doomed policy taken in once the store works")
+    await c.intake.settled()
+    assert c.intake.claimed == set()
+
+
+async def test_a_policy_edited_many_times_quickly_is_taken_in_far_fewer_times_and_ends_at_the_last_edit(
+    controller: Controller,
+) -> None:
+    c = controller
+    c.store.gated = True
+    await c.client.create(RESOURCE_EXPORTS, policy_cr("busy", 1), c.namespace)
+    await c.store.taken.wait()
+    edits = 30
+    for priority in range(2, edits + 2):
+        patch = {"spec": {"clusterNetworkPolicy": {"priority": priority}}}
+        await c.client.patch(RESOURCE_EXPORTS, "busy", patch, c.namespace)
+
+    def last_edit_seen() -> bool:
+        return any(
+            e.type == "MODIFIED" and e.object["spec"]["clusterNetworkPolicy"]["priority"] == edits + 1 for e in c.seen
+        )
+
+    await until(_async(last_edit_seen), 10, "the watch handing over the last edit")
+    c.store.gated = False
+    c.store.release.set()
+    await until(_async(lambda: priority_held(c, "busy") == edits + 1), 5, "the last edit taken in")
+    await c.intake.settled()
+    assert len(c.store.tries["busy"]) <= 3, f"{edits} quick edits written {len(c.store.tries['busy'])} times"
+    assert priority_held(c, "busy") == edits + 1
+
+
+async def test_a_policy_deleted_while_it_is_being_taken_in_is_withdrawn(controller: Controller) -> None:
+    c = controller
+    c.store.gated = True
+    await c.client.create(RESOURCE_EXPORTS, policy_cr("fleeting", 1), c.namespace)
+    await c.store.taken.wait()
+    await c.client.delete(RESOURCE_EXPORTS, "fleeting", c.namespace)
+    await until(_async(lambda: any(e.type == "DELETED" for e in c.seen)), 10, "the watch handing over the deletion")
+    c.store.gated = False
+    c.store.release.set()
+    await until(_async(lambda: len(c.store.tries["fleeting"]) >= 2), 5, "the policy taken in, then withdrawn")
+    await c.intake.settled()
+    assert "fleeting" not in c.engine.index.exports
+    assert c.intake.claimed == set()
+
+
+async def test_close_stops_it_at_once_and_nothing_is_decided_or_written_afterwards(controller: Controller) -> None:
+    c = controller
+    c.store.failing.add("doomed")
+    await c.client.create(RESOURCE_EXPORTS, policy_cr("doomed", 1), c.namespace)
+    await until(_async(lambda: len(c.store.tries.get("doomed", [])) >= 1), 5, "the doomed policy tried")
+    async with asyncio.timeout(1.0):
+        await c.intake.close()
+    assert c.intake.claimed == set()
+    c.store.failing.clear()
+    tried = len(c.store.tries["doomed"])
+
+    # The watch goes on handing over events (its owner stops it later): none is acted on.
+    await c.client.create(RESOURCE_EXPORTS, policy_cr("late", 1), c.namespace)
+    await c.client.create(RESOURCE_EXPORTS, yaml.safe_load(service_export_manifest(c.namespace)), c.namespace)
+    await until(_async(lambda: sum(e.type == "ADDED" for e in c.seen) >= 3), 10, "the watch handing over new CRs")
+    await asyncio.sleep(1.5)  # past the doomed policy's next retry, and time for any decision
+    assert len(c.store.tries["doomed"]) == tried, "a retry ran after close"
+    assert "late" not in c.store.tries and "late" not in c.engine.index.exports
+    assert c.intake.claimed == set()
+    service = await c.client.get(RESOURCE_EXPORTS, "test-cluster-east-default-nginx-service", c.namespace)
+    assert not service.get("status"), "a status was written after close"
+    async with asyncio.timeout(1.0):
+        await c.intake.settled()
