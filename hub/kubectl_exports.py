@@ -20,9 +20,12 @@ mirror's, hub.mirror) and tells the hub's own writes from a person's by their di
 
 Who may do any of this is the leader cluster's RBAC, as in Antrea: the member Role is read-only.
 
-Events are taken in order by one worker, the latest state of each CR only; a write the store
-could not make is tried again. `claimed` names the policies being taken in or withdrawn, which
-the mirror leaves alone meanwhile.
+The watch's events go through kube's keyed work queue: each CR's latest state only (a CR
+changed many times while waiting is decided on once), one CR never decided on by two workers at
+once, and a write the store or the API server could not make is tried again after a delay that
+doubles for that CR alone while the others go on. `claimed` names the policies being taken in or
+withdrawn (waiting out a retry too), which the mirror leaves alone meanwhile. After `close`
+nothing is decided on or written.
 """
 
 from __future__ import annotations
@@ -41,10 +44,11 @@ from hub.store.base import StoreError
 from hub.store.kube_authorship import Authorship, authorship, spec_kind
 from kube.client import KubeClient, PatchType, WatchEvent
 from kube.conditions import format_time
-from kube.errors import KubeError, NotFound
+from kube.errors import KubeError, NotFound, TemporaryError
 from kube.events import EventRecorder
 from kube.informer import Informer
 from kube.resources import RESOURCE_EXPORTS, Obj, name_of
+from kube.workqueue import ItemBackoff, WorkQueue, run_reconciler
 from mcapi import names
 from mcapi.convert import ConversionError, resource_export_from_cr
 from mcapi.crds.exchange import RESOURCE_EXPORT_FAILURE
@@ -62,7 +66,9 @@ REASON_CLUSTERSET_DELETED = "ClusterSetDeleted"
 REASON_REFUSED = "Refused"
 REASON_CHANGED_OUTSIDE_HUB = "ChangedOutsideHub"
 # A store that failed (the API server restarting) is tried again after this long, doubling to the cap.
-_RETRY_FIRST, _RETRY_MAX = 0.5, 10.0
+_RETRY = ItemBackoff(base=0.5, cap=10.0)
+# Decisions on different CRs overlap (status writes, Events); the engine serialises its own writes.
+_WORKERS = 4
 
 
 def _through_hub(kind: str) -> str:
@@ -121,12 +127,12 @@ class KubectlExports:
         self._mirrored = mirrored
         self._clock = clock
         self._recorder = EventRecorder(client, EVENT_SOURCE)
-        self._pending: dict[str, WatchEvent] = {}
-        self._retry_delay: dict[str, float] = {}
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
+        # The latest event of each CR waiting for a decision (or being decided on): the queue
+        # holds names only, so however many events came, the worker acts on the last one.
+        self._latest: dict[str, WatchEvent] = {}
+        self._queue: WorkQueue[str] = WorkQueue("hub-kubectl-exports", backoff=_RETRY)
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
         # (uid, generation) last decided on, by name: status writes and repeats change nothing.
         self._handled: dict[str, tuple[str, int]] = {}
         self.claimed: set[str] = set()
@@ -135,71 +141,66 @@ class KubectlExports:
 
     async def on_event(self, event: WatchEvent) -> None:
         """An informer handler: note what needs a decision (never waits on the hub)."""
+        if self._closed:
+            return
         obj = event.object
         name = name_of(obj)
+        held = False
         if event.type == "DELETED":
-            if not self._holds_policy(name):
+            held = self._holds_policy(name)
+            if not held and name not in self._latest:
                 self._handled.pop(name, None)
                 return  # the hub deleted it, or a member's export (the mirror puts those back)
+            # else a policy, or a CR still waiting (or being taken in): its deletion is what counts now
         elif event.type == "BOOKMARK" or authorship(obj) is Authorship.HUB:
             return
-        if spec_kind(obj) == names.KIND_ACNP or event.type == "DELETED":
+        if spec_kind(obj) == names.KIND_ACNP or held:
             self.claimed.add(name)
-        self._pending[name] = event
-        self._idle.clear()
-        self._wake.set()
+        self._latest[name] = event
+        self._queue.add(name)
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="hub-kubectl-exports")
+            work = run_reconciler(self._queue, self._reconcile, workers=_WORKERS)
+            self._task = asyncio.get_running_loop().create_task(work, name="hub-kubectl-exports")
 
     async def settled(self) -> None:
-        """Until every event noted so far was decided on (tests)."""
-        await self._idle.wait()
+        """Until every event noted so far was decided on, retries included (tests)."""
+        await self._queue.wait_idle()
 
     async def close(self) -> None:
+        """Stop deciding: queued CRs and pending retries are dropped, later events ignored."""
+        self._closed = True
+        self._queue.shutdown()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self._pending.clear()
+        self._latest.clear()
         self.claimed.clear()
-        self._idle.set()
 
-    async def _run(self) -> None:
-        while True:
-            if not self._pending:
-                self._idle.set()
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            name = next(iter(self._pending))
-            event = self._pending.pop(name)
-            try:
-                await self._decide(name, event)
-            except (StoreError, KubeError) as exc:
-                delay = self._retry_delay.get(name, _RETRY_FIRST)
-                self._retry_delay[name] = min(delay * 2, _RETRY_MAX)
-                log.warning("kubectl export retried", extra={"object": name, "error": str(exc), "delaySeconds": delay})
-                asyncio.get_running_loop().call_later(delay, self._retry, name, event)
-                continue
-            except Exception:
-                log.exception("kubectl export not decided", extra={"object": name})
-            self._retry_delay.pop(name, None)
-            if name not in self._pending:
-                self.claimed.discard(name)
-
-    def _retry(self, name: str, event: WatchEvent) -> None:
-        if self._task is None:
-            return  # closed meanwhile
-        self._pending.setdefault(name, event)
-        self._idle.clear()
-        self._wake.set()
+    async def _reconcile(self, name: str) -> None:
+        """A worker's turn at one CR: decide on its latest event. A store or API failure is
+        raised as temporary, so the queue tries this CR again with its own backoff."""
+        event = self._latest.get(name)
+        if event is None:
+            return  # decided on since this retry was scheduled
+        try:
+            await self._decide(name, event)
+        except (StoreError, KubeError) as exc:
+            delay = exc.delay if isinstance(exc, TemporaryError) else None  # the server's Retry-After
+            raise TemporaryError(f"kubectl export {quote(name)}: {exc}", delay=delay) from exc
+        except Exception:
+            log.exception("kubectl export not decided", extra={"object": name})
+        if self._latest.get(name) is event:  # nothing newer came meanwhile
+            del self._latest[name]
+            self.claimed.discard(name)
 
     # ---- decisions -----------------------------------------------------------
 
     async def _decide(self, name: str, event: WatchEvent) -> None:
         obj = event.object
         if event.type == "DELETED":
+            self._handled.pop(name, None)
             await self._withdraw(name)
             return
         meta = obj.get("metadata") or {}
@@ -252,7 +253,6 @@ class KubectlExports:
         if not self._holds_policy(name):
             return
         answer = await self._engine().delete(ADMIN, name)
-        self._handled.pop(name, None)
         log.info(
             "admin export withdrawn: its ResourceExport was deleted",
             extra={"object": quote(name), "revision": answer.revision},
