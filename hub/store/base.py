@@ -122,6 +122,17 @@ class Store(abc.ABC):
         """The revision of the last committed batch (0 for an empty store)."""
 
     @property
+    def max_record_bytes(self) -> int | None:
+        """The largest export or import this store can hold, as record_bytes() measures it;
+        None when it has no limit of its own. A batch holding a larger record fails whole, so
+        the hub refuses the export that would make one before it commits (hub.engine_fit)."""
+        return None
+
+    def record_bytes(self, record: pb.ResourceExport | pb.ResourceImport) -> int:
+        """How large `record` is as this store keeps it; by default its protobuf encoding."""
+        return record.ByteSize()
+
+    @property
     def watch_revision(self) -> int:
         """The revision watchers are told in snapshots and bookmarks: by default every revision;
         a store whose followers learn only import changes (kube) says its last import change."""

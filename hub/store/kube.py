@@ -41,6 +41,7 @@ from hub.store.base import (
 )
 from hub.store.kube_authorship import Authorship, authorship
 from hub.store.kube_codec import (
+    MAX_CR_BYTES,
     InvalidRecord,
     change_stamp,
     clearing_deleting_mark,
@@ -51,7 +52,7 @@ from hub.store.kube_codec import (
     import_to_cr,
     member_from_cr,
     member_to_cr,
-    stamped,
+    stored_bytes,
 )
 from kube.client import KubeClient, PatchType
 from kube.errors import AlreadyExists, KubeError, NotFound, TemporaryError
@@ -118,6 +119,15 @@ class KubeStore(Store):
     @property
     def revision(self) -> int:
         return self._revision
+
+    @property
+    def max_record_bytes(self) -> int:
+        """What etcd takes in one write, less room for what the API server adds (kube_codec)."""
+        return MAX_CR_BYTES
+
+    def record_bytes(self, record: pb.ResourceExport | pb.ResourceImport) -> int:
+        """The size of the CR the record becomes, as JSON."""
+        return stored_bytes(record, self.namespace)
 
     @property
     def watch_revision(self) -> int:
@@ -193,7 +203,7 @@ class KubeStore(Store):
             writes: list[tuple[Resource, dict[str, Any]]] = [
                 (RESOURCE_EXPORTS, export_to_cr(e, ns)) for e in batch.put_exports
             ]
-            writes += [(RESOURCE_IMPORTS, stamped(import_to_cr(i, ns), stamp)) for i in batch.put_imports]
+            writes += [(RESOURCE_IMPORTS, import_to_cr(i, ns, stamp)) for i in batch.put_imports]
             writes += [(MEMBER_CLUSTER_ANNOUNCES, member_to_cr(m, ns)) for m in batch.put_members]
             deletes = [(RESOURCE_EXPORTS, n) for n in batch.delete_exports]
             deletes += [(MEMBER_CLUSTER_ANNOUNCES, names.member_announce_name(c)) for c in batch.delete_members]

@@ -10,6 +10,8 @@ What a real API server refuses is caught here, before any write of a batch: a la
 value it would reject (an AntreaClusterNetworkPolicy's name may be 253 characters, a
 label value at most 63) is left out (the spec says the same), and a CR too large for
 etcd fails its batch as an InvalidRecord instead of being retried until the write timeout.
+The hub's engine keeps such a batch from being made: `stored_bytes` measures a record as
+that check does (KubeStore.record_bytes), so the export is refused instead.
 """
 
 from __future__ import annotations
@@ -64,13 +66,23 @@ def is_label_value(value: str) -> bool:
     return len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None
 
 
-def _storable(cr: dict[str, Any]) -> dict[str, Any]:
+def cr_bytes(cr: dict[str, Any]) -> int:
+    """The size of a CR as the hub sends it: compact JSON."""
+    return len(json.dumps(cr, separators=(",", ":")).encode())
+
+
+def _with_label_values(cr: dict[str, Any]) -> dict[str, Any]:
     meta = cr.get("metadata") or {}
     labels = meta.get("labels")
     if labels:
         meta["labels"] = {key: value for key, value in labels.items() if is_label_value(value)}
-    size = len(json.dumps(cr, separators=(",", ":")).encode())
+    return cr
+
+
+def _storable(cr: dict[str, Any]) -> dict[str, Any]:
+    size = cr_bytes(cr)
     if size > MAX_CR_BYTES:
+        meta = cr.get("metadata") or {}
         raise InvalidRecord(
             f"{cr.get('kind')} {meta.get('name')!r} is too large for a Kubernetes object "
             f"({size} bytes as JSON, at most {MAX_CR_BYTES})"
@@ -78,23 +90,41 @@ def _storable(cr: dict[str, Any]) -> dict[str, Any]:
     return cr
 
 
-def export_to_cr(export: object, namespace: str) -> dict[str, Any]:
+def _export_cr(export: object, namespace: str) -> dict[str, Any]:
     if not isinstance(export, pb.ResourceExport):
         raise InvalidRecord(f"an export must be a ResourceExport message, not {type(export).__name__}")
     try:
         # The digest tells the hub's ResourceExports from a person's (hub.store.kube_authorship).
-        return _storable(stamp_digest(resource_export_to_cr(export, namespace).to_dict()))
+        return _with_label_values(stamp_digest(resource_export_to_cr(export, namespace).to_dict()))
     except ConversionError as exc:
         raise InvalidRecord(str(exc)) from exc
 
 
-def import_to_cr(imp: object, namespace: str) -> dict[str, Any]:
+def _import_cr(imp: object, namespace: str, stamp: str | None) -> dict[str, Any]:
     if not isinstance(imp, pb.ResourceImport):
         raise InvalidRecord(f"an import must be a ResourceImport message, not {type(imp).__name__}")
     try:
-        return _storable(resource_import_to_cr(imp, namespace).to_dict())
+        cr = _with_label_values(resource_import_to_cr(imp, namespace).to_dict())
     except ConversionError as exc:
         raise InvalidRecord(str(exc)) from exc
+    return cr if stamp is None else stamped(cr, stamp)
+
+
+def export_to_cr(export: object, namespace: str) -> dict[str, Any]:
+    return _storable(_export_cr(export, namespace))
+
+
+def import_to_cr(imp: object, namespace: str, stamp: str | None = None) -> dict[str, Any]:
+    """The ResourceImport CR of `imp`; with its change `stamp` when given (the size check counts it)."""
+    return _storable(_import_cr(imp, namespace, stamp))
+
+
+def stored_bytes(record: pb.ResourceExport | pb.ResourceImport, namespace: str) -> int:
+    """How large the CR of `record` is, as the size check counts it; an import with the widest
+    change stamp, since the one it will carry is known only when its batch is written."""
+    if isinstance(record, pb.ResourceImport):
+        return cr_bytes(_import_cr(record, namespace, _WIDEST_STAMP))
+    return cr_bytes(_export_cr(record, namespace))
 
 
 def member_to_cr(member: object, namespace: str) -> dict[str, Any]:
@@ -162,6 +192,10 @@ def stamped(cr: dict[str, Any], stamp: str) -> dict[str, Any]:
     meta = cr.setdefault("metadata", {})
     meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION_HUB_CHANGE: stamp}
     return cr
+
+
+# An epoch is a uuid4's 32 hex digits; a revision or a count of changes fits in 20 digits.
+_WIDEST_STAMP = change_stamp("f" * 32, 10**20 - 1, 10**20 - 1)
 
 
 def deleting_patch(stamp: str) -> dict[str, Any]:
