@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import signal
 import sys
 from collections.abc import Callable
@@ -116,6 +117,9 @@ def _config(args: argparse.Namespace) -> HubConfig:
 
 async def serve(app: HubApp) -> None:
     await app.start()
+    # What start loaded (the store's exports and imports, protobuf descriptors) lives as long as
+    # the process: keep it out of full collections, which would scan it again and again.
+    gc.freeze()
     print(f"hub: gRPC on {app.grpc_target} ({'plaintext' if app.config.insecure else 'TLS'})", flush=True)
     if app.ca_cert is not None:
         print(f"hub: members trust CA {app.ca_cert}", flush=True)

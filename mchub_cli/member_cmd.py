@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import signal
 import sys
 from pathlib import Path
@@ -116,6 +117,9 @@ async def serve(args: argparse.Namespace) -> int:
         except (ConfigError, PermanentError, KubeError, OSError) as exc:
             print(f"mchub member: {exc}", file=sys.stderr)
             return 2
+        # What start built (informer caches, protobuf descriptors, the first imports) lives as long
+        # as the process: keep it out of full collections, which would scan it again and again.
+        gc.freeze()
         print(f"member: watching Namespace {args.namespace} of {client.host} for its ClusterSet", flush=True)
         if app.dns is not None:
             print(f"member: clusterset.local DNS on {app.dns.address} (UDP and TCP)", flush=True)
