@@ -23,6 +23,11 @@ class HubProcess:
     target: str
     rest_url: str
     ca: bytes
+    # What the hub logged (its stderr), for tests that check what it says.
+    log: Path
+
+    def logged(self, text: str) -> bool:
+        return text in self.log.read_text(errors="replace")
 
     def rest_session(self) -> aiohttp.ClientSession:
         """A session on the hub's REST URL that verifies its certificate against the data dir's CA."""
@@ -32,12 +37,14 @@ class HubProcess:
 
 @asynccontextmanager
 async def hub_process(data_dir: Path, *extra: str) -> AsyncIterator[HubProcess]:
-    """Start `mchub hub` on free ports; SIGKILL it at exit if it still runs."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "mchub_cli.main", "hub",
-        "--data-dir", str(data_dir), "--grpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0", *extra,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
+    """Start `mchub hub` on free ports, its log in `<data_dir>.log`; SIGKILL it at exit if it still runs."""
+    log = data_dir.with_name(f"{data_dir.name}.log")
+    with log.open("ab") as log_file:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "mchub_cli.main", "hub",
+            "--data-dir", str(data_dir), "--grpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0", *extra,
+            stdout=asyncio.subprocess.PIPE, stderr=log_file,
+        )  # fmt: skip
     try:
         assert process.stdout is not None
         target = rest = ""
@@ -48,7 +55,7 @@ async def hub_process(data_dir: Path, *extra: str) -> AsyncIterator[HubProcess]:
                 target = match.group(1)
             if match := _REST.search(line):
                 rest = match.group(1)
-        yield HubProcess(process, target, rest, (data_dir / "tls" / "ca.crt").read_bytes())
+        yield HubProcess(process, target, rest, (data_dir / "tls" / "ca.crt").read_bytes(), log)
     finally:
         if process.returncode is None:
             process.kill()

@@ -29,6 +29,9 @@ from tests.integration.hubclient import read_until_synced, secure_channel, servi
 from tests.integration.hubprocess import HubProcess, hub_process
 
 FAST_LEASE = ("--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "0.5")
+# client-go's defaults (and the hub's): for tests that do not wait for a lease to expire, so a
+# machine under load must stall a hub for 10 s before it steps down.
+DEFAULT_LEASE = ("--lease-duration", "15", "--renew-deadline", "10", "--retry-period", "2")
 
 
 @dataclass
@@ -57,10 +60,10 @@ async def member_token(leader: Leader, account: str, cluster_id: str | None) -> 
     return await leader.api.service_account_token(leader.namespace, account, cluster_id)
 
 
-def kube_args(leader: Leader, replica: str) -> tuple[str, ...]:
+def kube_args(leader: Leader, replica: str, lease: tuple[str, ...] = FAST_LEASE) -> tuple[str, ...]:
     return (
         "--store", "kube", "--kubeconfig", str(leader.api.kubeconfig), "--namespace", leader.namespace,
-        "--replica-id", replica, *FAST_LEASE,
+        "--replica-id", replica, *lease,
     )  # fmt: skip
 
 
