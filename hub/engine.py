@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from hub.auth.identity import Identity
 from hub.bus import Bus
 from hub.config import HubConfig
+from hub.engine_fit import RecordLimits, fit
 from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, NotJoined, bounded, quote
 from hub.import_batch import ImportBatch
 from hub.import_status import ImportStatusBook, ImportStatusEntry
@@ -114,6 +115,7 @@ class Engine:
         self._clock = clock
         self._merge = MergeContext(config=MergeConfig(strict_ports=config.strict_ports), used_label_ids=set())
         self._lock = asyncio.Lock()
+        self._limits = RecordLimits(store, config.max_message_bytes)
         self.index = Index()
         self.revision = 0
         # What watchers are told (snapshots, bookmarks): Store.watch_revision, kept with the index.
@@ -344,24 +346,13 @@ class Engine:
                     refusal = exc
                     break
                 admitted.append((export, sequence))
-            latest: dict[str, pb.ResourceExport] = {}
-            for export, _ in admitted:
-                existing = self.index.exports.get(export.export_name)
-                if existing is not None and _same_payload(existing, export):
-                    latest.pop(export.export_name, None)  # back to what is stored: nothing to write
-                    continue
-                new = pb.ResourceExport()
-                new.CopyFrom(export)
-                new.ClearField("status")
-                if existing is not None:
-                    new.create_time.CopyFrom(existing.create_time)
-                else:
-                    new.create_time.FromDatetime(self._clock())
-                latest[export.export_name] = new
-            revision = 0
-            if latest:
-                batch = self._regroup(deleted=set(), put=list(latest.values()))
-                revision = await self._commit_and_publish_batch(batch, answered=set(latest))
+            # Refused here, an export too large for the store (alone or merged) changes nothing.
+            fitted = fit([e for e, _ in admitted], self._to_write, self._regroup_puts, self._limits)
+            if fitted.refusal is not None:
+                admitted, refusal = admitted[: fitted.kept], fitted.refusal
+            latest, revision = fitted.latest, 0
+            if fitted.batch is not None:
+                revision = await self._commit_and_publish_batch(fitted.batch, answered=set(latest))
             responses = []
             for export, sequence in admitted:
                 stored = self.index.exports.get(export.export_name)
@@ -373,6 +364,24 @@ class Engine:
                     )
                 )
             return responses, refusal
+
+    def _to_write(self, exports: Sequence[pb.ResourceExport]) -> dict[str, pb.ResourceExport]:
+        """The admitted exports as stored, by name, leaving out those back to what is stored."""
+        latest: dict[str, pb.ResourceExport] = {}
+        for export in exports:
+            existing = self.index.exports.get(export.export_name)
+            if existing is not None and _same_payload(existing, export):
+                latest.pop(export.export_name, None)  # back to what is stored: nothing to write
+                continue
+            new = pb.ResourceExport()
+            new.CopyFrom(export)
+            new.ClearField("status")
+            if existing is not None:
+                new.create_time.CopyFrom(existing.create_time)
+            else:
+                new.create_time.FromDatetime(self._clock())
+            latest[export.export_name] = new
+        return latest
 
     @staticmethod
     def _check_immutable(existing: pb.ResourceExport, export: pb.ResourceExport) -> None:
@@ -442,6 +451,9 @@ class Engine:
 
     def _regroup(self, *, deleted: set[str], put: list[pb.ResourceExport]) -> WriteBatch:
         return regroup(self.index, self._merge, deleted=deleted, put=put)
+
+    def _regroup_puts(self, put: list[pb.ResourceExport]) -> WriteBatch:
+        return regroup(self.index, self._merge, deleted=set(), put=put)
 
     async def _commit(self, batch: WriteBatch) -> int:
         return await _to_the_end(self._commit_now(batch))

@@ -56,6 +56,11 @@ class InvalidRequest(HubError):
     """Malformed content (gRPC INVALID_ARGUMENT, HTTP 400)."""
 
 
+class TooLarge(InvalidRequest):
+    """An export that would make a record too large for the hub's store or for members' watches,
+    alone or merged with others' (gRPC INVALID_ARGUMENT, HTTP 400)."""
+
+
 class Forbidden(HubError):
     """The caller may not do this (gRPC PERMISSION_DENIED, HTTP 403)."""
 

@@ -1,0 +1,136 @@
+"""Whether what an upsert would write fits where it goes: the store, and members' watches.
+
+A record the store cannot hold (Store.max_record_bytes) fails the whole batch it is written
+in: the caller would hear UNAVAILABLE, retry for ever, and hold up every export sent with it.
+An import larger than the hub's largest gRPC message could be stored but never reach a member.
+Both are bad input, so both are decided before the commit, on the write the merge made: the
+export to blame is refused (TooLarge: INVALID_ARGUMENT, HTTP 400) and the exports before it
+are written, as with any refusal of the call (Engine.upsert_many).
+
+The export to blame is the first of the call, in order, with which its merge group
+(hub.merge.grouping) stops fitting: the export itself too large, or the import its group
+makes grown past the limit (an Endpoints import concatenates every exporter's endpoints, so
+each export may be small and their import still too large). Groups are merged again one
+prefix at a time only when something did not fit, and only the groups that did not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from hub.errors import TooLarge, quote
+from hub.merge import GroupKey, group_key, import_names_for_group
+from hub.store.base import Store, WriteBatch
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+# What a WatchImportsResponse adds around its import: the field's tag and length (6), the
+# epoch (2 + 32 hex digits) and the revision (11), with room to spare.
+WATCH_ENVELOPE_BYTES = 64
+
+# The exports to write (name -> export as stored), and the write the merge makes of them.
+ToWrite = Callable[[Sequence[pb.ResourceExport]], dict[str, pb.ResourceExport]]
+Regroup = Callable[[list[pb.ResourceExport]], WriteBatch]
+
+
+@dataclass(frozen=True)
+class Oversize:
+    """A record of a write that does not fit, and why."""
+
+    kind: str  # "export" or "import"
+    name: str
+    size: int
+    limit: int
+    too_large: str  # "too large for the hub's store", ...
+    measured: str  # "as the store keeps it", ...
+
+
+class RecordLimits:
+    """The limits records are held to: the store's, and for imports, the watch's message size."""
+
+    def __init__(self, store: Store, max_message_bytes: int) -> None:
+        self._store = store
+        self._max_message_bytes = max_message_bytes
+
+    def oversize(self, record: pb.ResourceExport | pb.ResourceImport) -> Oversize | None:
+        if isinstance(record, pb.ResourceImport):
+            kind, name = "import", record.import_name
+        else:
+            kind, name = "export", record.export_name
+        limit = self._store.max_record_bytes
+        if limit is not None and (size := self._store.record_bytes(record)) > limit:
+            return Oversize(kind, name, size, limit, "too large for the hub's store", "as the store keeps it")
+        if kind == "import" and (size := record.ByteSize() + WATCH_ENVELOPE_BYTES) > self._max_message_bytes:
+            limit = self._max_message_bytes
+            return Oversize(kind, name, size, limit, "too large to deliver to members", "in a WatchImports message")
+        return None
+
+    def misfits(self, batch: WriteBatch) -> dict[GroupKey, Oversize]:
+        """The groups of the batch with a record that does not fit (the first found of each)."""
+        keys = {group_key(e) for e in batch.put_exports}
+        # A write of puts only holds an export of every group it touched: its imports map back.
+        group_of_import = {name: key for key in keys for name in import_names_for_group(key)}
+        found: dict[GroupKey, Oversize] = {}
+        for export in batch.put_exports:
+            if (oversize := self.oversize(export)) is not None:
+                found.setdefault(group_key(export), oversize)
+        for imp in batch.put_imports:
+            if (oversize := self.oversize(imp)) is not None:
+                found.setdefault(group_of_import[imp.import_name], oversize)
+        return found
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """How many of the admitted exports are written, what they write, and the refusal of the next."""
+
+    kept: int
+    latest: dict[str, pb.ResourceExport]
+    batch: WriteBatch | None
+    refusal: TooLarge | None
+
+
+def fit(exports: Sequence[pb.ResourceExport], to_write: ToWrite, regroup: Regroup, limits: RecordLimits) -> Fitted:
+    """The longest prefix of `exports` whose write fits, and the refusal of the export after it."""
+    kept, refusal = len(exports), None
+    while True:  # each round keeps fewer exports; none kept writes nothing
+        latest = to_write(exports[:kept])
+        batch = regroup(list(latest.values())) if latest else None
+        misfits = limits.misfits(batch) if batch is not None else {}
+        if not misfits:
+            return Fitted(kept, latest, batch, refusal)
+        kept, refusal = _blame(exports[:kept], misfits, to_write, regroup, limits)
+
+
+def _blame(
+    exports: Sequence[pb.ResourceExport],
+    misfits: dict[GroupKey, Oversize],
+    to_write: ToWrite,
+    regroup: Regroup,
+    limits: RecordLimits,
+) -> tuple[int, TooLarge]:
+    first: tuple[int, Oversize] | None = None
+    for n, export in enumerate(exports):
+        key = group_key(export)
+        if key not in misfits:
+            continue
+        first = first or (n, misfits[key])
+        latest = to_write([e for e in exports[: n + 1] if group_key(e) == key])
+        oversize = limits.misfits(regroup(list(latest.values()))).get(key) if latest else None
+        if oversize is not None:
+            return n, _refusal(export, oversize)
+    # The group did not fit before any export of the call (its records outgrew a limit that
+    # changed): its first export is refused, since its write cannot be stored either.
+    assert first is not None, "a group that does not fit holds an export of the call"
+    n, oversize = first
+    return n, _refusal(exports[n], oversize)
+
+
+def _refusal(export: pb.ResourceExport, oversize: Oversize) -> TooLarge:
+    sizes = f"{oversize.size} bytes {oversize.measured}, at most {oversize.limit}"
+    if oversize.kind == "export" and oversize.name == export.export_name:
+        return TooLarge(f"export {quote(export.export_name)} is {oversize.too_large} ({sizes})")
+    return TooLarge(
+        f"export {quote(export.export_name)} would make {oversize.kind} {quote(oversize.name)} "
+        f"{oversize.too_large} ({sizes})"
+    )

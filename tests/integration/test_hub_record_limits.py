@@ -1,0 +1,323 @@
+"""An export too large for the hub's store, alone or merged with others, is refused, not retried.
+
+The kube store keeps every export and import as a CR of at most MAX_CR_BYTES (etcd's request
+limit), while gRPC admits messages up to 4 MiB. Such an export used to fail its whole store
+batch (UNAVAILABLE), so the member retried it for ever and held up every export sent with it.
+Now the hub refuses it with INVALID_ARGUMENT (HTTP 400) before the store is touched, naming the
+export, its size and the limit; what came before it in the stream is written, and a member sets
+it aside and sends the rest (proto: rpc Export). An export that would make its merged import
+too large (Endpoints of several exporters) is refused the same way.
+
+The kube-store tests run on a sandbox and on a real kube-apiserver (`cluster_kind`); the
+SQLite store has a limit of its own far above what gRPC carries, so there only the import a
+WatchImports message could not carry to members (the hub's max message size) is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from hub.app import HubApp
+from hub.auth.identity import Identity
+from hub.config import HubConfig
+from hub.engine import Engine
+from hub.errors import TooLarge
+from hub.store.kube import KubeStore
+from hub.store.kube_codec import MAX_CR_BYTES
+from hub.store.sqlite import SqliteStore
+from kube.client import KubeClient
+from kube.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
+from mcapi import names
+from mcapi.mchub.v1 import common_area_pb2 as pb
+from member.hubclient import HubEndpoint, HubSession, HubSessionConfig
+from tests.contract.leader_api import leader_api
+from tests.integration.hub_fixtures import hub_config, rest_session
+from tests.integration.hubclient import Member, MemberFactory, read_until_synced, service_export
+from tests.integration.test_hub_rest import ACNP
+from tests.integration.test_hub_security import refused, store_state
+from tests.member_hubclient.recorders import VerdictRecorder
+
+# A refusal comes at once; the kube store's write timeout (30 s) is what it must not wait for.
+REFUSED_WITHIN = 10.0
+BEGIN = pb.ExportRequest(sync_begin=pb.SyncBegin())
+END = pb.ExportRequest(sync_end=pb.SyncEnd())
+
+
+def big_endpoints(cluster: str, namespace: str, name: str, addresses: int) -> pb.ResourceExport:
+    """Endpoints with many Pod addresses: about 55 bytes each in a CR, 45 on the wire."""
+    subset = pb.EndpointSubset(ports=[pb.EndpointPort(name="http", port=80, protocol="TCP")])
+    for i in range(addresses):
+        subset.addresses.add(ip=f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}", hostname=f"pod-{i:06d}-{'x' * 24}")
+    return pb.ResourceExport(
+        export_name=names.endpoints_export_name(cluster, namespace, name),
+        cluster_id=cluster,
+        namespace=namespace,
+        name=name,
+        endpoints=pb.EndpointsSpec(subsets=[subset]),
+    )
+
+
+@dataclass
+class KubeHub:
+    app: HubApp
+    client: KubeClient
+    namespace: str
+
+    async def crs(self) -> tuple[set[str], set[str]]:
+        """The names of the ResourceExports and ResourceImports in the hub's leader Namespace."""
+        exports = await self.client.list(RESOURCE_EXPORTS, namespace=self.namespace)
+        imports = await self.client.list(RESOURCE_IMPORTS, namespace=self.namespace)
+        return {o["metadata"]["name"] for o in exports.items}, {o["metadata"]["name"] for o in imports.items}
+
+
+@pytest.fixture
+async def kube(cluster_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[KubeHub]:
+    """A hub whose store is the kube store, in a leader Namespace of the test's own."""
+    async with leader_api(cluster_kind, request, tmp_path / "leader") as api:
+        namespace = await api.namespace("leader")
+        app = HubApp(hub_config(tmp_path / "hub"), store=KubeStore(api.client, namespace))
+        await app.start()
+        try:
+            yield KubeHub(app, api.client, namespace)
+        finally:
+            await app.stop()
+
+
+@pytest.fixture
+def kube_hub(kube: KubeHub) -> HubApp:
+    return kube.app
+
+
+@pytest.fixture
+async def members(kube_hub: HubApp) -> AsyncIterator[MemberFactory]:
+    factory = MemberFactory(kube_hub)
+    try:
+        yield factory
+    finally:
+        await factory.close()
+
+
+def _request(
+    sequence: int, export: pb.ResourceExport | None = None, *, of: pb.ExportRequest | None = None
+) -> pb.ExportRequest:
+    request = pb.ExportRequest(sequence=sequence)
+    if export is not None:
+        request.upsert.CopyFrom(export)
+    if of is not None:
+        request.MergeFrom(of)
+    return request
+
+
+async def _sent_at_once(member: Member, requests: list[pb.ExportRequest]) -> tuple[list[pb.ExportResponse], str]:
+    """Write every request without waiting (so the hub takes them as one batch); read the answers
+    until the stream ends, which it must with INVALID_ARGUMENT; return the answers and its text."""
+    call = member.stub.Export()
+    answers: list[pb.ExportResponse] = []
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        async with asyncio.timeout(REFUSED_WITHIN):
+            for request in requests:
+                await call.write(request)
+            while (answer := await call.read()) is not grpc.aio.EOF:
+                assert isinstance(answer, pb.ExportResponse)
+                answers.append(answer)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT, info.value.details()
+    return answers, info.value.details() or ""
+
+
+async def test_an_export_too_large_for_a_cr_is_refused_and_what_came_before_it_lands(
+    kube: KubeHub, kube_hub: HubApp, members: MemberFactory
+) -> None:
+    east = await members("east")
+    fits, after = service_export("east", "default", "fits"), service_export("east", "default", "after")
+    huge = big_endpoints("east", "default", "huge", 40_000)
+    assert huge.ByteSize() < kube_hub.config.max_message_bytes  # gRPC admits it
+    answers, details = await _sent_at_once(
+        east, [_request(1, of=BEGIN), _request(2, fits), _request(3, huge), _request(4, after)]
+    )
+    assert [a.export_name for a in answers if a.export_name] == [fits.export_name]
+    assert huge.export_name in details and "(request sequence 3)" in details
+    assert f"at most {MAX_CR_BYTES}" in details and "bytes" in details
+    assert len(details.encode()) <= 2048
+    exported, _ = await kube.crs()
+    assert exported == {fits.export_name}
+    # As a member does: a new stream, a bracket with the rest; they land.
+    session = east.export_session()
+    await session.send(pb.ExportRequest(sync_begin=pb.SyncBegin()))
+    for export in (fits, after):
+        assert (await session.upsert(export)).status.verdict == pb.VERDICT_ACCEPTED
+    await session.send(pb.ExportRequest(sync_end=pb.SyncEnd()))
+    exported, _ = await kube.crs()
+    assert exported == {fits.export_name, after.export_name}
+
+
+async def test_an_export_that_would_make_its_merged_import_too_large_is_refused(
+    kube: KubeHub, kube_hub: HubApp, members: MemberFactory
+) -> None:
+    east, west = await members("east"), await members("west")
+    # Each fits in a CR alone (about 0.85 MB); merged into one Endpoints import they do not.
+    east_endpoints = big_endpoints("east", "default", "web", 15_000)
+    west_endpoints = big_endpoints("west", "default", "web", 15_000)
+    answers = await east.export(service_export("east", "default", "web"), east_endpoints)
+    assert [a.status.verdict for a in answers] == [pb.VERDICT_ACCEPTED] * 2
+    imports_before = dict((await store_state(kube_hub))[2])
+    west_service = service_export("west", "default", "web")
+    answers, details = await _sent_at_once(west, [_request(1, west_service), _request(2, west_endpoints)])
+    assert [a.export_name for a in answers] == [west_service.export_name]
+    endpoints_import = names.endpoints_import_name("default", "web")
+    assert west_endpoints.export_name in details and endpoints_import in details
+    assert f"at most {MAX_CR_BYTES}" in details
+    exported, imported = await kube.crs()
+    assert exported == {
+        east_endpoints.export_name,
+        west_service.export_name,
+        names.service_export_name("east", "default", "web"),
+    }
+    assert imported == {endpoints_import, names.service_import_name("default", "web")}
+    # The Endpoints import still holds east's endpoints; the ServiceImport now names west too.
+    imports_after = (await store_state(kube_hub))[2]
+    assert imports_after[endpoints_import].endpoints == imports_before[endpoints_import].endpoints
+
+
+async def test_a_rest_policy_too_large_for_a_cr_is_a_400(kube_hub: HubApp) -> None:
+    body: dict[str, Any] = copy.deepcopy(ACNP)
+    rules = [
+        {"action": "Drop", "from": [{"ipBlock": {"cidr": f"10.{i // 256 % 256}.{i % 256}.0/24"}}]}
+        for i in range(30_000)
+    ]
+    body["spec"]["clusterNetworkPolicy"]["ingress"] = rules
+    before = await store_state(kube_hub)
+    headers = {"Authorization": f"Bearer {kube_hub.admin_token}"}
+    async with (
+        rest_session(kube_hub) as http,
+        asyncio.timeout(REFUSED_WITHIN),
+        http.post("/api/v1/resourceexports", json=body, headers=headers) as answer,
+    ):
+        assert answer.status == 400, await answer.text()
+        status = await answer.json()
+    assert status["reason"] == "BadRequest"
+    assert "strict-namespace-isolation" in status["message"] and f"at most {MAX_CR_BYTES}" in status["message"]
+    assert await store_state(kube_hub) == before
+
+
+async def test_a_member_sets_the_refused_export_aside_and_its_other_exports_land(
+    kube: KubeHub, kube_hub: HubApp
+) -> None:
+    assert kube_hub.ca_cert is not None
+    token = kube_hub.tokens.create("member-east", cluster_id="east")
+    endpoint = HubEndpoint(server=f"https://{kube_hub.grpc_target}", token=token, ca_cert=kube_hub.ca_cert.read_bytes())
+    config = HubSessionConfig(
+        cluster_id="east", cluster_set_id=kube_hub.config.cluster_set_id, leader_cluster_id="leader",
+        initial_backoff=0.05, max_backoff=0.3, call_timeout=5.0, stop_timeout=2.0,
+    )  # fmt: skip
+    verdicts = VerdictRecorder()
+    session = HubSession(endpoint, config, on_rejected=verdicts.on_rejected)
+    await session.start()
+    try:
+        wanted = [service_export("east", "default", n) for n in ("a", "b", "c")]
+        huge = big_endpoints("east", "default", "b", 40_000)
+        for export in (wanted[0], wanted[1], huge, wanted[2]):
+            session.set_export(export)
+        async with asyncio.timeout(REFUSED_WITHIN * 3):
+            await session.wait_exports_settled()
+        assert set(kube_hub.engine.index.exports) == {e.export_name for e in wanted}
+        assert [(n, r.code) for n, r in verdicts.rejections] == [(huge.export_name, grpc.StatusCode.INVALID_ARGUMENT)]
+        exported, _ = await kube.crs()
+        assert exported == {e.export_name for e in wanted}
+    finally:
+        await session.stop()
+
+
+async def test_the_sqlite_store_holds_an_export_too_large_for_a_cr(hub: HubApp, connect: MemberFactory) -> None:
+    east = await connect("east")
+    huge = big_endpoints("east", "default", "huge", 40_000)
+    [answer] = await east.export(huge)
+    assert answer.revision > 0
+    assert huge.export_name in (await store_state(hub))[1]
+
+
+async def test_an_export_that_would_make_an_import_too_large_to_deliver_is_refused(
+    hub: HubApp, connect: MemberFactory
+) -> None:
+    # Each is about 2.3 MB on the wire, under gRPC's 4 MiB; merged, no WatchImports message could carry it.
+    east, west = await connect("east"), await connect("west")
+    east_endpoints = big_endpoints("east", "default", "web", 50_000)
+    west_endpoints = big_endpoints("west", "default", "web", 50_000)
+    await east.export(service_export("east", "default", "web"), east_endpoints)
+    await west.export(service_export("west", "default", "web"))
+    details = await refused(
+        hub,
+        grpc.StatusCode.INVALID_ARGUMENT,
+        lambda: west.export_session().upsert(west_endpoints),
+        west_endpoints.export_name,
+    )
+    assert names.endpoints_import_name("default", "web") in details
+    assert f"at most {hub.config.max_message_bytes}" in details
+    # Members still get every import, east's endpoints in theirs.
+    async with asyncio.timeout(REFUSED_WITHIN):
+        imports, _ = await read_until_synced(west.watch())
+    delivered = imports[names.endpoints_import_name("default", "web")].endpoints
+    assert [s.cluster_id for s in delivered.subsets] == ["east"]
+
+
+class SmallStore(SqliteStore):
+    """A SQLite store that holds records of at most LIMIT bytes, so records of a few addresses outgrow it."""
+
+    LIMIT = 3000
+
+    @property
+    def max_record_bytes(self) -> int:
+        return self.LIMIT
+
+
+async def test_in_one_batch_the_first_export_that_does_not_fit_is_refused_and_those_before_it_are_written(
+    tmp_path: Path,
+) -> None:
+    config = HubConfig(data_dir=tmp_path)
+    engine = Engine(SmallStore(tmp_path / "hub"), config)
+    await engine.start()
+    try:
+        for cluster in ("east", "west"):
+            request = pb.AnnounceRequest(cluster_id=cluster, cluster_set_id=config.cluster_set_id)
+            await engine.announce(Identity(cluster_id=cluster), request)
+        west = Identity(cluster_id="west")
+        west_endpoints = big_endpoints("west", "default", "web", 30)
+        assert SmallStore.LIMIT / 2 < west_endpoints.ByteSize() < SmallStore.LIMIT
+        _, refusal = await engine.upsert_many(
+            west, [(service_export("west", "default", "web"), 1), (west_endpoints, 2)]
+        )
+        assert refusal is None
+        east = Identity(cluster_id="east")
+        batch = [
+            service_export("east", "default", "other"),
+            service_export("east", "default", "web"),
+            big_endpoints("east", "default", "web", 30),  # fits alone; with west's, the import does not
+            service_export("east", "default", "later"),
+        ]
+        answers, refusal = await engine.upsert_many(east, [(e, n) for n, e in enumerate(batch, 1)])
+        assert [a.export_name for a in answers] == [e.export_name for e in batch[:2]]
+        assert all(a.revision > 0 for a in answers)
+        assert isinstance(refusal, TooLarge)
+        endpoints_import = names.endpoints_import_name("default", "web")
+        assert f"export {batch[2].export_name!r} would make import {endpoints_import!r} too large" in str(refusal)
+        assert f"at most {SmallStore.LIMIT}" in str(refusal)
+        snapshot = await engine.store.snapshot()
+        assert set(snapshot.exports) == {e.export_name for e in batch[:2]} | {
+            west_endpoints.export_name,
+            names.service_export_name("west", "default", "web"),
+        }
+        assert snapshot.imports[endpoints_import] == engine.index.imports[endpoints_import]
+        # An export too large alone is named as such.
+        alone = big_endpoints("east", "default", "other", 80)
+        answers, refusal = await engine.upsert_many(east, [(alone, 5)])
+        assert answers == [] and isinstance(refusal, TooLarge)
+        assert str(refusal).startswith(f"export {alone.export_name!r} is too large for the hub's store (")
+    finally:
+        await engine.store.close()
