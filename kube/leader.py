@@ -166,7 +166,8 @@ class LeaderElector:
 
     async def _become_leader(self) -> None:
         if self._continued_tenure:
-            # A leader that stepped down (a missed renewal) and found the Lease still its own.
+            # The Lease still named this identity: a leader that stepped down after a missed
+            # renewal, or a process restarted with the same identity before the Lease expired.
             log.info("leaseReacquired", extra={"lease": self._ref(), "identity": self.identity})
         else:
             log.info("leaderElected", extra={"lease": self._ref(), "identity": self.identity})
