@@ -169,4 +169,23 @@ async def test_a_restarted_controller_wants_exactly_what_the_first_exported(
     second = LabelIdentityController(world.client, CLUSTER)
     controllers.append(second)
     await second.start_watching(SYNC)
-    assert {e.export_name for e in second.desired_exports()} == set(sink.desired)
+    # On a real cluster the Pods of earlier tests may still be going away (their Namespaces
+    # terminate in the background) between the two starts: compare what this Namespace makes.
+    expected = {world.label(ns, {"app": "a0"}), world.label(ns, {"app": "a1"})}
+    first_wanted = {e.label_identity.normalized_label for e in sink.desired.values()}
+    second_wanted = {e.label_identity.normalized_label for e in second.desired_exports()}
+    assert _in_namespace(first_wanted, ns) == expected
+    assert _in_namespace(second_wanted, ns) == expected
+    ours = {e.export_name for e in second.desired_exports() if e.label_identity.normalized_label in expected}
+    assert ours == {name for name, e in sink.desired.items() if e.label_identity.normalized_label in expected}
+
+
+def _in_namespace(labels: set[str], namespace: str) -> set[str]:
+    """The normalized labels (``ns:<labels>&pod:<labels>``) of Pods in ``namespace``."""
+    found = set()
+    for label in labels:
+        ns_side = label.split("&", 1)[0].removeprefix("ns:")
+        pairs = dict(pair.split("=", 1) for pair in ns_side.split(",") if "=" in pair)
+        if pairs.get("kubernetes.io/metadata.name") == namespace:
+            found.add(label)
+    return found
