@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import os
 import ssl
@@ -108,6 +109,21 @@ def hub_access(
     return access
 
 
+# How long a call keeps asking a hub that answers 503 (an election takes a few seconds).
+UNAVAILABLE_FOR = 10.0
+_FIRST_RETRY = 0.2
+_MAX_RETRY = 2.0
+
+
+def _retry_after(header: str | None) -> float | None:
+    """Retry-After in seconds (the hub sends none today; a proxy in front of it may)."""
+    try:
+        seconds = float(header) if header else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 < seconds <= _MAX_RETRY * 5 else None
+
+
 class HubConflict(OperationFailed):
     """The hub answered 409: the request conflicts with how it is set up (its message says how)."""
 
@@ -115,8 +131,9 @@ class HubConflict(OperationFailed):
 class HubRest:
     """Calls on the hub's REST facade (/api/v1/..., /metrics), with typed failures."""
 
-    def __init__(self, access: HubAccess, timeout: float = 10.0) -> None:
+    def __init__(self, access: HubAccess, timeout: float = 10.0, unavailable_for: float = UNAVAILABLE_FOR) -> None:
         self.access = access
+        self.unavailable_for = unavailable_for
         tls = access.ssl_context()
         self._session = aiohttp.ClientSession(
             headers={"Authorization": f"Bearer {access.token}"},
@@ -144,6 +161,23 @@ class HubRest:
         return response
 
     async def _send(self, method: str, path: str, params: dict[str, str] | None) -> aiohttp.ClientResponse:
+        """One call; a 503 (a replica between leaders, a store that failed for a moment: nothing was
+        done) is asked again with backoff for ``unavailable_for`` seconds, then handed back."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.unavailable_for
+        delay = _FIRST_RETRY
+        while True:
+            response = await self._send_once(method, path, params)
+            if response.status != 503:
+                return response
+            wait = _retry_after(response.headers.get("Retry-After")) or delay
+            if loop.time() + wait > deadline:
+                return response
+            response.release()
+            await asyncio.sleep(wait)
+            delay = min(delay * 2, _MAX_RETRY)
+
+    async def _send_once(self, method: str, path: str, params: dict[str, str] | None) -> aiohttp.ClientResponse:
         url = f"{self.access.url}{path}"
         try:
             response = await self._session.request(method, url, params={k: v for k, v in (params or {}).items() if v})
