@@ -5,6 +5,8 @@ Order, as Antrea evaluates: Tier priority (lower first), then policy priority (l
 first; ties: ClusterNetworkPolicies before NetworkPolicies, then by namespace/name, so
 every Gateway agrees), then rule order within the policy. Pass ends the Tier (the next
 Tier decides). A policy whose Tier is neither a default Tier nor a Tier CR is not enforced.
+An ingress rule with named ports becomes consecutive rules, one per set of port numbers its
+appliedTo Pods resolve the names to (agent.policy.named_ports), in the rule's own place.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from agent.policy.model import (
     SkipReason,
     TranslationError,
 )
+from agent.policy.named_ports import ContainerPort, numbered_only, split_by_resolved_ports
 from agent.policy.parse import parse_policy
 from agent.policy.state import MAX_IDENTITY, CompiledPolicy, CompiledRule, PolicyReport, TierRules
 
@@ -44,6 +47,8 @@ class LocalPod:
     name: str
     ip: IPv4Address
     labels: tuple[tuple[str, str], ...]
+    ports: tuple[ContainerPort, ...] = ()
+    """Its containers' named ports (what a rule's named port resolves against)."""
 
 
 @dataclass(frozen=True)
@@ -107,15 +112,19 @@ def compile_policies(sources: PolicySources) -> CompiledPolicy:
     egress: dict[str, list[CompiledRule]] = {}
     for policy in enforced:
         for rule in policy.rules:
-            applied = _local_pod_ips(rule.applied_to, pods, namespace_labels)
+            applied = _applied_pods(rule.applied_to, pods, namespace_labels)
+            origin = _origin(policy, rule)
             if rule.direction is Direction.INGRESS:
-                compiled = CompiledRule(
-                    rule.action, _identity_ids(rule.peers, identities), applied, rule.ports, _origin(policy, rule)
+                peer_ids = _identity_ids(rule.peers, identities)
+                pieces = split_by_resolved_ports(rule.ports, ((pod.ip, pod.ports) for pod in applied))
+                ingress.setdefault(policy.tier, []).extend(
+                    CompiledRule(rule.action, peer_ids, destinations, ports, origin) for ports, destinations in pieces
                 )
-                ingress.setdefault(policy.tier, []).append(compiled)
             else:
                 wanted = sorted({a for ref in rule.services for a in _service_addresses(services, ref)})
-                compiled = CompiledRule(rule.action, applied, tuple(wanted), rule.ports, _origin(policy, rule))
+                applied_ips = tuple(sorted({pod.ip for pod in applied}))
+                egress_ports = numbered_only(rule.ports, origin)
+                compiled = CompiledRule(rule.action, applied_ips, tuple(wanted), egress_ports, origin)
                 egress.setdefault(policy.tier, []).append(compiled)
     return CompiledPolicy(
         pod_identities=_pod_identities(pods, namespace_labels, identities),
@@ -151,16 +160,16 @@ def _identity_ids(peers: Iterable[PodSelection], identities: Iterable[LabelIdent
     return tuple(sorted(found))
 
 
-def _local_pod_ips(
+def _applied_pods(
     applied_to: Iterable[PodSelection], pods: Iterable[LocalPod], namespaces: Mapping[str, Labels]
-) -> tuple[IPv4Address, ...]:
+) -> tuple[LocalPod, ...]:
     applied_to = tuple(applied_to)
-    found = set()
+    found = []
     for pod in pods:
         ns_labels = namespaces.get(pod.namespace, {NAMESPACE_NAME_LABEL: pod.namespace})
         if any(_selected(s, pod.namespace, ns_labels, dict(pod.labels)) for s in applied_to):
-            found.add(pod.ip)
-    return tuple(sorted(found))
+            found.append(pod)
+    return tuple(found)
 
 
 def _pod_identities(

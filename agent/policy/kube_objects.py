@@ -2,7 +2,9 @@
 
 * Pods: every Pod with an IPv4 ``status.podIP`` (or podIPs) that is not on the host
   network and not finished: the local cluster's Pods whose identity the Gateway tags and
-  whom appliedTo selects.
+  whom appliedTo selects, with the named ports of ``spec.containers[].ports[]`` (protocol
+  TCP when unset), which a rule's named ports resolve against. Init containers' ports are
+  left out, as Antrea leaves them out.
 * Namespaces: their labels (``kubernetes.io/metadata.name`` is added where missing).
 * LabelIdentities (cluster-scoped, imported by the member): ``spec.label`` and ``spec.id``;
   one whose label is not in the normalized form, or whose ID is out of 1..16777215, is left
@@ -20,6 +22,8 @@ from typing import Any
 
 from agent.policy.compile import LocalPod, MultiClusterService, PolicyObject
 from agent.policy.labels import LabelIdentity, identity_from_label
+from agent.policy.model import PROTOCOLS
+from agent.policy.named_ports import ContainerPort
 from agent.policy.state import MAX_IDENTITY
 
 Obj = Mapping[str, Any]
@@ -58,9 +62,23 @@ def local_pods(pods: Iterable[Obj]) -> tuple[LocalPod, ...]:
                 str(meta.get("name") or ""),
                 address,
                 tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+                _named_container_ports(spec),
             )
         )
     return tuple(sorted(found, key=lambda p: (p.namespace, p.name)))
+
+
+def _named_container_ports(spec: Mapping[str, Any]) -> tuple[ContainerPort, ...]:
+    found: list[ContainerPort] = []
+    for container in spec.get("containers") or []:
+        for port in (container.get("ports") or []) if isinstance(container, Mapping) else []:
+            if not isinstance(port, Mapping):
+                continue
+            name, number = port.get("name"), port.get("containerPort")
+            protocol = PROTOCOLS.get(str(port.get("protocol") or "TCP"))
+            if name and protocol and isinstance(number, int) and not isinstance(number, bool):
+                found.append(ContainerPort(str(name), protocol, number))
+    return tuple(dict.fromkeys(found))
 
 
 def namespace_labels(namespaces: Iterable[Obj]) -> dict[str, dict[str, str]]:

@@ -10,6 +10,8 @@ from agent.policy.labels import Selector
 KIND_CLUSTER_NETWORK_POLICY = "ClusterNetworkPolicy"
 KIND_NETWORK_POLICY = "NetworkPolicy"
 SCOPE_CLUSTER_SET = "ClusterSet"
+PROTOCOLS = {"TCP": "tcp", "UDP": "udp", "SCTP": "sctp"}
+"""Kubernetes' protocol names -> the names nftables matches."""
 
 
 class Action(enum.Enum):
@@ -63,6 +65,14 @@ class PortMatch:
 
 
 @dataclass(frozen=True)
+class NamedPort:
+    """A ``ports[]`` entry that names a container port; compile resolves it per appliedTo Pod."""
+
+    protocol: str
+    name: str
+
+
+@dataclass(frozen=True)
 class ServiceRef:
     namespace: str
     name: str
@@ -79,8 +89,8 @@ class ParsedRule:
     action: Action
     applied_to: tuple[PodSelection, ...]
     peers: tuple[PodSelection, ...] = ()
-    ports: tuple[PortMatch, ...] = ()
-    """Empty: every port and protocol."""
+    ports: tuple[PortMatch | NamedPort, ...] = ()
+    """Empty: every port and protocol. Named ports only in ingress rules."""
     services: tuple[ServiceRef, ...] = ()
 
 

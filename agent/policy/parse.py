@@ -5,10 +5,18 @@ Only policies that name the ClusterSet scope somewhere (an ingress peer or an eg
 None and is left to whoever enforces in-cluster policy. A policy that does concern it is
 translated whole or not at all: an unknown field anywhere in its spec, or a ClusterSet rule
 using what the agent cannot enforce across clusters (ipBlock/group/fqdn/serviceAccount/
-nodeSelector/namespaces peers, ``to`` peers with ClusterSet scope, named ports, source ports,
-``protocols``, ``l7Protocols``, appliedTo groups/services/serviceAccounts/nodeSelectors)
-raises TranslationError, which the kube wiring reports as an Event, a metric and the
-policy's status.
+nodeSelector/namespaces peers, ``to`` peers with ClusterSet scope, named ports in egress
+rules, source ports, ``protocols``, ``l7Protocols``, appliedTo groups/services/
+serviceAccounts/nodeSelectors) raises TranslationError, which the kube wiring reports as an
+Event, a metric and the policy's status.
+
+Named ports (``port: http``): an ingress rule keeps the name (``NamedPort``), checked as
+Kubernetes checks it (IANA_SVC_NAME; never with ``endPort``), and compile resolves it
+against each appliedTo Pod's container ports. An egress ``toServices`` rule with a name is
+refused: the name would resolve against the destination Pods' container ports, and those
+Pods are the exporters' Pods in other clusters, whose specs this Gateway never sees (it
+knows only the multi-cluster Service's addresses), so it cannot say which number the name
+stands for.
 
 Within a ClusterSet rule only the ClusterSet-scoped peers (ingress) or services (egress)
 count: the rule's other peers select in-cluster sources, which cross-cluster traffic never is.
@@ -23,9 +31,11 @@ from agent.policy.labels import MATCH_ALL, SelectorError, parse_selector
 from agent.policy.model import (
     KIND_CLUSTER_NETWORK_POLICY,
     KIND_NETWORK_POLICY,
+    PROTOCOLS,
     SCOPE_CLUSTER_SET,
     Action,
     Direction,
+    NamedPort,
     ParsedPolicy,
     ParsedRule,
     PodSelection,
@@ -34,6 +44,7 @@ from agent.policy.model import (
     SkipReason,
     TranslationError,
 )
+from agent.policy.named_ports import PORT_NAME_RULE, is_port_name
 
 DEFAULT_TIER = "application"
 _SPEC_FIELDS = {"tier", "priority", "appliedTo", "ingress", "egress"}
@@ -64,7 +75,6 @@ _PEER_FIELDS = {
 _APPLIED_TO_FIELDS = {"podSelector", "namespaceSelector", "group", "serviceAccount", "service", "nodeSelector"}
 _PORT_FIELDS = {"protocol", "port", "endPort", "sourcePort", "sourceEndPort"}
 _SERVICE_FIELDS = {"name", "namespace", "scope"}
-_PROTOCOLS = {"TCP": "tcp", "UDP": "udp", "SCTP": "sctp"}
 _ACTIONS = {a.value: a for a in Action}
 
 
@@ -173,7 +183,7 @@ def _rule(
         action=_ACTIONS[action_text],
         applied_to=applied,
         peers=peers,
-        ports=_ports(raw.get("ports"), f"{where}.ports"),
+        ports=_ports(raw.get("ports"), f"{where}.ports", direction=direction),
         services=services,
     )
 
@@ -250,8 +260,10 @@ def _services(raw: Any, where: str) -> tuple[ServiceRef, ...]:
     return tuple(found)
 
 
-def _ports(raw: Any, where: str, *, check_only: bool = False) -> tuple[PortMatch, ...]:
-    found: list[PortMatch] = []
+def _ports(
+    raw: Any, where: str, *, direction: Direction = Direction.INGRESS, check_only: bool = False
+) -> tuple[PortMatch | NamedPort, ...]:
+    found: list[PortMatch | NamedPort] = []
     for index, entry in enumerate(_list(raw)):
         at = f"{where}[{index}]"
         if not isinstance(entry, Mapping):
@@ -261,18 +273,34 @@ def _ports(raw: Any, where: str, *, check_only: bool = False) -> tuple[PortMatch
             continue
         if "sourcePort" in entry or "sourceEndPort" in entry:
             raise TranslationError(SkipReason.UNSUPPORTED_FIELD, f"{at}: source ports are not supported")
-        protocol = _PROTOCOLS.get(str(entry.get("protocol") or "TCP"))
+        protocol = PROTOCOLS.get(str(entry.get("protocol") or "TCP"))
         if protocol is None:
             raise TranslationError(SkipReason.INVALID, f"{at}.protocol: must be TCP, UDP or SCTP")
         port, end = entry.get("port"), entry.get("endPort")
         if isinstance(port, str):
-            raise TranslationError(SkipReason.UNSUPPORTED_FIELD, f"{at}.port: named ports are not supported")
+            found.append(_named_port(protocol, port, end, at, direction))
+            continue
         if port is not None and not _valid_port(port):
             raise TranslationError(SkipReason.INVALID, f"{at}.port: must be 1..65535")
         if end is not None and (port is None or not _valid_port(end) or end < port):
             raise TranslationError(SkipReason.INVALID, f"{at}.endPort: needs a port and must be port..65535")
         found.append(PortMatch(protocol, port, end))
     return tuple(found)
+
+
+def _named_port(protocol: str, name: str, end: Any, at: str, direction: Direction) -> NamedPort:
+    if not is_port_name(name):
+        raise TranslationError(SkipReason.INVALID, f"{at}.port: {name!r} is not a valid port name ({PORT_NAME_RULE})")
+    if end is not None:
+        raise TranslationError(SkipReason.INVALID, f"{at}.endPort: not allowed with a named port (only a number)")
+    if direction is Direction.EGRESS:
+        raise TranslationError(
+            SkipReason.UNSUPPORTED_FIELD,
+            f"{at}.port: named ports are not supported in egress rules (a name stands for a destination"
+            " Pod's container port, and the destinations are Pods in other clusters, which the Gateway"
+            " does not see)",
+        )
+    return NamedPort(protocol, name)
 
 
 def _valid_port(value: Any) -> bool:

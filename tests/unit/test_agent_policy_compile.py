@@ -7,7 +7,8 @@ from typing import Any
 
 from agent.policy.compile import LocalPod, MultiClusterService, PolicyObject, PolicySources, compile_policies
 from agent.policy.labels import identity_from_label, normalized_label
-from agent.policy.model import Action
+from agent.policy.model import Action, PortMatch
+from agent.policy.named_ports import ContainerPort
 
 ACNP, ANP = "ClusterNetworkPolicy", "NetworkPolicy"
 DB_IP, WEB_IP, TENANT_IP = IPv4Address("10.1.1.10"), IPv4Address("10.1.2.10"), IPv4Address("10.1.2.11")
@@ -142,3 +143,86 @@ def test_namespace_labels_take_part_in_identity_and_selection() -> None:
     compiled = compile_policies(sources)
     assert compiled.pod_identities == ((DB_IP, 11),)
     assert compiled.ingress[0].rules[0].sources == (11,)
+
+
+# Named ports: db Pods whose container ports differ; the rule names "http".
+DB_A, DB_B, DB_C, DB_D, DB_E = (IPv4Address(f"10.1.1.{n}") for n in (21, 22, 23, 24, 25))
+DB_PODS = (
+    LocalPod("shop", "db-a", DB_A, (("app", "db"),), (ContainerPort("http", "tcp", 8080),)),
+    LocalPod(
+        "shop",
+        "db-b",
+        DB_B,
+        (("app", "db"),),
+        (ContainerPort("metrics", "tcp", 9100), ContainerPort("http", "tcp", 9090)),
+    ),
+    LocalPod("shop", "db-c", DB_C, (("app", "db"),), (ContainerPort("metrics", "tcp", 9100),)),
+    LocalPod("shop", "db-d", DB_D, (("app", "db"),), (ContainerPort("http", "udp", 8080),)),
+    LocalPod("shop", "db-e", DB_E, (("app", "db"),), (ContainerPort("http", "tcp", 8080),)),
+)
+
+
+def compile_db(*policies: PolicyObject) -> Any:
+    return compile_policies(PolicySources(tuple(policies), {}, IDENTITIES, DB_PODS, {"shop": {}, "default": {}}, ()))
+
+
+def pieces(compiled: Any) -> list[tuple[str, tuple[PortMatch, ...], tuple[IPv4Address, ...]]]:
+    return [(r.origin.split(" ", 2)[2], r.ports, r.destinations) for t in compiled.ingress for r in t.rules]
+
+
+def tcp(*ports: int) -> tuple[PortMatch, ...]:
+    return tuple(PortMatch("tcp", p) for p in ports)
+
+
+def test_a_named_port_resolves_per_pod_and_the_rule_splits_by_the_numbers_pods_share() -> None:
+    compiled = compile_db(acnp("p", [{**from_cluster_set("Drop", role="tenant"), "ports": [{"port": "http"}]}]))
+    assert pieces(compiled) == [
+        ("ingress[0] ingress-0", tcp(8080), (DB_A, DB_E)),
+        ("ingress[0] ingress-0", tcp(9090), (DB_B,)),
+    ]
+    assert all(r.sources == (7,) and r.action is Action.DROP for t in compiled.ingress for r in t.rules)
+    assert compiled.reports[0].enforced
+
+
+def test_a_pod_without_the_named_port_or_with_it_on_another_protocol_is_not_matched() -> None:
+    compiled = compile_db(acnp("p", [{**from_cluster_set("Drop", role="tenant"), "ports": [{"port": "http"}]}]))
+    matched = {ip for _, _, ips in pieces(compiled) for ip in ips}
+    assert matched == {DB_A, DB_B, DB_E}, "db-c has no http port, db-d has it on UDP only"
+
+
+def test_a_named_port_matches_the_container_port_of_the_entrys_protocol() -> None:
+    rule = {**from_cluster_set("Drop", role="tenant"), "ports": [{"protocol": "UDP", "port": "http"}]}
+    compiled = compile_db(acnp("p", [rule]))
+    assert pieces(compiled) == [("ingress[0] ingress-0", (PortMatch("udp", 8080),), (DB_D,))]
+
+
+def test_numbered_ports_beside_a_named_one_apply_to_every_pod_and_the_name_only_where_it_resolves() -> None:
+    rule = {**from_cluster_set("Allow", role="tenant"), "ports": [{"port": 22}, {"port": "http"}, {"port": 8080}]}
+    compiled = compile_db(acnp("p", [rule]))
+    assert sorted(pieces(compiled), key=lambda piece: piece[2]) == [
+        ("ingress[0] ingress-0", tcp(22, 8080), (DB_A, DB_C, DB_D, DB_E)),
+        ("ingress[0] ingress-0", tcp(22, 8080, 9090), (DB_B,)),
+    ]
+
+
+def test_a_split_rule_keeps_its_place_between_the_policys_other_rules_and_other_policies() -> None:
+    named = {**from_cluster_set("Allow", role="tenant"), "ports": [{"port": "http"}]}
+    compiled = compile_db(
+        acnp("first", [from_cluster_set("Pass", role="client"), named, from_cluster_set("Drop", role="tenant")]),
+        acnp("second", [named], priority=6),
+    )
+    assert [(r.origin.split(" ")[1], r.origin.split(" ")[2], r.action.value) for r in compiled.ingress[0].rules] == [
+        ("first", "ingress[0]", "Pass"),
+        ("first", "ingress[1]", "Allow"),
+        ("first", "ingress[1]", "Allow"),
+        ("first", "ingress[2]", "Drop"),
+        ("second", "ingress[0]", "Allow"),
+        ("second", "ingress[0]", "Allow"),
+    ]
+
+
+def test_a_named_port_no_applied_to_pod_has_gives_no_rule_at_all() -> None:
+    rule = {**from_cluster_set("Drop", role="tenant"), "ports": [{"port": "grpc"}]}
+    compiled = compile_db(acnp("p", [rule]))
+    assert pieces(compiled) == []
+    assert compiled.reports[0].enforced

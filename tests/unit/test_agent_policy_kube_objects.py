@@ -12,6 +12,7 @@ from agent.policy.kube_objects import (
     policy_objects,
     tier_priorities,
 )
+from agent.policy.named_ports import ContainerPort
 
 
 def pod(name: str, ip: str | None, **extra: object) -> dict[str, object]:
@@ -73,3 +74,13 @@ def test_namespaces_tiers_and_policies() -> None:
         ("ClusterNetworkPolicy", "b"),
         ("NetworkPolicy", "c"),
     ]
+
+
+def test_a_pods_named_container_ports_come_with_it_tcp_by_default() -> None:
+    containers = [
+        {"name": "app", "ports": [{"name": "http", "containerPort": 8080}, {"containerPort": 9000}]},
+        {"name": "sidecar", "ports": [{"name": "dns", "containerPort": 53, "protocol": "UDP"}]},
+        {"name": "bare"},
+    ]
+    (found,) = local_pods([pod("p", "10.1.1.10", containers=containers)])
+    assert found.ports == (ContainerPort("http", "tcp", 8080), ContainerPort("dns", "udp", 53))

@@ -7,7 +7,16 @@ from typing import Any
 import pytest
 
 from agent.policy.labels import MATCH_ALL, Requirement, Selector
-from agent.policy.model import Action, Direction, PodSelection, PortMatch, ServiceRef, SkipReason, TranslationError
+from agent.policy.model import (
+    Action,
+    Direction,
+    NamedPort,
+    PodSelection,
+    PortMatch,
+    ServiceRef,
+    SkipReason,
+    TranslationError,
+)
 from agent.policy.parse import parse_policy
 
 ACNP, ANP = "ClusterNetworkPolicy", "NetworkPolicy"
@@ -99,7 +108,7 @@ def test_an_egress_to_services_cluster_set_entry_is_parsed_with_rule_applied_to(
             "ipBlock",
         ),
         (lambda s: s["ingress"][0]["from"][0].update(group="g"), SkipReason.UNSUPPORTED_PEER, "group"),
-        (lambda s: s["ingress"][0].update(ports=[{"port": "http"}]), SkipReason.UNSUPPORTED_FIELD, "named ports"),
+        (lambda s: s["ingress"][0].update(ports=[{"port": "http", "endPort": 90}]), SkipReason.INVALID, "endPort"),
         (lambda s: s["ingress"][0].update(action="Maybe"), SkipReason.INVALID, "action"),
         (lambda s: s.update(appliedTo=[{"group": "g"}]), SkipReason.UNSUPPORTED_FIELD, "group"),
         (lambda s: s.pop("appliedTo"), SkipReason.INVALID, "appliedTo"),
@@ -130,3 +139,43 @@ def test_egress_peers_with_cluster_set_scope_are_unsupported() -> None:
     with pytest.raises(TranslationError) as caught:
         parse_policy(ACNP, policy(spec))
     assert caught.value.reason is SkipReason.UNSUPPORTED_PEER
+
+
+def test_a_named_port_of_an_ingress_rule_is_kept_by_name_with_its_protocol_tcp_by_default() -> None:
+    ports = [{"port": "http"}, {"protocol": "UDP", "port": "dns-1"}, {"port": 22}]
+    parsed = parse_policy(ACNP, policy(ingress_spec(ports=ports)))
+    assert parsed is not None
+    (rule,) = parsed.rules
+    assert rule.ports == (NamedPort("tcp", "http"), NamedPort("udp", "dns-1"), PortMatch("tcp", 22))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", "HTTP", "web_ui", "a-very-long-name", "-http", "http-", "ht--tp", "8080", "4-2", "ht tp", "ünicode"],
+)
+def test_a_port_name_that_is_not_an_iana_service_name_is_invalid(name: str) -> None:
+    with pytest.raises(TranslationError) as caught:
+        parse_policy(ACNP, policy(ingress_spec(ports=[{"port": name}])))
+    assert caught.value.reason is SkipReason.INVALID
+    assert "spec.ingress[0].ports[0].port" in caught.value.message and "IANA_SVC_NAME" in caught.value.message
+
+
+@pytest.mark.parametrize("name", ["h", "http", "a-b-c", "x1", "1x", "fifteen-chars-x"])
+def test_iana_service_names_up_to_fifteen_characters_are_valid_port_names(name: str) -> None:
+    parsed = parse_policy(ACNP, policy(ingress_spec(ports=[{"port": name}])))
+    assert parsed is not None and parsed.rules[0].ports == (NamedPort("tcp", name),)
+
+
+def test_a_named_port_in_an_egress_to_services_rule_is_refused_with_the_reason() -> None:
+    rule = {
+        "action": "Drop",
+        "ports": [{"port": "http"}],
+        "toServices": [{"name": "web", "namespace": "shop", "scope": "ClusterSet"}],
+    }
+    spec = {"priority": 1, "appliedTo": [{"podSelector": {}}], "egress": [rule]}
+    with pytest.raises(TranslationError) as caught:
+        parse_policy(ACNP, policy(spec))
+    assert caught.value.reason is SkipReason.UNSUPPORTED_FIELD
+    assert "spec.egress[0].ports[0].port" in caught.value.message
+    assert "named ports are not supported in egress rules" in caught.value.message
+    assert "other clusters" in caught.value.message, "the refusal says why"
