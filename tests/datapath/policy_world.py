@@ -3,9 +3,10 @@ would hand it to each Gateway agent: Pod labels, the hub's label identities, eac
 cluster's Antrea policies, Tiers and multi-cluster Services.
 
 Every Node's Pod (topology.py: ``10.<c>.<n>.10``) is Pod ``<node>-pod`` in Namespace
-``default``. Identities are allocated as the hub does: one ID per distinct normalized label
-across the clusters, stable for the label's life (IDs start at a value above 16 bits so the
-tests cover the whole 24-bit path).
+``default``, with the named container ports ``container_ports`` gives it. Identities are
+allocated as the hub does: one ID per distinct normalized label across the clusters, stable
+for the label's life (IDs start at a value above 16 bits so the tests cover the whole 24-bit
+path).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from agent.policy.compile import LocalPod, MultiClusterService, PolicyObject, PolicySources, compile_policies
 from agent.policy.labels import LabelIdentity, identity_from_label, normalized_label
+from agent.policy.named_ports import ContainerPort
 from agent.policy.state import CompiledPolicy
 from tests.datapath.topology import Topology
 
@@ -32,6 +34,8 @@ class PolicyWorld:
     tiers: dict[str, dict[str, int]] = field(default_factory=dict)
     services: dict[str, list[MultiClusterService]] = field(default_factory=dict)
     ids: dict[str, int] = field(default_factory=dict)
+    container_ports: dict[str, tuple[ContainerPort, ...]] = field(default_factory=dict)
+    """Node name -> the named container ports of the Pod on it."""
 
     def label_of(self, node: str) -> str:
         return normalized_label(NAMESPACE, {}, self.labels.get(node, {}))
@@ -51,7 +55,11 @@ class PolicyWorld:
         cluster = self.topo.clusters[cluster_id]
         pods = tuple(
             LocalPod(
-                NAMESPACE, f"{n.name}-pod", IPv4Address(n.pod.ip), tuple(sorted(self.labels.get(n.name, {}).items()))
+                NAMESPACE,
+                f"{n.name}-pod",
+                IPv4Address(n.pod.ip),
+                tuple(sorted(self.labels.get(n.name, {}).items())),
+                self.container_ports.get(n.name, ()),
             )
             for n in cluster.nodes
         )
@@ -78,6 +86,7 @@ def ingress_from_cluster_set(
     priority: float = 5,
     tier: str | None = None,
     applied_to: dict[str, str] | None = None,
+    ports: list[dict[str, Any]] | None = None,
 ) -> PolicyObject:
     spec: dict[str, Any] = {
         "priority": priority,
@@ -86,4 +95,6 @@ def ingress_from_cluster_set(
     }
     if tier is not None:
         spec["tier"] = tier
+    if ports is not None:
+        spec["ingress"][0]["ports"] = ports
     return acnp(name, spec)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from agent.policy.compile import MultiClusterService
+from agent.policy.named_ports import ContainerPort
 from tests.datapath.driver import ClusterSetDriver
 from tests.datapath.inspect_kernel import footprint
 from tests.datapath.policy_world import PolicyWorld, acnp, ingress_from_cluster_set
@@ -141,6 +142,31 @@ async def test_policy_removing_the_policy_restores_traffic_and_cleanup_leaves_no
     await clusterset.stop_all(cleanup=True)
     leftovers = {n.name: await footprint(n.netns) for c in topology.clusters.values() for n in c.nodes}
     assert {name: fp for name, fp in leftovers.items() if not fp.empty} == {}
+
+
+async def test_policy_a_named_port_drop_stops_wests_tenant_at_that_port_of_easts_pod_only(
+    world: tuple[PolicyWorld, ClusterSetDriver], topology: Topology
+) -> None:
+    policy_world, clusterset = world
+    east, west = topology.clusters["east"], topology.clusters["west"]
+    named, other = east.nodes[1], east.nodes[0]  # "http" is 8080 on east-b's Pod; east-a's has no "http"
+    policy_world.container_ports[named.name] = (ContainerPort("http", "tcp", 8080), ContainerPort("echo", "tcp", 7070))
+    policy_world.container_ports[other.name] = (ContainerPort("web", "tcp", 8080),)
+    tenant, client = west.nodes[0].pod.netns, west.nodes[1].pod.netns
+    http = [{"port": "http"}]
+    policy_world.policies["east"] = [ingress_from_cluster_set("no-tenant-http", "Drop", {"role": "tenant"}, ports=http)]
+    await clusterset.sync()
+    async with (
+        peer_reporting_server(named.pod.netns, 8080),
+        peer_reporting_server(named.pod.netns, 7070),
+        peer_reporting_server(other.pod.netns, 8080),
+    ):
+        assert not await reaches(tenant, named.pod.ip, 8080), "the tenant is dropped at east-b's http port"
+        assert await reaches(tenant, named.pod.ip, 7070), "east-b's other port is not named http"
+        assert await reaches(tenant, other.pod.ip, 8080), "east-a's Pod has no http port: the rule skips it"
+        assert await reaches(client, named.pod.ip, 8080), "the client's identity is not the rule's peer"
+    (report,) = policy_world.compiled("east").reports
+    assert (report.enforced, report.reason) == (True, "Enforced")
 
 
 async def test_policy_that_cannot_be_enforced_never_drops_traffic(
