@@ -12,7 +12,8 @@ those removals go in the queue's background lane, behind every import to apply.
 
 An import blocked by this cluster (its Namespace missing, a user's object under our name,
 Antrea's CRDs or a Tier missing) is reported failed and tried again with a backoff up to
-``retry_interval``, and at once when its Namespace appears; any other failure (the API
+``retry_interval``, and at once when its Namespace (or, for a policy, its Tier) appears; an
+imported policy whose Tier is deleted is looked at again at once, and removed; any other failure (the API
 server unreachable, a write conflict) is retried with the same backoff without a report.
 Each import's outcome is reported to the hub only when it changes.
 """
@@ -42,7 +43,7 @@ from member.imports.endpoints import apply_endpoints, delete_endpoints
 from member.imports.label_identity import apply_label_identity, delete_label_identity
 from member.imports.outcome import SUCCEEDED, ImportBlocked, ImportReason, Outcome
 from member.imports.ownership import ObjectWriter
-from member.imports.policies import apply_acnp, delete_acnp, watched_policies
+from member.imports.policies import PolicyTiers, apply_acnp, delete_acnp, watched_policies
 from member.imports.services import apply_service_import, delete_service_import
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,9 @@ class ImportApplier:
         written at once. ``registry``: where the work queue's metrics go (none: not counted)."""
         if workers < 1:
             raise ValueError("an importer needs at least one worker")
-        self._caches = ImportCaches(client, member_namespace, self._on_object_changed, self._on_namespace)
+        self._caches = ImportCaches(
+            client, member_namespace, self._on_object_changed, self._on_namespace, self._on_tier
+        )
         self._apis = ApiDiscovery(client, discovery_ttl)
         self._ctx = ImportContext(
             client,
@@ -98,6 +101,7 @@ class ImportApplier:
         backoff = ItemBackoff(base=min(0.05, retry_interval), cap=retry_interval)
         self._queue: WorkQueue[str] = WorkQueue(f"imports-{cluster_id}", backoff=backoff, registry=registry)
         self._desired: dict[str, pb.ResourceImport] = {}  # the latest Upsert of every import
+        self._policy_tiers = PolicyTiers()  # the desired ACNP imports by their Tier
         # Until a snapshot ended (or the watch resumed), an import not desired may just not have
         # been delivered yet: its objects are removed only if the hub deleted it.
         self._complete = False
@@ -136,6 +140,7 @@ class ImportApplier:
         if isinstance(event, Upsert):
             name = event.import_name
             self._desired[name] = event.resource
+            self._policy_tiers.set(name, event.resource)
             self._deleted.discard(name)
             self._queue.add(name)
         elif isinstance(event, Delete):
@@ -154,6 +159,7 @@ class ImportApplier:
         """The member leaves the ClusterSet: delete every object it imported (users' objects stay).
         Raises TemporaryError if some could not be deleted."""
         self._desired.clear()
+        self._policy_tiers.clear()
         self._complete = True
         await self._watch_optional_kinds()
         for name in sorted(self._caches.import_names()):
@@ -187,6 +193,7 @@ class ImportApplier:
 
     def _forget_desired(self, import_name: str) -> None:
         self._desired.pop(import_name, None)
+        self._policy_tiers.discard(import_name)
         self._deleted.add(import_name)
 
     async def _mark_stale(self, synced: Synced) -> None:
@@ -316,5 +323,14 @@ class ImportApplier:
         namespace = name_of(event.object)
         for name, message in self._desired.items():
             if message.namespace == namespace and message.WhichOneof("payload") in _NAMESPACED_PAYLOADS:
-                self._queue.forget(name)  # no backoff left over from waiting
-                self._queue.add(name)
+                self._again_now(name)
+
+    def _on_tier(self, event: WatchEvent) -> None:
+        """A Tier was created (policies waiting for it apply) or deleted (policies in it go)."""
+        if event.type in ("ADDED", "DELETED"):
+            for name in self._policy_tiers.imports_in(name_of(event.object)):
+                self._again_now(name)
+
+    def _again_now(self, import_name: str) -> None:
+        self._queue.forget(import_name)  # no backoff left over from waiting
+        self._queue.add(import_name)

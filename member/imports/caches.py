@@ -9,6 +9,9 @@ them is reported through ``on_change`` so the import can be looked at again.
 
 Kinds whose CRD may be missing (the MCS ServiceImport, Antrea's ClusterNetworkPolicy) are
 watched from the moment the API server serves them, in the version the importer writes.
+Antrea's Tiers, which the importer only reads (a replicated policy needs its Tier), are
+watched the same way from the first time a policy is checked against them; their coming and
+going after the first list is reported through ``on_tier``.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ log = logging.getLogger(__name__)
 
 ImportNameOf = Callable[[Obj], str | None]
 OnChange = Callable[[str], None]
+OnEvent = Callable[[WatchEvent], None]
 
 
 # ---- which import an object belongs to (names are derived, so this survives restarts) ----
@@ -214,10 +218,13 @@ class ImportCaches:
         client: KubeClient,
         member_namespace: str,
         on_change: OnChange,
-        on_namespace: Callable[[WatchEvent], None],
+        on_namespace: OnEvent,
+        on_tier: OnEvent,
     ) -> None:
         self._client = client
         self._on_change = on_change
+        self._on_tier = on_tier
+        self._tiers: Informer | None = None
         self._kinds: dict[Resource, OwnedKind] = {
             spec.resource: OwnedKind(client, spec, on_change) for spec in _fixed_kinds(member_namespace)
         }
@@ -236,7 +243,9 @@ class ImportCaches:
     async def stop(self) -> None:
         kinds = [*self._kinds.values(), *self._optional.values()]
         self._optional.clear()
-        await asyncio.gather(self.namespaces.stop(), *(kind.stop() for kind in kinds))
+        tiers, self._tiers = self._tiers, None
+        informers = [self.namespaces, *([tiers] if tiers is not None else [])]
+        await asyncio.gather(*(informer.stop() for informer in informers), *(kind.stop() for kind in kinds))
 
     def kind(self, resource: Resource) -> OwnedKind:
         """A kind that is always watched (Services, Endpoints, EndpointSlices, LabelIdentities,
@@ -261,6 +270,34 @@ class ImportCaches:
                 await current.stop()
             log.info("importedKindWatched", extra={"resource": plural, "version": spec.resource.version})
             return kind
+
+    async def tiers(self, resource: Resource) -> Informer:
+        """Antrea's Tiers, watched in ``resource``'s version from now on (a watch of another
+        version, or one that failed, is replaced). Raises NotFound when they are not served."""
+        current = self._tiers
+        if current is not None and current.resource == resource and current.error is None:
+            return current
+        async with self._lock:
+            current = self._tiers
+            if current is not None and current.resource == resource and current.error is None:
+                return current
+            informer = Informer(self._client, resource)
+
+            async def changed(event: WatchEvent) -> None:
+                if informer.synced.is_set():  # the first list is what the importer starts from: no change
+                    self._on_tier(event)
+
+            informer.add_handler(changed)
+            try:
+                await informer.wait_synced()
+            except BaseException:
+                await informer.stop()
+                raise
+            self._tiers = informer
+            if current is not None:
+                await current.stop()
+            log.info("tiersWatched", extra={"resource": resource.qualified_name, "version": resource.version})
+            return informer
 
     def optional_kinds(self) -> list[OwnedKind]:
         return list(self._optional.values())

@@ -4,6 +4,11 @@
 As in Antrea's member controller: the policy's Tier must exist in this cluster (an
 ACNP imported earlier whose Tier disappeared is removed), and a same-named policy
 without the annotation is left alone. Without Antrea's CRD the import fails.
+
+Which Tiers exist comes from a watch of them (``ImportCaches.tiers``), not from a read
+per import; ``PolicyTiers`` says which imports wait for, or stand in, which Tier, so that
+the importer looks at exactly those again when that Tier is created or deleted. A cluster
+that does not serve Tiers at all is not checked.
 """
 
 from __future__ import annotations
@@ -47,6 +52,46 @@ async def watched_policies(ctx: ImportContext) -> OwnedKind | None:
     return await ctx.caches.optional_kind(acnp_kind(resource)) if resource is not None else None
 
 
+def policy_tier(message: pb.ResourceImport) -> str | None:
+    """The Tier an ACNP import's policy goes in; None for an import of another kind. Read from
+    the wire without converting the whole spec (a policy may be megabytes)."""
+    if message.WhichOneof("payload") != "cluster_network_policy":
+        return None
+    spec = message.cluster_network_policy
+    return str(spec["tier"] or DEFAULT_TIER) if "tier" in spec else DEFAULT_TIER
+
+
+class PolicyTiers:
+    """Desired ACNP imports by the Tier their policy names."""
+
+    def __init__(self) -> None:
+        self._tier_of: dict[str, str] = {}  # import name -> its policy's Tier
+        self._imports: dict[str, set[str]] = {}  # Tier -> import names
+
+    def set(self, import_name: str, message: pb.ResourceImport) -> None:
+        """The import's latest version (any kind: only ACNP imports are kept)."""
+        self.discard(import_name)
+        tier = policy_tier(message)
+        if tier is not None:
+            self._tier_of[import_name] = tier
+            self._imports.setdefault(tier, set()).add(import_name)
+
+    def discard(self, import_name: str) -> None:
+        tier = self._tier_of.pop(import_name, None)
+        if tier is not None:
+            users = self._imports[tier]
+            users.discard(import_name)
+            if not users:
+                del self._imports[tier]
+
+    def clear(self) -> None:
+        self._tier_of.clear()
+        self._imports.clear()
+
+    def imports_in(self, tier: str) -> list[str]:
+        return sorted(self._imports.get(tier, ()))
+
+
 def policy_name(message: pb.ResourceImport) -> str:
     """The source policy's name: spec.name, else the import name without its suffix."""
     return message.name or message.import_name.removesuffix(_ACNP_SUFFIX)
@@ -60,7 +105,7 @@ async def apply_acnp(ctx: ImportContext, message: pb.ResourceImport) -> None:
         )
     spec: dict[str, Any] = struct_to_dict(message.cluster_network_policy)
     name = names.imported_object_name(policy_name(message))
-    tier = str(spec.get("tier") or DEFAULT_TIER)
+    tier = policy_tier(message) or DEFAULT_TIER
     if not await _tier_exists(ctx, tier):
         await ctx.writer.delete_all(policies, message.import_name)
         raise ImportBlocked(
@@ -87,10 +132,10 @@ async def _tier_exists(ctx: ImportContext, tier: str) -> bool:
     if version is None:
         return True  # Tiers not served (a trimmed-down install): nothing to check against
     try:
-        await ctx.client.get(tier_resource(version), tier)
+        tiers = await ctx.caches.tiers(tier_resource(version))
     except NotFound:
-        return False
-    return True
+        return False  # served a moment ago (discovery lags behind a removed CRD): none exists
+    return tiers.get(tier) is not None
 
 
 async def delete_acnp(ctx: ImportContext, import_name: str) -> int:

@@ -1,0 +1,256 @@
+"""Antrea's Tiers are a watched input of the policy importer, as in Antrea: a replicated
+ClusterNetworkPolicy waits for its Tier and applies as soon as the Tier is created, goes when
+its Tier is deleted, and the importer learns which Tiers exist from a watch, not from a read
+per import.
+
+Every case runs on a sandbox and on a real kube-apiserver (`cluster_kind`; the session's
+`west`), with Antrea's policy CRDs from deploy/optional. Tiers and policies are cluster-scoped,
+so each test names its own (a random suffix) and deletes them afterwards; the CRDs it installed
+on a real cluster are deleted too.
+
+Fixtures: `member` here overrides the sandbox-only one of conftest.py, so `appliers` builds
+its importers on either kind of cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kube.client import KubeClient, connect
+from kube.errors import AlreadyExists, NotFound
+from kube.resources import CRDS, Obj, Resource
+from tests.kubeenv.cluster import sandbox_cluster
+from tests.member_imports.conftest import CLUSTER_ID, Appliers, Reports, eventually
+from tests.member_imports.messages import acnp_import
+from tests.member_imports.test_service_imports import eventually_applied
+
+OPTIONAL = Path(__file__).resolve().parents[2] / "deploy" / "optional"
+ACNP = Resource("crd.antrea.io", "v1beta1", "clusternetworkpolicies", "ClusterNetworkPolicy", False)
+TIER = Resource("crd.antrea.io", "v1beta1", "tiers", "Tier", False)
+TIERS_RESOURCE = "tiers.crd.antrea.io"
+# The import must follow its Tier this fast: far below the work queue's backoff (up to 30 s).
+TIER_BUDGET = 2.0
+# Failures after which the work queue's next retry of a blocked import (50 ms * 2**6) is due
+# later than TIER_BUDGET: from then on only the Tier's own event can bring the import back in time.
+REQUEUES_PAST_BUDGET = 7
+
+
+def _policy_crds() -> list[Obj]:
+    return [crd for crd in yaml.safe_load_all((OPTIONAL / "antrea-policy-crds.yml").read_text()) if crd]
+
+
+async def _install_policy_crds(client: KubeClient) -> list[str]:
+    """deploy/optional's CRDs, served when this returns; the names of those this call created."""
+    created: list[str] = []
+    for crd in _policy_crds():
+        name = crd["metadata"]["name"]
+
+        async def installed(crd: Obj = crd, name: str = name) -> bool:
+            try:
+                await client.create(CRDS, crd)
+                created.append(name)
+            except AlreadyExists:
+                current = await client.get(CRDS, name)
+                if current["metadata"].get("deletionTimestamp"):
+                    return False  # an earlier test's CRD still going away: create it again once gone
+            return True
+
+        await eventually(installed, wait=60.0)
+    for resource in (ACNP, TIER):
+
+        async def served(resource: Resource = resource) -> bool:
+            try:
+                await client.list(resource)
+            except NotFound:
+                return False
+            return True
+
+        await eventually(served, wait=30.0)
+    return created
+
+
+@pytest.fixture
+async def member(cluster_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[KubeClient]:
+    """The importing cluster "west" with Antrea's policy CRDs: a fresh sandbox, or the session's real west."""
+    if cluster_kind == "sandbox":
+        async with sandbox_cluster(tmp_path / "west", name=CLUSTER_ID) as (_, client):
+            await _install_policy_crds(client)
+            yield client
+        return
+    real = request.getfixturevalue("real_clusters")["west"]
+    client = await connect(real.kubeconfig)
+    try:
+        created = await _install_policy_crds(client)
+        yield client
+        for name in created:
+            with suppress(NotFound):
+                await client.delete(CRDS, name)
+    finally:
+        await client.close()
+
+
+class Made:
+    """Tiers and policies of one test, uniquely named on a shared real cluster, deleted at its end."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        self.suffix = secrets.token_hex(3)
+        self.tiers: list[str] = []
+
+    def tier_name(self, base: str = "tier") -> str:
+        return f"{base}-{self.suffix}"
+
+    def policy_name(self, base: str = "isolation") -> str:
+        return f"{base}-{self.suffix}"
+
+    async def create_tier(self, name: str, priority: int = 120) -> None:
+        self.tiers.append(name)
+        await self.client.create(TIER, {"metadata": {"name": name}, "spec": {"priority": priority}})
+
+    async def cleanup(self) -> None:
+        for policy in (await self.client.list(ACNP)).items:
+            if policy["metadata"]["name"].endswith(self.suffix):
+                with suppress(NotFound):
+                    await self.client.delete(ACNP, policy["metadata"]["name"])
+        for tier in self.tiers:
+            with suppress(NotFound):
+                await self.client.delete(TIER, tier)
+
+
+@pytest.fixture
+async def made(member: KubeClient, appliers: Appliers) -> AsyncIterator[Made]:
+    objects = Made(member)
+    try:
+        yield objects
+    finally:
+        # The importers first: running, they would put back the policies deleted here.
+        await appliers.close()
+        appliers.started.clear()
+        await objects.cleanup()
+
+
+def policy_spec(tier: str) -> dict[str, Any]:
+    return {
+        "priority": 1,
+        "tier": tier,
+        "appliedTo": [{"namespaceSelector": {}}],
+        "ingress": [{"action": "Pass", "from": [{"namespaces": {"match": "Self"}}], "name": "PassFromSameNS"}],
+    }
+
+
+def tier_missing(tier: str) -> tuple[bool, str, str]:
+    return (False, "TierNotFound", f"ACNP Tier {tier} does not exist in the importing cluster {CLUSTER_ID}")
+
+
+async def _imported(client: KubeClient, policy: str) -> Obj | None:
+    try:
+        return await client.get(ACNP, f"antrea-mc-{policy}")
+    except NotFound:
+        return None
+
+
+async def test_an_import_waiting_for_its_tier_applies_within_two_seconds_of_the_tier_being_created(
+    member: KubeClient, appliers: Appliers, reports: Reports, made: Made
+) -> None:
+    applier = await appliers.new(retry_interval=30.0)
+    tier, policy = made.tier_name(), made.policy_name()
+    upsert = acnp_import(policy, policy_spec(tier))
+    await applier.handle(upsert)
+    assert reports.last(upsert.import_name) == tier_missing(tier)
+    assert await _imported(member, policy) is None
+
+    async def backed_off() -> bool:
+        return applier.applier.requeues(upsert.import_name) >= REQUEUES_PAST_BUDGET
+
+    await eventually(backed_off)
+    loop = asyncio.get_running_loop()
+    created_at = loop.time()
+    await made.create_tier(tier)
+    await eventually(lambda: _imported(member, policy), wait=TIER_BUDGET)
+    assert loop.time() - created_at < TIER_BUDGET
+    assert reports.last(upsert.import_name) == (True, "Succeeded", "")
+
+
+async def test_deleting_its_tier_removes_the_imported_policy_and_recreating_the_tier_brings_it_back(
+    member: KubeClient, appliers: Appliers, reports: Reports, made: Made
+) -> None:
+    tier, policy = made.tier_name(), made.policy_name()
+    await made.create_tier(tier)
+    applier = await appliers.new(retry_interval=30.0)
+    upsert = acnp_import(policy, policy_spec(tier))
+    await applier.handle(upsert)
+    assert reports.last(upsert.import_name) == (True, "Succeeded", "")
+    assert await _imported(member, policy) is not None
+
+    await member.delete(TIER, tier)
+
+    async def removed() -> bool:
+        return await _imported(member, policy) is None
+
+    await eventually(removed, wait=TIER_BUDGET)
+    await eventually(lambda: _reported(reports, upsert.import_name, tier_missing(tier)), wait=TIER_BUDGET)
+
+    await made.create_tier(tier)
+    await eventually(lambda: _imported(member, policy), wait=TIER_BUDGET)
+    await eventually_applied(reports, upsert.import_name)
+
+
+async def _reported(reports: Reports, import_name: str, outcome: tuple[bool, str, str]) -> bool:
+    return reports.last(import_name) == outcome
+
+
+async def test_deleting_a_tier_removes_only_the_policies_in_it(
+    member: KubeClient, appliers: Appliers, reports: Reports, made: Made
+) -> None:
+    kept_tier, gone_tier = made.tier_name("kept"), made.tier_name("gone")
+    await made.create_tier(kept_tier)
+    await made.create_tier(gone_tier, priority=121)
+    applier = await appliers.new(retry_interval=30.0)
+    kept = acnp_import(made.policy_name("kept"), policy_spec(kept_tier))
+    witness = acnp_import(made.policy_name("witness"), policy_spec(gone_tier))
+    await applier.handle(kept)
+    await applier.handle(witness)
+    await applier.handle(acnp_import(made.policy_name("moved"), policy_spec(gone_tier)))
+    # This one leaves the Tier about to be deleted: that deletion must not touch it.
+    moved = acnp_import(made.policy_name("moved"), policy_spec(kept_tier))
+    await applier.handle(moved)
+
+    await member.delete(TIER, gone_tier)
+
+    async def witness_removed() -> bool:
+        return await _imported(member, made.policy_name("witness")) is None
+
+    await eventually(witness_removed, wait=TIER_BUDGET)
+    async with asyncio.timeout(TIER_BUDGET):
+        await applier.applier.settled()
+    assert await _imported(member, made.policy_name("kept")) is not None
+    assert await _imported(member, made.policy_name("moved")) is not None
+    assert reports.last(kept.import_name) == (True, "Succeeded", "")
+    assert reports.last(moved.import_name) == (True, "Succeeded", "")
+    assert reports.last(witness.import_name) == tier_missing(gone_tier)
+
+
+async def test_applying_many_policy_imports_reads_no_tier_from_the_api_server(
+    member: KubeClient, appliers: Appliers, reports: Reports, made: Made
+) -> None:
+    tier = made.tier_name()
+    await made.create_tier(tier)
+    applier = await appliers.new()
+    before = member.metrics.counts()
+    imports = [acnp_import(made.policy_name(f"p{index}"), policy_spec(tier)) for index in range(20)]
+    for upsert in imports:
+        await applier.handle(upsert)
+    assert all(reports.last(upsert.import_name) == (True, "Succeeded", "") for upsert in imports)
+
+    grown = {k: v - before.get(k, 0) for k, v in member.metrics.counts().items() if v != before.get(k, 0)}
+    tier_reads = {key: count for key, count in grown.items() if key[1] == TIERS_RESOURCE}
+    assert {key: count for key, count in tier_reads.items() if key[0] == "get"} == {}
+    assert sum(count for key, count in tier_reads.items() if key[0] == "list") <= 1
