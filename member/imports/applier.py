@@ -13,8 +13,9 @@ those removals go in the queue's background lane, behind every import to apply.
 An import blocked by this cluster (its Namespace missing, a user's object under our name,
 Antrea's CRDs or a Tier missing) is reported failed and tried again with a backoff up to
 ``retry_interval``, and at once when its Namespace (or, for a policy, its Tier) appears; an
-imported policy whose Tier is deleted is looked at again at once, and removed; any other failure (the API
-server unreachable, a write conflict) is retried with the same backoff without a report.
+imported policy whose Tier is deleted is looked at again at once, and so removed. Any other
+failure (the API server unreachable, a write conflict) is retried with the same backoff
+without a report.
 Each import's outcome is reported to the hub only when it changes.
 """
 
