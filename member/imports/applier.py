@@ -75,17 +75,20 @@ class ImportApplier:
         discovery_ttl: float = 10.0,
         workers: int = DEFAULT_WORKERS,
         registry: CollectorRegistry | None = None,
+        caches: ImportCaches | None = None,
     ) -> None:
         """``report(import_name, succeeded, reason, message)`` is called when an import's outcome
         changes (e.g. ``HubSession.report_import_status``). ``retry_interval``: seconds, the
         longest wait between attempts at a blocked import. ``discovery_ttl``: seconds a discovery
         answer (is the ServiceImport CRD served, in which version?) is reused. ``workers``: imports
-        written at once. ``registry``: where the work queue's metrics go (none: not counted)."""
+        written at once. ``registry``: where the work queue's metrics go (none: not counted).
+        ``caches``: started caches of ``member_namespace``'s cluster that others read too and that
+        outlive this importer (the member's, with DNS on); none: its own, started and stopped
+        with it."""
         if workers < 1:
             raise ValueError("an importer needs at least one worker")
-        self._caches = ImportCaches(
-            client, member_namespace, self._on_object_changed, self._on_namespace, self._on_tier
-        )
+        self._owns_caches = caches is None
+        self._caches = caches if caches is not None else ImportCaches(client, member_namespace)
         self._apis = ApiDiscovery(client, discovery_ttl)
         self._ctx = ImportContext(
             client,
@@ -117,7 +120,9 @@ class ImportApplier:
         """Fill the caches (watches of our objects and of Namespaces), then start the workers."""
         if self._task is not None:
             return
-        await self._caches.start()
+        self._caches.listen(self._on_object_changed, self._on_namespace, self._on_tier)
+        if self._owns_caches:
+            await self._caches.start()
         # Policies may have been imported before a restart: watch them when Antrea serves them.
         await watched_policies(self._ctx)
         await self._ctx.service_imports()
@@ -132,7 +137,9 @@ class ImportApplier:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         await self._apis.close()
-        await self._caches.stop()
+        self._caches.unlisten()
+        if self._owns_caches:
+            await self._caches.stop()
 
     # ---- the session's consumer ---------------------------------------------
 

@@ -12,11 +12,19 @@ watched from the moment the API server serves them, in the version the importer 
 Antrea's Tiers, which the importer only reads (a replicated policy needs its Tier), are
 watched the same way from the first time a policy is checked against them; their coming and
 going after the first list is reported through ``on_tier``.
+
+Others may read the same caches instead of watching the same objects again (the member's
+clusterset.local DNS does): ``ImportCaches.subscribe`` gives a handler every event of one
+kind, after the cache took it, starting with the kind's current contents; a kind that stops
+being followed (its CRD went away, another version replaced it) takes back what it held with
+DELETED events. The importer's own callbacks are bound with ``listen`` so that caches owned by
+the member outlive the importer of one join.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +60,15 @@ log = logging.getLogger(__name__)
 ImportNameOf = Callable[[Obj], str | None]
 OnChange = Callable[[str], None]
 OnEvent = Callable[[WatchEvent], None]
+Unsubscribe = Callable[[], None]
+
+
+def _ignore_change(import_name: str) -> None:
+    """No importer listens (the caches are between two joins)."""
+
+
+def _ignore_event(event: WatchEvent) -> None:
+    """No importer listens (the caches are between two joins)."""
 
 
 # ---- which import an object belongs to (names are derived, so this survives restarts) ----
@@ -116,17 +133,69 @@ class OwnedKind:
         )
         self._cache = WriteThroughCache(self._informer)
         self._index: dict[str, set[CacheKey]] = {}  # import name -> keys of its objects
+        self._subscribers: list[OnEvent] = []
 
     async def start(self) -> None:
         """Until the first list is in the cache (and in the index: its events went through it)."""
+        self._informer.start().add_done_callback(self._watch_ended)
         await self._informer.wait_synced()
 
     async def stop(self) -> None:
+        self._subscribers.clear()
         await self._informer.stop()
+
+    async def ended(self) -> None:
+        """Until the watch ends for good (stopped, or failed: ``failed`` then says so)."""
+        with contextlib.suppress(Exception):
+            await self._informer.wait()
 
     @property
     def synced(self) -> bool:
         return self._informer.synced.is_set()
+
+    @property
+    def failed(self) -> bool:
+        """The watch ended on an error that is not retried (the CRD is no longer served)."""
+        return self._informer.error is not None
+
+    # Subscribers
+
+    def subscribe(self, handler: OnEvent) -> Unsubscribe:
+        """``handler`` gets an ADDED event for every object the watch holds now, then every event
+        after the cache took it; returns the call that ends the subscription."""
+        for obj in self._informer.list():
+            self._tell(handler, WatchEvent("ADDED", obj))
+        self._subscribers.append(handler)
+        return lambda: self.unsubscribe(handler)
+
+    def unsubscribe(self, handler: OnEvent) -> None:
+        if handler in self._subscribers:
+            self._subscribers.remove(handler)
+
+    def retire(self, successor: OwnedKind) -> None:
+        """``successor`` (another version of the kind) replaces this one: subscribers get DELETED
+        for what only this one held, and no more events from it."""
+        kept = {cache_key(obj) for obj in successor._informer.list()}
+        subscribers, self._subscribers = self._subscribers, []
+        for handler in subscribers:
+            for obj in self._informer.list():
+                if cache_key(obj) not in kept:
+                    self._tell(handler, WatchEvent("DELETED", obj))
+
+    def _watch_ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or self._informer.error is None:
+            return
+        # What can no longer be followed is taken back from those who read it.
+        subscribers, self._subscribers = self._subscribers, []
+        for handler in subscribers:
+            for obj in self._informer.list():
+                self._tell(handler, WatchEvent("DELETED", obj))
+
+    def _tell(self, handler: OnEvent, event: WatchEvent) -> None:
+        try:
+            handler(event)
+        except Exception:
+            log.exception("importCacheSubscriberFailed", extra={"resource": self.resource.qualified_name})
 
     # Reading
 
@@ -181,6 +250,8 @@ class OwnedKind:
                         del self._index[import_name]
         else:
             self._index_object(event.object)
+        for handler in list(self._subscribers):
+            self._tell(handler, event)
         # The first list is no change; our own writes coming back are none either.
         if import_name is not None and not own and self._informer.synced.is_set():
             self._on_change(import_name)
@@ -213,28 +284,61 @@ def acnp_kind(resource: Resource) -> KindSpec:
 class ImportCaches:
     """Every kind the importer writes, plus Namespaces (an import waits for its Namespace)."""
 
-    def __init__(
-        self,
-        client: KubeClient,
-        member_namespace: str,
-        on_change: OnChange,
-        on_namespace: OnEvent,
-        on_tier: OnEvent,
-    ) -> None:
+    def __init__(self, client: KubeClient, member_namespace: str) -> None:
         self._client = client
-        self._on_change = on_change
-        self._on_tier = on_tier
+        self._on_change: OnChange = _ignore_change
+        self._on_namespace: OnEvent = _ignore_event
+        self._on_tier: OnEvent = _ignore_event
         self._tiers: Informer | None = None
         self._kinds: dict[Resource, OwnedKind] = {
-            spec.resource: OwnedKind(client, spec, on_change) for spec in _fixed_kinds(member_namespace)
+            spec.resource: OwnedKind(client, spec, self._changed) for spec in _fixed_kinds(member_namespace)
         }
         self._optional: dict[str, OwnedKind] = {}  # plural.group -> the served version's kind
+        self._subscribers: dict[str, list[OnEvent]] = {}  # plural.group -> handlers
         self._lock = asyncio.Lock()
 
         async def namespace_event(event: WatchEvent) -> None:
-            on_namespace(event)
+            self._on_namespace(event)
 
         self.namespaces = Informer(client, NAMESPACES, handler=namespace_event)
+
+    def listen(self, on_change: OnChange, on_namespace: OnEvent, on_tier: OnEvent) -> None:
+        """The importer's callbacks: ``on_change(import_name)`` when someone else changed one of
+        its objects, ``on_namespace`` for Namespace events, ``on_tier`` for Tier events after
+        their first list."""
+        self._on_change, self._on_namespace, self._on_tier = on_change, on_namespace, on_tier
+
+    def unlisten(self) -> None:
+        self.listen(_ignore_change, _ignore_event, _ignore_event)
+
+    def _changed(self, import_name: str) -> None:
+        self._on_change(import_name)
+
+    def subscribe(self, qualified_name: str, handler: OnEvent) -> Unsubscribe:
+        """Every event of the kind ``plural.group`` (any version; of an optional kind, from the
+        moment it is watched), after the cache took it; first the current contents as ADDED.
+        Events come for every object the kind's watch selects, the importer's or not."""
+        self._subscribers.setdefault(qualified_name, []).append(handler)
+        kind = self.watching(qualified_name)
+        if kind is not None:
+            kind.subscribe(handler)
+
+        def unsubscribe() -> None:
+            handlers = self._subscribers.get(qualified_name, [])
+            if handler in handlers:
+                handlers.remove(handler)
+            for current in self.all_kinds():
+                if current.resource.qualified_name == qualified_name:
+                    current.unsubscribe(handler)
+
+        return unsubscribe
+
+    def watching(self, qualified_name: str) -> OwnedKind | None:
+        """The kind ``plural.group`` as watched now, None when it is not (not served, failed)."""
+        for kind in self.all_kinds():
+            if kind.resource.qualified_name == qualified_name and not kind.failed:
+                return kind
+        return None
 
     async def start(self) -> None:
         self.namespaces.start()
@@ -257,16 +361,25 @@ class ImportCaches:
         now on (a watch of another version of it is stopped)."""
         plural = spec.resource.qualified_name
         current = self._optional.get(plural)
-        if current is not None and current.resource == spec.resource:
+        if current is not None and current.resource == spec.resource and not current.failed:
             return current
         async with self._lock:
             current = self._optional.get(plural)
-            if current is not None and current.resource == spec.resource:
+            if current is not None and current.resource == spec.resource and not current.failed:
                 return current
-            kind = OwnedKind(self._client, spec, self._on_change)
-            await kind.start()
+            kind = OwnedKind(self._client, spec, self._changed)
+            try:
+                await kind.start()
+            except BaseException:
+                await kind.stop()
+                raise
             self._optional[plural] = kind
+            # Subscribers move over in one step (no await): the new version's contents, and
+            # DELETED for what only the old one held (a failed one already took everything back).
+            for handler in self._subscribers.get(plural, []):
+                kind.subscribe(handler)
             if current is not None:
+                current.retire(kind)
                 await current.stop()
             log.info("importedKindWatched", extra={"resource": plural, "version": spec.resource.version})
             return kind

@@ -1,0 +1,141 @@
+"""Reading the importer's caches instead of watching again: ImportCaches.subscribe on a sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from kube.client import KubeClient, WatchEvent
+from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS_V1BETA1, Obj
+from mcapi import names
+from member.imports.caches import ImportCaches, service_import_kind
+from member.imports.ownership import LABEL_IMPORTED_SERVICE, LABEL_MANAGED_BY, MANAGED_BY
+from sandbox.server import SandboxServer
+from tests.kubeenv.cluster import ensure_namespace, install_crds, sandbox_cluster
+
+SLICES = ENDPOINT_SLICES.qualified_name
+SERVICE_IMPORTS = SERVICE_IMPORTS_V1BETA1.qualified_name
+IMPORTED = {names.ANNOTATION_IMPORTED_SERVICE: "true"}
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[tuple[SandboxServer, KubeClient, ImportCaches]]:
+    """A sandbox with the CRDs and Namespace web, and started import caches of it."""
+    async with sandbox_cluster(tmp_path / "west", "west") as (server, client):
+        await ensure_namespace(client, "web")
+        caches = ImportCaches(client, "kube-system")
+        await caches.start()
+        try:
+            yield server, client, caches
+        finally:
+            await caches.stop()
+
+
+def imported_slice(name: str) -> Obj:
+    return {
+        "metadata": {
+            "name": name,
+            "annotations": IMPORTED,
+            "labels": {LABEL_MANAGED_BY: MANAGED_BY, names.LABEL_MCS_SERVICE_NAME: "nginx"},
+        },
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.0.0.1"]}],
+    }
+
+
+def imported_service_import(name: str) -> Obj:
+    return {
+        "metadata": {"name": name, "annotations": IMPORTED, "labels": {LABEL_IMPORTED_SERVICE: "true"}},
+        "spec": {"type": "ClusterSetIP", "ports": [{"port": 80, "protocol": "TCP"}]},
+    }
+
+
+class Seen:
+    """A subscriber: every event as (type, name), and whether the cache held it by then."""
+
+    def __init__(self, caches: ImportCaches, qualified_name: str) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.in_cache: list[bool] = []
+        self._caches = caches
+        self._qualified_name = qualified_name
+        self.changed = asyncio.Event()
+
+    def __call__(self, event: WatchEvent) -> None:
+        meta = event.object["metadata"]
+        self.events.append((event.type, meta["name"]))
+        kind = self._caches.watching(self._qualified_name)
+        if kind is not None:
+            held = kind.get(meta["name"], meta.get("namespace")) is not None
+            self.in_cache.append(held == (event.type != "DELETED"))
+        self.changed.set()
+
+    async def until(self, holds: Callable[[], bool], within: float = 10.0) -> None:
+        async with asyncio.timeout(within):
+            while not holds():
+                self.changed.clear()
+                await self.changed.wait()
+
+
+async def test_a_late_subscriber_gets_the_contents_then_each_event_after_the_cache_took_it(
+    cluster: tuple[SandboxServer, KubeClient, ImportCaches],
+) -> None:
+    _, client, caches = cluster
+    await client.create(ENDPOINT_SLICES, imported_slice("antrea-mc-nginx.east"), namespace="web")
+    kind = caches.kind(ENDPOINT_SLICES)
+    warm = Seen(caches, SLICES)  # only to await the cache
+    stop_warm = caches.subscribe(SLICES, warm)
+    await warm.until(lambda: kind.get("antrea-mc-nginx.east", "web") is not None)
+    stop_warm()
+    seen = Seen(caches, SLICES)
+
+    unsubscribe = caches.subscribe(SLICES, seen)
+    assert seen.events == [("ADDED", "antrea-mc-nginx.east")]
+    await client.create(ENDPOINT_SLICES, imported_slice("antrea-mc-nginx.north"), namespace="web")
+    await client.delete(ENDPOINT_SLICES, "antrea-mc-nginx.east", "web")
+    await seen.until(lambda: ("DELETED", "antrea-mc-nginx.east") in seen.events)
+    assert seen.events == [
+        ("ADDED", "antrea-mc-nginx.east"),
+        ("ADDED", "antrea-mc-nginx.north"),
+        ("DELETED", "antrea-mc-nginx.east"),
+    ]
+    assert all(seen.in_cache)
+
+    unsubscribe()
+    later = Seen(caches, SLICES)
+    caches.subscribe(SLICES, later)
+    await client.delete(ENDPOINT_SLICES, "antrea-mc-nginx.north", "web")
+    await later.until(lambda: ("DELETED", "antrea-mc-nginx.north") in later.events)
+    assert len(seen.events) == 3
+
+
+async def test_a_subscriber_follows_an_optional_kind_from_its_first_watch_through_its_crd_going_and_coming_back(
+    cluster: tuple[SandboxServer, KubeClient, ImportCaches],
+) -> None:
+    server, client, caches = cluster
+    await client.create(SERVICE_IMPORTS_V1BETA1, imported_service_import("nginx"), namespace="web")
+    seen = Seen(caches, SERVICE_IMPORTS)
+    caches.subscribe(SERVICE_IMPORTS, seen)
+    assert seen.events == []  # not watched yet: nobody needed it
+
+    first = await caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1))
+    assert seen.events == [("ADDED", "nginx")]
+    assert caches.watching(SERVICE_IMPORTS) is first
+
+    # The CRD goes (a real API server ends its watches; the sandbox's are ended here): what the
+    # kind held is taken back, and it is no longer watched.
+    await client.delete(CRDS, SERVICE_IMPORTS)
+    await seen.until(lambda: ("DELETED", "nginx") in seen.events)
+    server.store.close_watchers()
+    async with asyncio.timeout(10):
+        await first.ended()
+    assert first.failed and caches.watching(SERVICE_IMPORTS) is None
+
+    # Back: watched anew, and the subscriber gets its contents.
+    await install_crds(client)
+    await client.create(SERVICE_IMPORTS_V1BETA1, imported_service_import("db"), namespace="web")
+    again = await caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1))
+    assert again is not first and caches.watching(SERVICE_IMPORTS) is again
+    assert seen.events[-1] == ("ADDED", "db")
