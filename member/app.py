@@ -13,6 +13,11 @@ With ``enableStretchedNetworkPolicy`` the label identities of the cluster's Pods
 too (member.identities), in the same first bracket. Several MemberApps may run in one process,
 each with its own KubeClient.
 
+With DNS on (``options.dns``) the member owns its import caches from start to stop: the
+clusterset.local DNS reads them from the start, and the ImportApplier of every join works from
+them (one watch per imported kind, kept across rejoins); without DNS each ImportApplier keeps
+its own for its join.
+
 ``registry`` holds the member's metrics: its client's requests (rest_client_requests_total,
 the QPS limit) and its work queues (workqueue_depth, controller_runtime_reconcile_total...);
 the health server serves it on /metrics.
@@ -34,12 +39,13 @@ from kube.events import EventRecorder
 from mcapi.config import MultiClusterConfig
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 from member.config import MemberOptions, load_multicluster_config
-from member.dns.service import ClustersetDns
+from member.dns.service import ClustersetDns, DnsOptions
 from member.exports.controller import ServiceExportController
 from member.gateway.controller import GatewayController
 from member.hubclient import ConnectionState, HubEndpoint, HubSession, HubSessionConfig, ImportEvent
 from member.identities import LabelIdentityController
 from member.imports import ImportApplier
+from member.imports.caches import ImportCaches
 from member.join.controller import ClusterSetController
 from member.join.spec import JoinSpec
 from member.join.status import LeaderLink
@@ -95,6 +101,7 @@ class MemberApp:
         self.registry = CollectorRegistry()  # the member's metrics
         client.metrics.register(self.registry)  # its API requests and rate limit
         self.dns: ClustersetDns | None = None
+        self._import_caches: ImportCaches | None = None  # the member's own, with DNS on
 
     @property
     def namespace(self) -> str:
@@ -107,12 +114,16 @@ class MemberApp:
         if self._clusterset is not None:
             raise RuntimeError("the member is already started")
         self.config = await load_multicluster_config(self.client, self.namespace)
-        controller = ClusterSetController(self.client, self.namespace, self, status_resync=self.options.status_resync)
-        await controller.start()
-        self._clusterset = controller
+        # Before the ClusterSet controller: a join may follow at once, and its importer needs them.
         if self.options.dns is not None:
-            self.dns = ClustersetDns(self.client, self.options.dns, self.registry)
-            await self.dns.start()
+            await self._start_dns(self.options.dns)
+        controller = ClusterSetController(self.client, self.namespace, self, status_resync=self.options.status_resync)
+        try:
+            await controller.start()
+        except BaseException:
+            await self._stop_dns()
+            raise
+        self._clusterset = controller
         log.info(
             "member started",
             extra={"namespace": self.namespace, "endpointIPType": self.config.endpoint_ip_type},
@@ -123,11 +134,31 @@ class MemberApp:
         if self._clusterset is not None:
             await self._clusterset.stop()
             self._clusterset = None
-        if self.dns is not None:
-            await self.dns.stop()
-            self.dns = None
-        await self.leave(withdraw=False)
+        try:
+            await self.leave(withdraw=False)
+        finally:
+            await self._stop_dns()
         log.info("member stopped", extra={"namespace": self.namespace})
+
+    async def _start_dns(self, options: DnsOptions) -> None:
+        caches = ImportCaches(self.client, self.namespace)
+        self._import_caches = caches
+        try:
+            await caches.start()
+            dns = ClustersetDns(self.client, caches, options, self.registry)
+            await dns.start()
+        except BaseException:
+            await self._stop_dns()
+            raise
+        self.dns = dns
+
+    async def _stop_dns(self) -> None:
+        dns, self.dns = self.dns, None
+        caches, self._import_caches = self._import_caches, None
+        if dns is not None:
+            await dns.stop()
+        if caches is not None:
+            await caches.stop()
 
     # ---- what tests and the CLI look at --------------------------------------
 
@@ -239,6 +270,7 @@ class MemberApp:
             recorder=self.recorder,
             workers=self.options.import_workers,
             registry=self.registry,
+            caches=self._import_caches,
         )
         relay.importer = importer
         return session, importer

@@ -1,14 +1,17 @@
 """What the zone is built from: the member's imported ServiceImports and MCS EndpointSlices,
-followed through informers (one list+watch per kind, whatever the query rate).
+read from the importer's watch caches (``member.imports.caches``), so that the member watches
+them once, whatever the query rate.
 
-Only objects the member imported count (annotation ``multicluster.antrea.io/imported-service``),
-so a user's own ServiceImport never gets a clusterset.local name from us. EndpointSlices are
-selected on the API server by their MCS label ``multicluster.kubernetes.io/service-name``.
+Those caches select the importer's objects by label; of them, only objects the member imported
+count (annotation ``multicluster.antrea.io/imported-service``), so a user's own ServiceImport
+never gets a clusterset.local name from us. Every change reaches the zone as one cache event,
+after the cache took it; a subscription starts with what the cache holds.
 
 The ServiceImport CRD may be missing when the member starts (MCS CRDs installed later) and its
-served version decides what to watch (v1beta1 where served, else v1alpha1): until a version is
-served, and whenever the watch fails for good (CRD removed), the feed asks again every
-``retry_interval`` seconds, and the zone keeps no ServiceImport it cannot follow.
+served version decides what is watched (v1beta1 where served, else v1alpha1, as the importer
+writes): until a version is served, and whenever its watch fails for good (CRD removed), the
+feed asks again every ``retry_interval`` seconds and has the caches watch it (the importer does
+the same when it writes one); the zone keeps no ServiceImport the caches no longer follow.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from typing import Any
 
 from kube.client import KubeClient, WatchEvent
 from kube.errors import KubeError, NotFound
-from kube.informer import Informer
 from kube.resources import ENDPOINT_SLICES, SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1, Obj, Resource
 from mcapi import names
 from member.dns.zone import ClustersetZone
+from member.imports.caches import ImportCaches, OwnedKind, Unsubscribe, service_import_kind
 
 log = logging.getLogger(__name__)
 
@@ -58,24 +61,33 @@ async def served_service_import(client: KubeClient) -> Resource | None:
 
 
 class DnsFeed:
-    def __init__(self, client: KubeClient, zone: ClustersetZone, *, retry_interval: float = DEFAULT_RETRY_INTERVAL):
+    def __init__(
+        self,
+        client: KubeClient,
+        caches: ImportCaches,
+        zone: ClustersetZone,
+        *,
+        retry_interval: float = DEFAULT_RETRY_INTERVAL,
+    ) -> None:
+        """``caches``: the importer's, started; the feed only reads them (and asks them to watch
+        the served ServiceImport version). ``client``: for discovery of that version."""
         self.client = client
+        self.caches = caches
         self.zone = zone
         self.retry_interval = retry_interval
-        self.slices = Informer(
-            client, ENDPOINT_SLICES, label_selector=names.LABEL_MCS_SERVICE_NAME, handler=self._on_slice
-        )
-        self.service_imports: Informer | None = None
+        self._unsubscribe: list[Unsubscribe] = []
         self._imports_task: asyncio.Task[None] | None = None
-        self.imports_synced = asyncio.Event()
-        # Set once the first look for the ServiceImport CRD is over: listed, or not served.
+        # Set once the first look for the ServiceImport CRD is over: watched, or not served.
         self._first_look = asyncio.Event()
 
     async def start(self) -> None:
-        """Start following; returns once the EndpointSlices and (if their CRD is served) the
-        ServiceImports are listed. A CRD installed later is followed from then on."""
+        """Fill the zone from the caches and follow them; returns once the ServiceImports are
+        followed too, if their CRD is served. A CRD installed later is followed from then on."""
+        self._unsubscribe = [
+            self.caches.subscribe(ENDPOINT_SLICES.qualified_name, self._on_slice),
+            self.caches.subscribe(SERVICE_IMPORTS.qualified_name, self._on_service_import),
+        ]
         self._imports_task = asyncio.create_task(self._follow_service_imports(), name="dns-feed-serviceimports")
-        await self.slices.wait_synced()
         first_look = asyncio.ensure_future(self._first_look.wait())
         try:
             await asyncio.wait({first_look, self._imports_task}, return_when=asyncio.FIRST_COMPLETED)
@@ -88,51 +100,44 @@ class DnsFeed:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await self.slices.stop()
+        unsubscribe, self._unsubscribe = self._unsubscribe, []
+        for end in unsubscribe:
+            end()
 
     @property
     def synced(self) -> bool:
-        return self.slices.synced.is_set() and self.imports_synced.is_set()
+        """The zone holds what the caches hold, and they follow ServiceImports and EndpointSlices."""
+        return bool(self._unsubscribe) and all(
+            self.caches.watching(resource.qualified_name) is not None for resource in (ENDPOINT_SLICES, SERVICE_IMPORTS)
+        )
 
     async def _follow_service_imports(self) -> None:
         while True:
-            try:
-                resource = await served_service_import(self.client)
-            except KubeError as err:
-                log.warning("dnsFeedDiscoveryFailed", extra={"error": str(err)})
-                resource = None
-            if resource is not None:
-                await self._watch(resource)
+            kind = self.caches.watching(SERVICE_IMPORTS.qualified_name) or await self._watch_served()
             self._first_look.set()
-            await asyncio.sleep(self.retry_interval)
+            if kind is None:
+                await asyncio.sleep(self.retry_interval)
+            else:
+                await kind.ended()
 
-    async def _watch(self, resource: Resource) -> None:
-        informer = Informer(self.client, resource, handler=self._on_service_import)
-        self.service_imports = informer
+    async def _watch_served(self) -> OwnedKind | None:
+        """Have the caches watch the served ServiceImport version; None when none is served."""
         try:
-            informer.start()
-            await informer.wait_synced()
-            self.imports_synced.set()
-            self._first_look.set()
-            log.info("dnsFeedFollowing", extra={"resource": resource.qualified_name, "version": resource.version})
-            await informer.wait()
-        except (KubeError, RuntimeError) as err:
-            log.warning("dnsFeedWatchEnded", extra={"resource": resource.qualified_name, "error": str(err)})
-        finally:
-            await informer.stop()
-            # What can no longer be followed is no longer answered.
-            for obj in informer.list():
-                self.zone.delete_service_import(obj)
-            self.service_imports = None
-            self.imports_synced.clear()
+            resource = await served_service_import(self.client)
+            if resource is None:
+                return None
+            return await self.caches.optional_kind(service_import_kind(resource))
+        except (KubeError, RuntimeError) as err:  # RuntimeError: its watch ended before its list
+            log.warning("dnsFeedDiscoveryFailed", extra={"error": str(err)})
+            return None
 
-    async def _on_service_import(self, event: WatchEvent) -> None:
+    def _on_service_import(self, event: WatchEvent) -> None:
         if event.type == "DELETED" or not is_member_import(event.object):
             self.zone.delete_service_import(event.object)
         else:
             self.zone.put_service_import(event.object)
 
-    async def _on_slice(self, event: WatchEvent) -> None:
+    def _on_slice(self, event: WatchEvent) -> None:
         if event.type == "DELETED" or not is_member_import(event.object):
             self.zone.delete_endpoint_slice(event.object)
         else:

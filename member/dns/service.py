@@ -1,7 +1,9 @@
 """The member's clusterset.local DNS: the zone, the feed that keeps it, and the server.
 
 ``mchub member --dns-address HOST:PORT`` turns it on (off by default). It starts with the
-member, not with a join: a member that is not joined has no imports and answers NXDOMAIN.
+member, not with a join, and reads the member's import caches (which the importer of every
+join shares): what the member imported is answered from the start, also while it is not
+joined (after a restart, between two joins), and a member that never imported answers NXDOMAIN.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from member.dns.feed import DnsFeed
 from member.dns.metrics import DnsMetrics
 from member.dns.server import DEFAULT_MAX_TCP_CONNECTIONS, DEFAULT_TCP_IDLE_TIMEOUT, DnsServer, split_address
 from member.dns.zone import DEFAULT_TTL, ClustersetZone
+from member.imports.caches import ImportCaches
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +44,21 @@ class DnsOptions:
 
 
 class ClustersetDns:
-    def __init__(self, client: KubeClient, options: DnsOptions, registry: CollectorRegistry | None = None) -> None:
-        """``registry``: where the DNS metrics are shown (None: only on ``self.metrics``)."""
+    def __init__(
+        self,
+        client: KubeClient,
+        caches: ImportCaches,
+        options: DnsOptions,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        """``caches``: the member's import caches, started (the DNS reads them, watches nothing
+        of its own). ``registry``: where the DNS metrics are shown (None: only on ``self.metrics``)."""
         self.options = options
         self.zone = ClustersetZone(ttl=options.ttl)
         self.metrics = DnsMetrics()
         if registry is not None:
             self.metrics.register(registry)
-        self.feed = DnsFeed(client, self.zone)
+        self.feed = DnsFeed(client, caches, self.zone)
         responder = Responder(self.zone, self.metrics, max_udp_payload=options.max_udp_payload)
         self.server = DnsServer(
             options.address,

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from mcapi import names
+from member.imports.ownership import LABEL_IMPORTED_SERVICE, LABEL_MANAGED_BY, MANAGED_BY
 
 IMPORTED = {names.ANNOTATION_IMPORTED_SERVICE: "true"}
+# The label the importer's watches select its objects by.
+IMPORTED_LABELS = {LABEL_IMPORTED_SERVICE: "true"}
 
 
 def service_import(
@@ -30,7 +33,12 @@ def service_import(
     return {
         "apiVersion": "multicluster.x-k8s.io/v1beta1",
         "kind": "ServiceImport",
-        "metadata": {"name": name, "namespace": namespace, "annotations": dict(IMPORTED) if imported else {}},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": dict(IMPORTED) if imported else {},
+            "labels": dict(IMPORTED_LABELS) if imported else {},
+        },
         "spec": spec,
     }
 
@@ -66,6 +74,8 @@ def endpoint_slice(
                 names.LABEL_MCS_SERVICE_NAME: service,
                 names.LABEL_MCS_SOURCE_CLUSTER: cluster,
                 "kubernetes.io/service-name": f"antrea-mc-{service}",
+                LABEL_MANAGED_BY: MANAGED_BY,
+                **IMPORTED_LABELS,
             },
         },
         "addressType": address_type,

@@ -1,5 +1,5 @@
-"""The DNS fed from a sandbox cluster's API: the member's imports in, answers out, no API load
-per query."""
+"""The DNS fed from a sandbox cluster's API through the member's import caches (the importer's
+watches): the member's imports in, answers out, no watch of its own, no API load per query."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from prometheus_client import CollectorRegistry
 from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists
 from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS_V1BETA1
+from mcapi import names
 from member.dns.service import ClustersetDns, DnsOptions
+from member.imports.caches import ImportCaches, service_import_kind
 from sandbox.server import SandboxServer
 from tests.kubeenv.cluster import CRD_DIR, ensure_namespace, install_crds
 from tests.member_dns.objects import endpoint, endpoint_slice, service_import
@@ -27,29 +29,55 @@ NAME = "nginx.web.svc.clusterset.local."
 
 
 @pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[KubeClient]:
-    """A sandbox API server without any CRD yet."""
+async def sandbox(tmp_path: Path) -> AsyncIterator[tuple[SandboxServer, KubeClient]]:
+    """A sandbox API server without any CRD yet, and a client of it."""
     server = SandboxServer(name="east", service_cidr="10.112.0.0/16", work_dir=tmp_path / "east")
     await server.start()
     client = await connect(server.kubeconfig_path)
     try:
         await ensure_namespace(client, "web")
-        yield client
+        yield server, client
     finally:
         await client.close()
         await server.stop()
 
 
+@pytest.fixture
+def cluster(sandbox: tuple[SandboxServer, KubeClient]) -> KubeClient:
+    return sandbox[1]
+
+
+async def install_mchub_crds(client: KubeClient) -> None:
+    """Antrea Multi-cluster's CRDs, which a member needs; not the MCS ones."""
+    for path in sorted(CRD_DIR.glob(f"{names.GROUP}_*.yaml")):
+        with contextlib.suppress(AlreadyExists):
+            await client.create(CRDS, yaml.safe_load(path.read_text()))
+
+
+@contextlib.asynccontextmanager
+async def import_caches(client: KubeClient) -> AsyncIterator[ImportCaches]:
+    """The member's import caches, started (the Antrea Multi-cluster CRDs installed)."""
+    await install_mchub_crds(client)
+    caches = ImportCaches(client, "kube-system")
+    await caches.start()
+    try:
+        yield caches
+    finally:
+        await caches.stop()
+
+
 @contextlib.asynccontextmanager
 async def running_dns(client: KubeClient, **options: object) -> AsyncIterator[ClustersetDns]:
-    registry = CollectorRegistry()
-    dns_server = ClustersetDns(client, DnsOptions("127.0.0.1:0", **options), registry)  # type: ignore[arg-type]
-    dns_server.feed.retry_interval = 0.1
-    await dns_server.start()
-    try:
-        yield dns_server
-    finally:
-        await dns_server.stop()
+    """A ClustersetDns reading fresh import caches of ``client``'s cluster."""
+    async with import_caches(client) as caches:
+        registry = CollectorRegistry()
+        dns_server = ClustersetDns(client, caches, DnsOptions("127.0.0.1:0", **options), registry)  # type: ignore[arg-type]
+        dns_server.feed.retry_interval = 0.1
+        await dns_server.start()
+        try:
+            yield dns_server
+        finally:
+            await dns_server.stop()
 
 
 async def ask(server: ClustersetDns, name: str, rdtype: str = "A") -> dns.message.Message:
@@ -129,7 +157,7 @@ async def test_imports_listed_before_the_start_are_answered_at_once(cluster: Kub
 
 
 async def test_a_serviceimport_crd_installed_after_the_start_is_followed(cluster: KubeClient) -> None:
-    async with running_dns(cluster) as served:
+    async with running_dns(cluster) as served:  # the MCS CRDs are not installed
         assert not served.feed.synced
         assert (await ask(served, NAME)).rcode() == dns.rcode.NXDOMAIN
         for path in sorted(CRD_DIR.glob("multicluster.x-k8s.io_*.yaml")):
@@ -142,19 +170,52 @@ async def test_a_serviceimport_crd_installed_after_the_start_is_followed(cluster
         await until(lambda: answers(served, NAME))
 
 
-async def test_queries_cost_the_api_server_nothing(cluster: KubeClient) -> None:
+async def test_a_serviceimport_crd_removed_takes_its_names_and_is_followed_again_when_back(
+    sandbox: tuple[SandboxServer, KubeClient],
+) -> None:
+    server, cluster = sandbox
     await install_crds(cluster)
     await cluster.create(SERVICE_IMPORTS_V1BETA1, service_import("nginx", "web", ips=["10.112.0.5"]), namespace="web")
     async with running_dns(cluster) as served:
-        # The two watches open in the background and stay open; everything else would be a
-        # request made for a query.
-        not_watches = ("get", "list", "create", "update", "patch", "delete")
-        before = cluster.metrics.total(verbs=not_watches)
-        for i in range(500):
-            name = NAME if i % 2 else f"other-{i}.web.svc.clusterset.local."
-            await ask(served, name)
-        assert cluster.metrics.total(verbs=not_watches) == before
-        assert cluster.metrics.total(verbs=["watch"]) <= 2
+        assert await answers(served, NAME) == {"10.112.0.5"}
+        await cluster.delete(CRDS, SERVICE_IMPORTS_V1BETA1.qualified_name)
+        await until(lambda: _is_none(answers(served, NAME)))
+        # A real API server ends the watches of a CRD it no longer serves (the sandbox keeps
+        # them open): the ServiceImport watch then fails, and is no longer followed.
+        server.store.close_watchers()
+        await until(lambda: not served.feed.synced)
+
+        await install_crds(cluster)
+        await until(lambda: served.feed.synced)
+        await cluster.create(
+            SERVICE_IMPORTS_V1BETA1, service_import("nginx", "web", ips=["10.112.0.6"]), namespace="web"
+        )
+        await until(lambda: answers(served, NAME))
+        assert await answers(served, NAME) == {"10.112.0.6"}
+
+
+async def test_queries_cost_the_api_server_nothing_and_the_dns_watches_nothing_itself(cluster: KubeClient) -> None:
+    await install_crds(cluster)
+    await cluster.create(SERVICE_IMPORTS_V1BETA1, service_import("nginx", "web", ips=["10.112.0.5"]), namespace="web")
+    async with import_caches(cluster) as caches:
+        # What the importer watches when it starts: its fixed kinds, and the served ServiceImports.
+        await caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1))
+        kinds = len(caches.all_kinds()) + 1  # and Namespaces
+        await until(lambda: cluster.metrics.total(verbs=["watch"]) == kinds)
+        registry = CollectorRegistry()
+        served = ClustersetDns(cluster, caches, DnsOptions("127.0.0.1:0"), registry)
+        await served.start()
+        try:
+            # Everything but the caches' watches would be a request made for a query.
+            not_watches = ("get", "list", "create", "update", "patch", "delete")
+            before = cluster.metrics.total(verbs=not_watches)
+            for i in range(500):
+                name = NAME if i % 2 else f"other-{i}.web.svc.clusterset.local."
+                await ask(served, name)
+            assert cluster.metrics.total(verbs=not_watches) == before
+            assert cluster.metrics.total(verbs=["watch"]) == kinds
+        finally:
+            await served.stop()
         counted = {
             (sample.labels["type"], sample.labels["rcode"]): sample.value
             for metric in served.metrics.queries.collect()
