@@ -5,18 +5,18 @@ Only policies that name the ClusterSet scope somewhere (an ingress peer or an eg
 None and is left to whoever enforces in-cluster policy. A policy that does concern it is
 translated whole or not at all: an unknown field anywhere in its spec, or a ClusterSet rule
 using what the agent cannot enforce across clusters (ipBlock/group/fqdn/serviceAccount/
-nodeSelector/namespaces peers, ``to`` peers with ClusterSet scope, named ports in egress
-rules, source ports, ``protocols``, ``l7Protocols``, appliedTo groups/services/
-serviceAccounts/nodeSelectors) raises TranslationError, which the kube wiring reports as an
-Event, a metric and the policy's status.
+nodeSelector/namespaces peers, ``to`` peers with ClusterSet scope, source ports,
+``protocols``, ``l7Protocols``, appliedTo groups/services/serviceAccounts/nodeSelectors)
+raises TranslationError, which the kube wiring reports as an Event, a metric and the
+policy's status.
 
 Named ports (``port: http``): an ingress rule keeps the name (``NamedPort``), checked as
 Kubernetes checks it (IANA_SVC_NAME; never with ``endPort``), and compile resolves it
-against each appliedTo Pod's container ports. An egress ``toServices`` rule with a name is
-refused: the name would resolve against the destination Pods' container ports, and those
-Pods are the exporters' Pods in other clusters, whose specs this Gateway never sees (it
-knows only the multi-cluster Service's addresses), so it cannot say which number the name
-stands for.
+against each appliedTo Pod's container ports.
+
+An egress ``toServices`` rule has no ports of its own: Antrea matches a Service on its own
+ports and its webhook refuses ``to``, ``ports`` or ``protocols`` beside ``toServices``
+(validate.go), and so does the agent (compile takes each destination's ports from the Service).
 
 Within a ClusterSet rule only the ClusterSet-scoped peers (ingress) or services (egress)
 count: the rule's other peers select in-cluster sources, which cross-cluster traffic never is.
@@ -47,6 +47,7 @@ from agent.policy.model import (
 from agent.policy.named_ports import PORT_NAME_RULE, is_port_name
 
 DEFAULT_TIER = "application"
+TO_SERVICES_REFUSAL = "`toServices` cannot be used with `to`, `ports` or `protocols`"
 _SPEC_FIELDS = {"tier", "priority", "appliedTo", "ingress", "egress"}
 _RULE_FIELDS = {
     "action",
@@ -155,6 +156,9 @@ def _rule(
     services = _services(raw.get("toServices"), f"{where}.toServices") if direction is Direction.EGRESS else ()
     if direction is Direction.INGRESS and "toServices" in raw:
         raise TranslationError(SkipReason.INVALID, f"{where}.toServices: only egress rules have toServices")
+    if raw.get("toServices") is not None and (_list(raw.get("to")) or _set(raw, "ports") or _set(raw, "protocols")):
+        # Antrea's webhook refuses it too: a Service is matched on its own ports.
+        raise TranslationError(SkipReason.INVALID, f"{where}: {TO_SERVICES_REFUSAL} (Antrea refuses such a rule)")
     if not cluster_peers and not services:
         _ports(raw.get("ports"), f"{where}.ports", check_only=True)
         return None  # an in-cluster rule: not the agent's to enforce
@@ -311,6 +315,11 @@ def _known(raw: Mapping[str, Any], known: set[str], where: str) -> None:
     unknown = sorted(str(k) for k in raw if k not in known)
     if unknown:
         raise TranslationError(SkipReason.UNKNOWN_FIELD, f"{where}: unknown field(s) {', '.join(unknown)}")
+
+
+def _set(raw: Mapping[str, Any], key: str) -> bool:
+    """Whether ``key`` is given at all, even empty (Go's non-nil slice)."""
+    return raw.get(key) is not None
 
 
 def _list(value: Any) -> list[Any]:

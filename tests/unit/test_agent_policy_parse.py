@@ -166,16 +166,41 @@ def test_iana_service_names_up_to_fifteen_characters_are_valid_port_names(name: 
     assert parsed is not None and parsed.rules[0].ports == (NamedPort("tcp", name),)
 
 
-def test_a_named_port_in_an_egress_to_services_rule_is_refused_with_the_reason() -> None:
-    rule = {
-        "action": "Drop",
-        "ports": [{"port": "http"}],
-        "toServices": [{"name": "web", "namespace": "shop", "scope": "ClusterSet"}],
-    }
-    spec = {"priority": 1, "appliedTo": [{"podSelector": {}}], "egress": [rule]}
+TO_SERVICES_REFUSAL = "`toServices` cannot be used with `to`, `ports` or `protocols`"
+
+
+def to_services_spec(scope: str | None = "ClusterSet", **rule: Any) -> dict[str, Any]:
+    service: dict[str, Any] = {"name": "web", "namespace": "shop"}
+    if scope is not None:
+        service["scope"] = scope
+    egress = [{"action": "Drop", "toServices": [service], **rule}]
+    if scope is None:  # an in-cluster rule in a policy that concerns the agent through another one
+        egress.append({"action": "Drop", "toServices": [{"name": "db", "namespace": "shop", "scope": "ClusterSet"}]})
+    return {"priority": 1, "appliedTo": [{"podSelector": {}}], "egress": egress}
+
+
+@pytest.mark.parametrize(
+    ("scope", "rule"),
+    [
+        ("ClusterSet", {"ports": [{"port": 80}]}),
+        ("ClusterSet", {"ports": [{"port": "http"}]}),
+        ("ClusterSet", {"ports": []}),
+        ("ClusterSet", {"protocols": [{"icmp": {}}]}),
+        ("ClusterSet", {"to": [{"podSelector": {}}]}),
+        (None, {"ports": [{"port": 80}]}),
+    ],
+)
+def test_to_services_with_to_ports_or_protocols_is_refused_as_antreas_webhook_refuses_it(
+    scope: str | None, rule: dict[str, Any]
+) -> None:
+    # Antrea matches toServices on the Service's own ports; its validator
+    # (pkg/controller/networkpolicy/validate.go, validatePeers) refuses such a rule outright.
     with pytest.raises(TranslationError) as caught:
-        parse_policy(ACNP, policy(spec))
-    assert caught.value.reason is SkipReason.UNSUPPORTED_FIELD
-    assert "spec.egress[0].ports[0].port" in caught.value.message
-    assert "named ports are not supported in egress rules" in caught.value.message
-    assert "other clusters" in caught.value.message, "the refusal says why"
+        parse_policy(ACNP, policy(to_services_spec(scope, **rule)))
+    assert caught.value.reason is SkipReason.INVALID
+    assert caught.value.message == f"spec.egress[0]: {TO_SERVICES_REFUSAL} (Antrea refuses such a rule)"
+
+
+def test_to_services_with_an_empty_to_list_is_accepted_as_antrea_accepts_it() -> None:
+    parsed = parse_policy(ACNP, policy(to_services_spec(to=[])))
+    assert parsed is not None and parsed.rules[0].services == (ServiceRef("shop", "web"),)
