@@ -30,7 +30,9 @@ Chains:
 
 A Tier chain holds its rules in order; Allow accepts, Drop drops, Reject answers (TCP
 reset, else ICMP admin-prohibited), Pass returns to the next Tier; what no rule matches
-is left alone. Sets are keyed by identity (classid values) and Pod/Service IP.
+is left alone. Sets are keyed by identity (classid values) and Pod IP (ingress); egress
+destinations are ``address . protocol . port`` concatenations, so a rule to a Service meets
+its ClusterIP and its backends on the Service's ports only, never a backend Pod's other ports.
 
 Idempotence as agent/linux/nft.py: every rule's comment starts with the fingerprint of the
 whole table; a live table with the same rules is left alone, otherwise it is deleted and
@@ -43,13 +45,14 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
+from ipaddress import IPv4Address
 from typing import Any
 
 from agent.errors import NftablesError
 from agent.linux.netns import run_command
 from agent.linux.ownership import NFT_FAMILY, NFT_POLICY_TABLE
 from agent.policy.model import Action, PortMatch
-from agent.policy.state import NO_IDENTITY_VNI, PolicyDatapath, TierRules, tagged_priority
+from agent.policy.state import NO_IDENTITY_VNI, PolicyDatapath, ServiceDestination, TierRules, tagged_priority
 
 _FINGERPRINT = "@FINGERPRINT@"
 _PRIO_TAG = 90  # srcnat - 10
@@ -57,6 +60,10 @@ _PRIO_RAW = -300
 _PRIO_INGRESS = -50  # dstnat + 50
 _PRIO_FILTER = 0
 _VNI = "@th,96,24"  # the VXLAN network identifier: UDP header (8 bytes) + flags (4)
+_SERVICE_SET_TYPE = "type ipv4_addr . inet_proto . inet_service"
+# A Service is an address with a protocol and a port (as Antrea matches toServices); the key is
+# read after kube-proxy's DNAT, and ``th dport`` sits at the same offset for TCP, UDP and SCTP.
+_SERVICE_KEY = "ip daddr . meta l4proto . th dport"
 _VERDICT = {Action.ALLOW: "accept", Action.DROP: "drop", Action.REJECT: "jump reject_packet", Action.PASS: "return"}
 
 
@@ -136,11 +143,12 @@ def _render(policy: PolicyDatapath) -> tuple[str, int]:
                     sets += _named(
                         f"set {src}", "type classid", [classid(tagged_priority(int(i))) for i in compiled.sources]
                     )
+                    sets += _named(f"set {dst}", "type ipv4_addr", [str(a) for a in compiled.destinations])
                     match = f"meta priority @{src} ip daddr @{dst}"
                 else:
                     sets += _named(f"set {src}", "type ipv4_addr", [str(a) for a in compiled.sources])
-                    match = f"ip saddr @{src} ip daddr @{dst}"
-                sets += _named(f"set {dst}", "type ipv4_addr", [str(a) for a in compiled.destinations])
+                    sets += _named(f"set {dst}", _SERVICE_SET_TYPE, map(_service_element, compiled.destinations))
+                    match = f"ip saddr @{src} {_SERVICE_KEY} @{dst}"
                 for l4 in _l4_matches(compiled.ports):
                     rule(" ".join(p for p in (match, l4, _VERDICT[compiled.action]) if p), compiled.origin)
             tier_chains += chain + out[out_len:] + ["\t}"]
@@ -162,6 +170,12 @@ def _named(head: str, kind: str, elements: Iterable[str]) -> list[str]:
     if listed:
         lines.append("\t\telements = { " + ", ".join(listed) + " }")
     return [*lines, "\t}"]
+
+
+def _service_element(destination: IPv4Address | ServiceDestination) -> str:
+    if not isinstance(destination, ServiceDestination):
+        raise TypeError(f"an egress rule's destination must be a Service destination, not {destination}")
+    return f"{destination.address} . {destination.protocol} . {destination.port}"
 
 
 def _chain_head(name: str, hook: str, prio: int) -> str:

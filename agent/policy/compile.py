@@ -7,6 +7,8 @@ every Gateway agrees), then rule order within the policy. Pass ends the Tier (th
 Tier decides). A policy whose Tier is neither a default Tier nor a Tier CR is not enforced.
 An ingress rule with named ports becomes consecutive rules, one per set of port numbers its
 appliedTo Pods resolve the names to (agent.policy.named_ports), in the rule's own place.
+An egress ``toServices`` rule matches each Service destination as address, protocol and port
+together (``ServiceDestination``), as Antrea matches a Service: the rule has no ports of its own.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from agent.policy.model import (
     SkipReason,
     TranslationError,
 )
-from agent.policy.named_ports import ContainerPort, numbered_only, split_by_resolved_ports
+from agent.policy.named_ports import ContainerPort, split_by_resolved_ports
 from agent.policy.parse import parse_policy
-from agent.policy.state import MAX_IDENTITY, CompiledPolicy, CompiledRule, PolicyReport, TierRules
+from agent.policy.state import MAX_IDENTITY, CompiledPolicy, CompiledRule, PolicyReport, ServiceDestination, TierRules
 
 DEFAULT_TIERS: Mapping[str, int] = {
     "emergency": 50,
@@ -57,8 +59,10 @@ class MultiClusterService:
 
     namespace: str
     name: str
-    addresses: tuple[IPv4Address, ...]
-    """Its ClusterIP and its Endpoints' addresses (the exporters' ClusterIPs or Pod IPs)."""
+    destinations: tuple[ServiceDestination, ...]
+    """Its ClusterIP with the Service's ports, and its Endpoints' addresses (the exporters'
+    ClusterIPs, or Pod IPs with endpointIPType PodIP) with the Endpoints' ports: the
+    destination before and after kube-proxy's DNAT."""
 
 
 @dataclass(frozen=True)
@@ -121,11 +125,13 @@ def compile_policies(sources: PolicySources) -> CompiledPolicy:
                     CompiledRule(rule.action, peer_ids, destinations, ports, origin) for ports, destinations in pieces
                 )
             else:
-                wanted = sorted({a for ref in rule.services for a in _service_addresses(services, ref)})
+                if rule.ports:
+                    raise ValueError(f"{origin}: ports beside toServices (parse refuses them, as Antrea does)")
+                wanted = sorted({d for ref in rule.services for d in _service_destinations(services, ref)})
                 applied_ips = tuple(sorted({pod.ip for pod in applied}))
-                egress_ports = numbered_only(rule.ports, origin)
-                compiled = CompiledRule(rule.action, applied_ips, tuple(wanted), egress_ports, origin)
-                egress.setdefault(policy.tier, []).append(compiled)
+                egress.setdefault(policy.tier, []).append(
+                    CompiledRule(rule.action, applied_ips, tuple(wanted), (), origin)
+                )
     return CompiledPolicy(
         pod_identities=_pod_identities(pods, namespace_labels, identities),
         identity_ids=tuple(sorted({i.id for i in identities})),
@@ -185,11 +191,11 @@ def _pod_identities(
     return tuple(sorted(found.items()))
 
 
-def _service_addresses(
+def _service_destinations(
     services: Mapping[tuple[str, str], MultiClusterService], ref: ServiceRef
-) -> tuple[IPv4Address, ...]:
+) -> tuple[ServiceDestination, ...]:
     service = services.get((ref.namespace, ref.name))
-    return service.addresses if service is not None else ()
+    return service.destinations if service is not None else ()
 
 
 def _origin(policy: ParsedPolicy, rule: ParsedRule) -> str:

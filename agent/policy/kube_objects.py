@@ -11,7 +11,10 @@
   out (the hub never sends such).
 * Tiers (crd.antrea.io): ``spec.priority``.
 * Imported Services ``antrea-mc-<name>`` and their Endpoints: the multi-cluster Service
-  ``<name>``'s ClusterIP and backends.
+  ``<name>``'s destinations, as address, protocol and port: its ClusterIP with its
+  ``spec.ports`` (what a Pod sends to), and each Endpoints subset's addresses with that
+  subset's ``ports`` (what the packet carries after kube-proxy's DNAT: the exporters'
+  ClusterIPs and Service ports, or with endpointIPType PodIP the Pods and their targetPorts).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from agent.policy.compile import LocalPod, MultiClusterService, PolicyObject
 from agent.policy.labels import LabelIdentity, identity_from_label
 from agent.policy.model import PROTOCOLS
 from agent.policy.named_ports import ContainerPort
-from agent.policy.state import MAX_IDENTITY
+from agent.policy.state import MAX_IDENTITY, ServiceDestination
 
 Obj = Mapping[str, Any]
 IMPORTED_PREFIX = "antrea-mc-"
@@ -112,14 +115,16 @@ def tier_priorities(tiers: Iterable[Obj]) -> dict[str, int]:
 
 
 def multicluster_services(services: Iterable[Obj], endpoints: Iterable[Obj]) -> tuple[MultiClusterService, ...]:
-    backends: dict[tuple[str, str], list[IPv4Address]] = {}
+    backends: dict[tuple[str, str], list[ServiceDestination]] = {}
     for obj in endpoints:
         key = (str(_meta(obj).get("namespace") or ""), str(_meta(obj).get("name") or ""))
         for subset in obj.get("subsets") or []:
-            for address in subset.get("addresses") or []:
-                parsed = _ipv4(address.get("ip"))
-                if parsed is not None:
-                    backends.setdefault(key, []).append(parsed)
+            # A subset's addresses serve exactly that subset's ports (Kubernetes' Endpoints).
+            addresses = [_ipv4(a.get("ip")) for a in subset.get("addresses") or []]
+            ports = _ports(subset.get("ports"))
+            backends.setdefault(key, []).extend(
+                ServiceDestination(a, protocol, port) for a in addresses if a is not None for protocol, port in ports
+            )
     found: list[MultiClusterService] = []
     for service in services:
         namespace, name = str(_meta(service).get("namespace") or ""), str(_meta(service).get("name") or "")
@@ -127,9 +132,24 @@ def multicluster_services(services: Iterable[Obj], endpoints: Iterable[Obj]) -> 
             continue
         spec = service.get("spec") or {}
         ips = [_ipv4(c) for c in spec.get("clusterIPs") or [spec.get("clusterIP")] if c]
-        addresses = sorted({a for a in (*ips, *backends.get((namespace, name), [])) if a is not None})
-        found.append(MultiClusterService(namespace, name.removeprefix(IMPORTED_PREFIX), tuple(addresses)))
+        ports = _ports(spec.get("ports"))
+        at_cluster_ip = [ServiceDestination(ip, proto, port) for ip in ips if ip is not None for proto, port in ports]
+        destinations = sorted({*at_cluster_ip, *backends.get((namespace, name), [])})
+        found.append(MultiClusterService(namespace, name.removeprefix(IMPORTED_PREFIX), tuple(destinations)))
     return tuple(sorted(found, key=lambda s: (s.namespace, s.name)))
+
+
+def _ports(raw: Any) -> list[tuple[str, int]]:
+    """(protocol, port) of a Service's ``spec.ports`` or an Endpoints subset's ``ports``
+    (protocol TCP when unset); a protocol nftables cannot match by port is left out."""
+    found: list[tuple[str, int]] = []
+    for entry in raw or []:
+        if not isinstance(entry, Mapping):
+            continue
+        protocol, port = PROTOCOLS.get(str(entry.get("protocol") or "TCP")), entry.get("port")
+        if protocol and isinstance(port, int) and not isinstance(port, bool) and 0 < port <= 65535:
+            found.append((protocol, port))
+    return found
 
 
 def policy_objects(cluster_policies: Iterable[Obj], namespaced_policies: Iterable[Obj]) -> tuple[PolicyObject, ...]:

@@ -29,17 +29,28 @@ def tagged_priority(identity: int) -> int:
     return IDENTITY_TAG | identity
 
 
+@dataclass(frozen=True, order=True)
+class ServiceDestination:
+    """Where a multi-cluster Service's traffic is headed when the source Gateway sees it: as
+    Antrea matches ``toServices``, an address together with a ``protocol`` (tcp/udp/sctp) and
+    a ``port``, never the address alone (a backend Pod's other ports are not the Service)."""
+
+    address: IPv4Address
+    protocol: str
+    port: int
+
+
 @dataclass(frozen=True)
 class CompiledRule:
     """One nftables rule: traffic from ``sources`` to ``destinations`` on ``ports`` gets ``action``.
 
     Ingress: ``sources`` are label identity IDs, ``destinations`` local Pod IPs (appliedTo).
     Egress: ``sources`` are local Pod IPs (appliedTo), ``destinations`` the multi-cluster
-    Services' ClusterIPs and backends."""
+    Services' ClusterIPs and backends, each with its ports (``ports`` stays empty)."""
 
     action: Action
     sources: tuple[int, ...] | tuple[IPv4Address, ...]
-    destinations: tuple[IPv4Address, ...]
+    destinations: tuple[IPv4Address, ...] | tuple[ServiceDestination, ...]
     ports: tuple[PortMatch, ...]
     origin: str
     """``<kind> <ns/name> <direction>[<index>] <rule name>``, for humans reading nft output."""

@@ -98,3 +98,15 @@ def ingress_from_cluster_set(
     if ports is not None:
         spec["ingress"][0]["ports"] = ports
     return acnp(name, spec)
+
+
+def egress_to_services(
+    name: str, action: str, services: list[str], *, priority: float = 1, applied_to: dict[str, str] | None = None
+) -> PolicyObject:
+    """An ACNP whose one egress rule goes to the ClusterSet Services ``services`` of NAMESPACE."""
+    rule = {
+        "action": action,
+        "toServices": [{"name": service, "namespace": NAMESPACE, "scope": "ClusterSet"} for service in services],
+    }
+    spec = {"priority": priority, "appliedTo": [{"podSelector": {"matchLabels": applied_to or {}}}], "egress": [rule]}
+    return acnp(name, spec)

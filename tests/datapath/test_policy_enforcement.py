@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from ipaddress import IPv4Address
 from typing import Any
 
@@ -14,9 +15,10 @@ import pytest
 
 from agent.policy.compile import MultiClusterService
 from agent.policy.named_ports import ContainerPort
+from agent.policy.state import ServiceDestination
 from tests.datapath.driver import ClusterSetDriver
 from tests.datapath.inspect_kernel import footprint
-from tests.datapath.policy_world import PolicyWorld, acnp, ingress_from_cluster_set
+from tests.datapath.policy_world import PolicyWorld, acnp, egress_to_services, ingress_from_cluster_set
 from tests.datapath.test_gateway_vxlan import fake_kube_proxy, service_ip
 from tests.datapath.topology import Topology, sh
 from tests.datapath.traffic import peer_reporting_server, seen_source
@@ -194,6 +196,13 @@ async def test_policy_that_cannot_be_enforced_never_drops_traffic(
     assert outcomes["east-a"].applied
 
 
+TENANT = {"role": "tenant"}
+
+
+def _tcp(address: str, port: int) -> ServiceDestination:
+    return ServiceDestination(IPv4Address(address), "tcp", port)
+
+
 async def test_policy_an_egress_to_services_rule_stops_easts_tenant_from_reaching_wests_backends(
     world: tuple[PolicyWorld, ClusterSetDriver], topology: Topology
 ) -> None:
@@ -201,20 +210,15 @@ async def test_policy_an_egress_to_services_rule_stops_easts_tenant_from_reachin
     east, west = topology.clusters["east"], topology.clusters["west"]
     backend = west.nodes[1].pod
     await fake_kube_proxy(west, backend.ip)  # west's exported Service 10.102.0.10:80 -> its Pod
-    # East's imported antrea-mc-web (ClusterIP 10.101.0.10:80), its Endpoints west's ClusterIP.
-    await _dnat(east, service_ip(east), service_ip(west))
-    mc_service = MultiClusterService("default", "web", (IPv4Address(service_ip(east)), IPv4Address(service_ip(west))))
+    # East's imported antrea-mc-web (ClusterIP 10.101.0.10:80), its Endpoints west's ClusterIP:80.
+    await _dnat(east, service_ip(east), service_ip(west), 80)
+    mc_service = MultiClusterService("default", "web", (_tcp(service_ip(east), 80), _tcp(service_ip(west), 80)))
     policy_world.services["east"] = [mc_service]
     tenant_pod, client_pod = east.nodes[0].pod, east.nodes[1].pod
     await clusterset.sync()
     async with peer_reporting_server(backend.netns):
         assert await reaches(tenant_pod.netns, service_ip(east), 80)
-        rule = {
-            "action": "Drop",
-            "toServices": [{"name": "web", "namespace": "default", "scope": "ClusterSet"}],
-        }
-        spec = {"priority": 1, "appliedTo": [{"podSelector": {"matchLabels": {"role": "tenant"}}}], "egress": [rule]}
-        policy_world.policies["east"] = [acnp("tenants-no-web", spec)]
+        policy_world.policies["east"] = [egress_to_services("tenants-no-web", "Drop", ["web"], applied_to=TENANT)]
         await clusterset.sync()
         assert not await reaches(tenant_pod.netns, service_ip(east), 80)
         assert not await reaches(tenant_pod.netns, service_ip(west), 80)
@@ -224,11 +228,59 @@ async def test_policy_an_egress_to_services_rule_stops_easts_tenant_from_reachin
             assert await reaches(tenant_pod.netns, west.nodes[0].pod.ip)
 
 
-async def _dnat(cluster: Any, service: str, to: str) -> None:
+@asynccontextmanager
+async def _pod_ip_web(topology: Topology) -> AsyncIterator[tuple[str, MultiClusterService]]:
+    """East's imported antrea-mc-web in PodIP mode: ClusterIP 10.101.0.10:80, its Endpoints
+    west-b's Pod at 8080 (east's kube-proxy DNATs straight to the Pod's targetPort); the Pod
+    serves 8080 and another port, 7070."""
+    east, backend = topology.clusters["east"], topology.clusters["west"].nodes[1].pod
+    await _dnat(east, service_ip(east), backend.ip, 8080)
+    web = MultiClusterService("default", "web", (_tcp(service_ip(east), 80), _tcp(backend.ip, 8080)))
+    async with peer_reporting_server(backend.netns, 8080), peer_reporting_server(backend.netns, 7070):
+        yield backend.ip, web
+
+
+async def test_policy_a_pod_ip_to_services_drop_stops_the_service_port_but_not_another_port_of_its_pod(
+    world: tuple[PolicyWorld, ClusterSetDriver], topology: Topology
+) -> None:
+    policy_world, clusterset = world
+    east = topology.clusters["east"]
+    tenant, client = east.nodes[0].pod.netns, east.nodes[1].pod.netns
+    async with _pod_ip_web(topology) as (backend_ip, web):
+        policy_world.services["east"] = [web]
+        policy_world.policies["east"] = [egress_to_services("tenants-no-web", "Drop", ["web"], applied_to=TENANT)]
+        await clusterset.sync()
+        assert not await reaches(tenant, service_ip(east), 80), "the Service is dropped"
+        assert not await reaches(tenant, backend_ip, 8080), "so is its endpoint's own address and port"
+        assert await reaches(tenant, backend_ip, 7070), "another port of the same Pod is not the Service"
+        assert await reaches(client, service_ip(east), 80), "the rule applies to the tenant only"
+
+
+async def test_policy_a_pod_ip_to_services_allow_admits_the_service_port_only_before_a_wider_drop(
+    world: tuple[PolicyWorld, ClusterSetDriver], topology: Topology
+) -> None:
+    policy_world, clusterset = world
+    east = topology.clusters["east"]
+    async with _pod_ip_web(topology) as (backend_ip, web):
+        # "pod-all" names both of the Pod's ports (as a second Service backed by it would).
+        every_port = MultiClusterService("default", "pod-all", (_tcp(backend_ip, 8080), _tcp(backend_ip, 7070)))
+        policy_world.services["east"] = [web, every_port]
+        policy_world.policies["east"] = [
+            egress_to_services("tenants-web", "Allow", ["web"], priority=1, applied_to=TENANT),
+            egress_to_services("tenants-nothing-else", "Drop", ["pod-all"], priority=2, applied_to=TENANT),
+        ]
+        await clusterset.sync()
+        tenant = east.nodes[0].pod.netns
+        assert await reaches(tenant, service_ip(east), 80), "the Allow admits the Service"
+        assert await reaches(tenant, backend_ip, 8080), "and its endpoint's address and port"
+        assert not await reaches(tenant, backend_ip, 7070), "the Allow does not cover the Pod's other port"
+
+
+async def _dnat(cluster: Any, service: str, to: str, to_port: int) -> None:
     rules = f"""
     table ip mctest_mc_service {{
       chain prerouting {{ type nat hook prerouting priority dstnat; policy accept;
-        ip daddr {service} tcp dport 80 dnat to {to}:80
+        ip daddr {service} tcp dport 80 dnat to {to}:{to_port}
       }}
     }}
     """

@@ -9,6 +9,7 @@ from agent.policy.compile import LocalPod, MultiClusterService, PolicyObject, Po
 from agent.policy.labels import identity_from_label, normalized_label
 from agent.policy.model import Action, PortMatch
 from agent.policy.named_ports import ContainerPort
+from agent.policy.state import ServiceDestination
 
 ACNP, ANP = "ClusterNetworkPolicy", "NetworkPolicy"
 DB_IP, WEB_IP, TENANT_IP = IPv4Address("10.1.1.10"), IPv4Address("10.1.2.10"), IPv4Address("10.1.2.11")
@@ -121,18 +122,41 @@ def test_a_rule_that_selects_nothing_is_left_out() -> None:
     assert [t.rules for t in compiled.ingress] == [()]
 
 
-def test_egress_to_services_targets_the_multi_cluster_services_addresses_from_applied_to_pods() -> None:
-    spec_rule = {
-        "action": "Drop",
+def to_services(action: str, *names: str) -> dict[str, Any]:
+    return {
+        "action": action,
         "appliedTo": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"role": "tenant"}}}],
-        "toServices": [{"name": "db", "namespace": "shop", "scope": "ClusterSet"}],
+        "toServices": [{"name": name, "namespace": "shop", "scope": "ClusterSet"} for name in names],
     }
-    policy = PolicyObject(ACNP, {"metadata": {"name": "e"}, "spec": {"priority": 1, "egress": [spec_rule]}})
-    service = MultiClusterService("shop", "db", (IPv4Address("10.96.0.20"), IPv4Address("10.102.0.10")))
-    compiled = compile_(policy, services=(service,))
+
+
+def egress_policy(name: str, *rules: dict[str, Any], priority: float = 1) -> PolicyObject:
+    return PolicyObject(ACNP, {"metadata": {"name": name}, "spec": {"priority": priority, "egress": list(rules)}})
+
+
+def to(address: str, protocol: str, port: int) -> ServiceDestination:
+    return ServiceDestination(IPv4Address(address), protocol, port)
+
+
+def test_egress_to_services_targets_each_services_addresses_with_their_ports_from_applied_to_pods() -> None:
+    db = MultiClusterService("shop", "db", (to("10.96.0.20", "tcp", 5432), to("10.1.9.9", "tcp", 15432)))
+    dns = MultiClusterService("shop", "dns", (to("10.96.0.20", "tcp", 5432), to("10.96.0.21", "udp", 53)))
+    other = MultiClusterService("shop", "other", (to("10.96.0.30", "tcp", 80),))
+    compiled = compile_(egress_policy("e", to_services("Drop", "db", "dns", "missing")), services=(db, dns, other))
     ((rule,),) = [t.rules for t in compiled.egress]
     assert rule.sources == (TENANT_IP,)
-    assert rule.destinations == (IPv4Address("10.96.0.20"), IPv4Address("10.102.0.10"))
+    assert rule.destinations == (
+        to("10.1.9.9", "tcp", 15432),
+        to("10.96.0.20", "tcp", 5432),
+        to("10.96.0.21", "udp", 53),
+    ), "each address only with its own ports, in order, without repeats"
+    assert rule.ports == ()
+
+
+def test_an_egress_rule_to_services_without_any_destination_is_left_out() -> None:
+    empty = MultiClusterService("shop", "empty", ())
+    compiled = compile_(egress_policy("e", to_services("Drop", "empty", "missing")), services=(empty,))
+    assert [t.rules for t in compiled.egress] == [()]
 
 
 def test_namespace_labels_take_part_in_identity_and_selection() -> None:

@@ -45,20 +45,44 @@ def test_label_identities_in_the_normalized_form_with_a_24_bit_id_count() -> Non
     assert [(i.id, i.namespace, i.pod_labels) for i in found] == [(5, "ns", (("app", "db"),)), (7, "ns", ())]
 
 
-def test_imported_services_give_the_multi_cluster_service_its_cluster_ip_and_backends() -> None:
+def test_imported_services_give_the_cluster_ip_with_the_service_ports_and_backends_with_endpoint_ports() -> None:
+    # After kube-proxy's DNAT the destination port is the endpoint's (a Pod's targetPort in
+    # PodIP mode), before it the Service's; a subset's addresses go with that subset's ports only.
+    ports = [{"port": 80, "protocol": "TCP", "targetPort": 8080}, {"port": 53, "protocol": "UDP"}, {"port": 9}]
     services = [
-        {"metadata": {"name": "antrea-mc-web", "namespace": "shop"}, "spec": {"clusterIP": "10.96.0.9"}},
-        {"metadata": {"name": "web", "namespace": "shop"}, "spec": {"clusterIP": "10.96.0.8"}},
+        {"metadata": {"name": name, "namespace": "shop"}, "spec": {"clusterIP": ip, "ports": ports}}
+        for name, ip in (("antrea-mc-web", "10.96.0.9"), ("web", "10.96.0.8"))
     ]
     endpoints = [
         {
             "metadata": {"name": "antrea-mc-web", "namespace": "shop"},
-            "subsets": [{"addresses": [{"ip": "10.102.0.10"}]}],
+            "subsets": [
+                {"addresses": [{"ip": "10.102.0.10"}, {"ip": "10.1.2.3"}], "ports": [{"name": "http", "port": 8080}]},
+                {"addresses": [{"ip": "10.1.2.4"}], "ports": [{"port": 53, "protocol": "UDP"}]},
+                {"addresses": [{"ip": "10.1.2.5"}], "ports": [{"port": 1, "protocol": "ICMP"}]},
+                {"addresses": [{"ip": "10.1.2.6"}]},
+            ],
         }
     ]
     (service,) = multicluster_services(services, endpoints)
     assert (service.namespace, service.name) == ("shop", "web")
-    assert service.addresses == (IPv4Address("10.96.0.9"), IPv4Address("10.102.0.10"))
+    assert [(str(d.address), d.protocol, d.port) for d in service.destinations] == [
+        ("10.1.2.3", "tcp", 8080),
+        ("10.1.2.4", "udp", 53),
+        ("10.96.0.9", "tcp", 9),
+        ("10.96.0.9", "tcp", 80),
+        ("10.96.0.9", "udp", 53),
+        ("10.102.0.10", "tcp", 8080),
+    ]
+
+
+def test_an_imported_service_without_a_cluster_ip_or_endpoints_has_only_what_it_has() -> None:
+    services = [
+        {"metadata": {"name": "antrea-mc-a", "namespace": "ns"}, "spec": {"clusterIP": "None", "ports": [{"port": 1}]}},
+        {"metadata": {"name": "antrea-mc-b", "namespace": "ns"}, "spec": {"clusterIP": "10.96.0.2"}},
+    ]
+    endpoints = [{"metadata": {"name": "antrea-mc-a", "namespace": "ns"}, "subsets": None}]
+    assert [(s.name, s.destinations) for s in multicluster_services(services, endpoints)] == [("a", ()), ("b", ())]
 
 
 def test_namespaces_tiers_and_policies() -> None:

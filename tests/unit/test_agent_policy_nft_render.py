@@ -6,7 +6,7 @@ from ipaddress import IPv4Address
 
 from agent.linux.policy_nft import render_policy_table
 from agent.policy.model import Action, PortMatch
-from agent.policy.state import CompiledRule, PolicyDatapath, TierRules
+from agent.policy.state import CompiledRule, PolicyDatapath, ServiceDestination, TierRules
 
 POD, OTHER = IPv4Address("10.1.1.10"), IPv4Address("10.1.2.10")
 
@@ -73,11 +73,23 @@ def test_tiers_are_chains_jumped_in_order_and_actions_become_verdicts() -> None:
     ]
 
 
-def test_egress_rules_match_pod_sources_and_service_addresses_leaving_through_the_tunnel() -> None:
-    tier = TierRules("application", 250, (CompiledRule(Action.ALLOW, (POD,), (OTHER,), (), "ACNP e egress[0] r"),))
-    body = lines(render_policy_table(datapath(egress=(tier,))))
+def test_egress_rules_match_pod_sources_and_service_address_protocol_and_port_leaving_through_the_tunnel() -> None:
+    services = (
+        ServiceDestination(OTHER, "tcp", 8080),
+        ServiceDestination(IPv4Address("10.96.0.9"), "udp", 53),
+        ServiceDestination(IPv4Address("10.96.0.9"), "sctp", 9),
+    )
+    tier = TierRules("application", 250, (CompiledRule(Action.ALLOW, (POD,), services, (), "ACNP e egress[0] r"),))
+    text = render_policy_table(datapath(egress=(tier,)))
+    body = lines(text)
     assert any(line.startswith('oifname "mc-tun0" ct state new jump eg_application') for line in body)
-    assert any(line.startswith("ip saddr @eg_application_0_src ip daddr @eg_application_0_dst accept") for line in body)
+    rules = [line.split(" comment")[0] for line in body if line.startswith("ip saddr @eg_application_0_src")]
+    assert rules == ["ip saddr @eg_application_0_src ip daddr . meta l4proto . th dport @eg_application_0_dst accept"]
+    dst = text.split("set eg_application_0_dst {", 1)[1].split("\n\t}", 1)[0]
+    assert lines(dst) == [
+        "type ipv4_addr . inet_proto . inet_service",
+        "elements = { 10.1.2.10 . tcp . 8080, 10.96.0.9 . udp . 53, 10.96.0.9 . sctp . 9 }",
+    ]
 
 
 def test_every_rule_carries_a_fingerprint_of_the_whole_table() -> None:
