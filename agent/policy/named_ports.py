@@ -83,13 +83,5 @@ def split_by_resolved_ports(
     return tuple((resolved, tuple(sorted(ips))) for resolved, ips in ordered)
 
 
-def numbered_only(ports: Sequence[PortMatch | NamedPort], where: str) -> Ports:
-    """``ports`` of a rule that cannot hold names (parse refuses them in egress rules)."""
-    named = [p.name for p in ports if isinstance(p, NamedPort)]
-    if named:
-        raise ValueError(f"{where}: named port(s) {', '.join(named)} cannot be resolved here")
-    return tuple(p for p in ports if isinstance(p, PortMatch))
-
-
 def _port_key(port: PortMatch) -> tuple[str, int, int]:
     return port.protocol, port.port or 0, port.end_port or 0
