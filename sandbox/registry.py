@@ -98,6 +98,7 @@ class Registry:
     # Create
 
     def create(self, rt: ResourceType, namespace: str, body: Obj, *, dry_run: bool = False) -> Obj:
+        self.behaviour(rt.storage_key).admit_create()
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be a JSON object")
         obj = rt.to_storage(copy.deepcopy(body))

@@ -4,7 +4,9 @@ Like etcd behind a real apiserver: every write gets the next revision (the
 objects' resourceVersion), the log of recent writes lets a watch resume from a
 revision, and a revision older than the log's start is "too old" (410 Gone).
 The log is bounded (`event_window` writes) and `compact()` drops it entirely, as
-etcd compaction does.
+etcd compaction does. `rebuild(resource)` is what a real apiserver does to a custom
+resource when its CRD goes or changes its spec: it drops that resource's storage and
+watch cache, so the open watches end and a watch from an earlier revision is too old.
 
 Stored objects are never mutated in place: writers pass new dicts, so readers and
 watch queues can hold references without copying.
@@ -69,6 +71,8 @@ class ObjectStore:
         self._log: deque[StoredEvent] = deque(maxlen=event_window)
         # Oldest revision a watch may resume from: everything after it is in the log.
         self._compacted_at = 0
+        # Per resource, the revision its current watch cache started at (see rebuild).
+        self._rebuilt_at: dict[GroupResource, int] = {}
         self._watchers: dict[GroupResource, set[Watcher]] = {}
         self._listeners: list[Listener] = []
         self._by_uid: dict[str, tuple[GroupResource, ObjectKey]] = {}
@@ -172,9 +176,19 @@ class ObjectStore:
         self._log.clear()
         self._compacted_at = self._revision
 
+    def rebuild(self, resource: GroupResource) -> None:
+        """End the watches of resource, and refuse watches from before now as too old."""
+        self._rebuilt_at[resource] = self._revision
+        for watcher in self._watchers.pop(resource, set()):
+            watcher.close()
+
     def events_since(self, resource: GroupResource, namespace: str | None, revision: int) -> list[StoredEvent]:
         if revision < self._compacted_at:
             raise too_old_resource_version(revision, self._revision)
+        rebuilt_at = self._rebuilt_at.get(resource, 0)
+        if revision < rebuilt_at:
+            # As the new watch cache words it: the oldest revision it holds in parentheses.
+            raise too_old_resource_version(revision, rebuilt_at)
         return [
             e
             for e in self._log

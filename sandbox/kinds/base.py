@@ -11,6 +11,9 @@ class KindBehaviour:
     # Most built-in strategies reset .status on create; Nodes keep it.
     keeps_status_on_create = False
 
+    def admit_create(self) -> None:
+        """Refuse any create of the kind before its body is read (raise ApiError)."""
+
     def prepare_create(self, obj: Obj, *, dry_run: bool) -> None:
         """Default and validate a new object (raise ApiError to refuse)."""
 

@@ -4,7 +4,12 @@ A created CRD is accepted at once (NamesAccepted and Established True) and its
 served versions appear in discovery and the API before the create returns - a
 real apiserver takes a moment, so clients that wait for Established work on both.
 Deleting a CRD first deletes its custom resources (honouring their finalizers) under
-the `customresourcecleanup.apiextensions.k8s.io` finalizer, then stops serving it.
+the `customresourcecleanup.apiextensions.k8s.io` finalizer, then stops serving it. As
+kube-apiserver v1.28 does (tests/sandbox/test_crd_deletion_semantics.py): the CRD is
+Terminating meanwhile (InstanceDeletionPending, then InstanceDeletionInProgress), its
+resources are still served but creates are refused with 405, and once it is gone its open
+watches end (the stream closes, no ERROR event). A change of spec or accepted names also
+rebuilds the resource's storage: its watches end and older resourceVersions are too old.
 
 Custom resources are validated, pruned and defaulted by their structural schemas the way
 a real apiserver with conversion strategy None does it: by the request's version on
@@ -16,6 +21,7 @@ conversion is not run); CEL validation rules (x-kubernetes-validations) are not 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import re
 from typing import Any
@@ -26,7 +32,7 @@ from sandbox.kinds.base import KindBehaviour
 from sandbox.kinds.custom_resources import CustomResourceVersion
 from sandbox.registry import DeleteOptions, Registry
 from sandbox.resources import GroupResource, Obj, PrinterColumn, ResourceCatalog, ResourceType
-from sandbox.store import StoredEvent
+from sandbox.store import ObjectStore, StoredEvent
 from sandbox.timefmt import now_rfc3339
 
 log = logging.getLogger(__name__)
@@ -44,6 +50,26 @@ def _condition(kind: str, reason: str, message: str, status: str = "True") -> di
         "reason": reason,
         "message": message,
     }
+
+
+def _set_condition(crd: Obj, condition: dict[str, str]) -> None:
+    """Replace the condition of that type (lastTransitionTime kept if its status stays)."""
+    conditions = crd.setdefault("status", {}).setdefault("conditions", [])
+    for index, old in enumerate(conditions):
+        if old["type"] == condition["type"]:
+            if old["status"] == condition["status"]:
+                condition = {**condition, "lastTransitionTime": old["lastTransitionTime"]}
+            conditions[index] = condition
+            return
+    conditions.append(condition)
+
+
+def _terminating_reason(crd: Obj) -> str | None:
+    for condition in (crd.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "Terminating" and condition["status"] == "True":
+            reason: str = condition["reason"]
+            return reason
+    return None
 
 
 def _names_with_defaults(spec: dict[str, Any]) -> dict[str, Any]:
@@ -69,6 +95,10 @@ class CRDBehaviour(KindBehaviour):
             "acceptedNames": spec["names"],
             "storedVersions": [v["name"] for v in spec["versions"] if v.get("storage")],
         }
+
+    def deletion_requested(self, obj: Obj) -> None:
+        message = "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"
+        _set_condition(obj, _condition("Terminating", "InstanceDeletionPending", message))
 
     def prepare_update(self, old: Obj, new: Obj, *, dry_run: bool) -> None:
         self._default_and_validate(new)
@@ -166,6 +196,24 @@ def resource_types_of(crd: Obj) -> list[ResourceType]:
     return types
 
 
+class CustomResourceBehaviour(KindBehaviour):
+    """The lifecycle of one CRD's custom resources: no creates while the CRD is terminating."""
+
+    def __init__(self, store: ObjectStore, crd_name: str, resource: GroupResource) -> None:
+        self.store, self.crd_name, self.resource = store, crd_name, resource
+
+    def admit_create(self) -> None:
+        crd = self.store.get(CRDS, "", self.crd_name)
+        if crd is not None and _terminating_reason(crd) is not None:
+            group, plural = self.resource
+            raise errors.ApiError(
+                405,
+                "MethodNotAllowed",
+                "create not allowed while custom resource definition is terminating",
+                {"group": group, "kind": plural},
+            )
+
+
 class CRDController:
     """Keeps the catalog in step with CRDs and cleans up custom resources on deletion."""
 
@@ -173,6 +221,8 @@ class CRDController:
         self.registry = registry
         self.catalog = catalog
         self._served: dict[str, GroupResource] = {}
+        # What each served CRD's storage was built from: a change of it rebuilds the storage.
+        self._built_from: dict[str, tuple[str, Any, Any]] = {}
         self._loop = asyncio.get_running_loop()
 
     def on_event(self, event: StoredEvent) -> None:
@@ -193,18 +243,28 @@ class CRDController:
 
     def _serve(self, crd: Obj) -> None:
         name = crd["metadata"]["name"]
+        built_from = (crd["metadata"].get("uid", ""), crd["spec"], (crd.get("status") or {}).get("acceptedNames"))
+        if self._built_from.get(name) == built_from:
+            return  # a status or metadata change: a real apiserver keeps the storage too
         key = (crd["spec"]["group"], _names_with_defaults(crd["spec"])["plural"])
-        self.catalog.remove_where(lambda rt: rt.from_crd and rt.storage_key == self._served.get(name, key))
+        previous = self._served.get(name)
+        if previous is not None:
+            self.registry.store.rebuild(previous)
+        self.catalog.remove_where(lambda rt: rt.from_crd and rt.storage_key == (previous or key))
         for rt in resource_types_of(crd):
             self.catalog.add(rt)
         self.catalog.set_version_order(key[0], _version_priority(crd["spec"].get("versions") or []))
+        self.registry.register_behaviour(key, CustomResourceBehaviour(self.registry.store, name, key))
         self._served[name] = key
+        self._built_from[name] = built_from
         log.info("crd served", extra={"crd": name})
 
     def _unserve(self, name: str) -> None:
         key = self._served.pop(name, None)
+        self._built_from.pop(name, None)
         if key is not None:
             self.catalog.remove_where(lambda rt: rt.from_crd and rt.storage_key == key)
+            self.registry.store.rebuild(key)
             log.info("crd no longer served", extra={"crd": name})
 
     def _cleanup(self, name: str) -> None:
@@ -213,6 +273,11 @@ class CRDController:
         key = self._served.get(name)
         if crd is None or key is None or not crd["metadata"].get("deletionTimestamp"):
             return
+        if _terminating_reason(crd) != "InstanceDeletionInProgress":
+            progress = _condition("Terminating", "InstanceDeletionInProgress", "CustomResource deletion is in progress")
+            crd = copy.deepcopy(crd)
+            _set_condition(crd, progress)
+            crd = self.registry.put_internal(CRDS, crd)
         rt = self.catalog.preferred_for_storage_key(key)
         remaining = store.list_objects(key)
         if rt is not None:
