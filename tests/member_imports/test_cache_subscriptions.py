@@ -114,7 +114,7 @@ async def test_a_late_subscriber_gets_the_contents_then_each_event_after_the_cac
 async def test_a_subscriber_follows_an_optional_kind_from_its_first_watch_through_its_crd_going_and_coming_back(
     cluster: tuple[SandboxServer, KubeClient, ImportCaches],
 ) -> None:
-    server, client, caches = cluster
+    _, client, caches = cluster
     await client.create(SERVICE_IMPORTS_V1BETA1, imported_service_import("nginx"), namespace="web")
     seen = Seen(caches, SERVICE_IMPORTS)
     caches.subscribe(SERVICE_IMPORTS, seen)
@@ -124,11 +124,10 @@ async def test_a_subscriber_follows_an_optional_kind_from_its_first_watch_throug
     assert seen.events == [("ADDED", "nginx")]
     assert caches.watching(SERVICE_IMPORTS) is first
 
-    # The CRD goes (a real API server ends its watches; the sandbox's are ended here): what the
-    # kind held is taken back, and it is no longer watched.
+    # The CRD goes (the API server ends its watches): what the kind held is taken back, and it
+    # is no longer watched.
     await client.delete(CRDS, SERVICE_IMPORTS)
     await seen.until(lambda: ("DELETED", "nginx") in seen.events)
-    server.store.close_watchers()
     async with asyncio.timeout(10):
         await first.ended()
     assert first.failed and caches.watching(SERVICE_IMPORTS) is None
