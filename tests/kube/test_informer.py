@@ -136,6 +136,7 @@ async def test_gone_relists_and_reports_deletes_missed_while_disconnected(
     # history it would resume from is compacted away, so only a relist can reveal the delete.
     rt = sandbox.catalog.lookup("", "v1", "configmaps")
     assert rt is not None
+    # Not a CRD's deletion (ConfigMaps have none): every watch dropped, as by a restarted API server.
     sandbox.store.close_watchers()
     sandbox.registry.delete(rt, namespace, "doomed", DeleteOptions())
     sandbox.compact()
@@ -152,6 +153,7 @@ async def test_a_closed_watch_is_resumed_without_relisting(
 ) -> None:
     await informer.wait_synced()
     stream = informer.events()
+    # A watch the server ends cleanly (its timeout, a restart, a proxy), not a CRD's deletion.
     sandbox.store.close_watchers()
     await client.create(CONFIG_MAPS, config_map("a", namespace))
     assert await next_event(stream) == ("ADDED", "a")
