@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from kube.client import KubeClient
+from kube.errors import NotFound
 from kube.resources import SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1, Resource
 from mcapi import names
-from member.imports.caches import ImportCaches, OwnedKind, service_import_kind
+from member.imports.caches import ImportCaches, KindSpec, OwnedKind, service_import_kind
 from member.imports.discovery import ApiDiscovery
 from member.imports.ownership import ObjectWriter, require_namespace
 
@@ -41,4 +42,14 @@ class ImportContext:
     async def service_imports(self) -> OwnedKind | None:
         """The watched ServiceImports of the served version, None when the MCS CRD is not installed."""
         resource = await self.service_import_resource()
-        return await self.caches.optional_kind(service_import_kind(resource)) if resource is not None else None
+        return await self.watched_if_served(service_import_kind(resource)) if resource is not None else None
+
+    async def watched_if_served(self, spec: KindSpec) -> OwnedKind | None:
+        """The kind of a CRD that discovery lists, watched; None when listing it answers 404: the
+        CRD went away after discovery's answer (which is reused for a while), so discovery is
+        asked again next time instead of the importer failing on a kind that no longer exists."""
+        try:
+            return await self.caches.optional_kind(spec)
+        except NotFound:
+            self.apis.forget()
+            return None

@@ -49,7 +49,7 @@ async def served_acnp_resource(ctx: ImportContext) -> Resource | None:
 async def watched_policies(ctx: ImportContext) -> OwnedKind | None:
     """The importer's ClusterNetworkPolicies in the served version, None without Antrea's CRD."""
     resource = await served_acnp_resource(ctx)
-    return await ctx.caches.optional_kind(acnp_kind(resource)) if resource is not None else None
+    return await ctx.watched_if_served(acnp_kind(resource)) if resource is not None else None
 
 
 def policy_tier(message: pb.ResourceImport) -> str | None:

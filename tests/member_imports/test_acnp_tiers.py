@@ -116,7 +116,11 @@ class Made:
         await self.client.create(TIER, {"metadata": {"name": name}, "spec": {"priority": priority}})
 
     async def cleanup(self) -> None:
-        for policy in (await self.client.list(ACNP)).items:
+        try:
+            policies = (await self.client.list(ACNP)).items
+        except NotFound:
+            return  # the test removed Antrea's CRDs, and their objects with them
+        for policy in policies:
             if policy["metadata"]["name"].endswith(self.suffix):
                 with suppress(NotFound):
                     await self.client.delete(ACNP, policy["metadata"]["name"])
@@ -254,3 +258,39 @@ async def test_applying_many_policy_imports_reads_no_tier_from_the_api_server(
     tier_reads = {key: count for key, count in grown.items() if key[1] == TIERS_RESOURCE}
     assert {key: count for key, count in tier_reads.items() if key[0] == "get"} == {}
     assert sum(count for key, count in tier_reads.items() if key[0] == "list") <= 1
+
+
+async def test_an_importer_whose_policy_crd_went_away_still_removes_its_imports_and_says_the_crd_is_missing(
+    member: KubeClient, appliers: Appliers, reports: Reports, made: Made
+) -> None:
+    tier, policy = made.tier_name(), made.policy_name()
+    await made.create_tier(tier)
+    # Discovery answers are reused for a minute: it still lists the CRD after the CRD is gone.
+    applier = await appliers.new(discovery_ttl=60.0)
+    await applier.handle(acnp_import(policy, policy_spec(tier)))
+    assert await _imported(member, policy) is not None
+
+    for crd in _policy_crds():
+        with suppress(NotFound):
+            await member.delete(CRDS, crd["metadata"]["name"])
+
+    async def gone() -> bool:
+        try:
+            await member.list(ACNP)
+        except NotFound:
+            return True
+        return False
+
+    await eventually(gone, wait=60.0)
+    missing = (False, "CRDNotInstalled", "ClusterNetworkPolicy CRD not installed: is Antrea running?")
+    tries = iter(range(1_000))
+
+    async def told_missing() -> bool:
+        # A real server ends the old watch about a second after the CRD is gone; until the importer
+        # hears that, a new policy may be refused for its (equally gone) Tier instead.
+        other = acnp_import(made.policy_name(f"later{next(tries)}"), policy_spec(tier))
+        await applier.handle(other)
+        return reports.last(other.import_name) == missing
+
+    await eventually(told_missing, wait=10.0)
+    await applier.applier.remove_all()  # leaving the ClusterSet: nothing left to remove, no error
