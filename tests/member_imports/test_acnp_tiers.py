@@ -180,7 +180,8 @@ async def test_an_import_waiting_for_its_tier_applies_within_two_seconds_of_the_
     await made.create_tier(tier)
     await eventually(lambda: _imported(member, policy), wait=TIER_BUDGET)
     assert loop.time() - created_at < TIER_BUDGET
-    assert reports.last(upsert.import_name) == (True, "Succeeded", "")
+    # The report follows the write: the policy may be seen a moment before it is made.
+    await eventually_applied(reports, upsert.import_name)
 
 
 async def test_deleting_its_tier_removes_the_imported_policy_and_recreating_the_tier_brings_it_back(
