@@ -18,6 +18,7 @@ import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import suppress
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -65,16 +66,17 @@ async def _install_policy_crds(client: KubeClient) -> list[str]:
 
         await eventually(installed, wait=60.0)
     for resource in (ACNP, TIER):
-
-        async def served(resource: Resource = resource) -> bool:
-            try:
-                await client.list(resource)
-            except NotFound:
-                return False
-            return True
-
-        await eventually(served, wait=30.0)
+        await eventually(partial(_served, client, resource), wait=30.0)
     return created
+
+
+async def _served(client: KubeClient, resource: Resource) -> bool:
+    """Whether the API server answers a list of ``resource`` (its CRD installed and established)."""
+    try:
+        await client.list(resource)
+    except NotFound:
+        return False
+    return True
 
 
 @pytest.fixture
@@ -276,11 +278,7 @@ async def test_an_importer_whose_policy_crd_went_away_still_removes_its_imports_
             await member.delete(CRDS, crd["metadata"]["name"])
 
     async def gone() -> bool:
-        try:
-            await member.list(ACNP)
-        except NotFound:
-            return True
-        return False
+        return not await _served(member, ACNP)
 
     await eventually(gone, wait=60.0)
     missing = (False, "CRDNotInstalled", "ClusterNetworkPolicy CRD not installed: is Antrea running?")
