@@ -105,14 +105,20 @@ async def test_the_watches_of_a_deleted_crd_close_once_it_is_gone_without_an_err
     since = created["metadata"]["resourceVersion"]
     everywhere = f"/apis/{probe_crd.group}/{probe_crd.version}/{probe_crd.plural}"
     seen: dict[str, list[tuple[str, str]]] = {"namespace": [], "everywhere": []}
+    first: dict[str, tuple[str, str]] = {}
     opened = {key: asyncio.Event() for key in seen}
     gone_when_closed: dict[str, bool] = {}
 
     async def follow(key: str, path: str) -> None:
-        query = {"resourceVersion": since, "allowWatchBookmarks": "true"}
-        opened[key].set()
+        # From before held's creation: its ADDED event shows the stream is open.
+        query = {"resourceVersion": plain.body["metadata"]["resourceVersion"], "allowWatchBookmarks": "true"}
         async for event in cluster.watch(path, query):
-            if event["type"] != "BOOKMARK":
+            if event["type"] == "BOOKMARK":
+                continue
+            if not opened[key].is_set():
+                first[key] = (event["type"], event["object"]["metadata"]["name"])
+                opened[key].set()
+            else:
                 seen[key].append((event["type"], event["object"]["metadata"]["name"]))
         crd = await cluster.request("GET", f"{CRDS}/{probe_crd.name}")
         gone_when_closed[key] = crd.status == 404
@@ -127,6 +133,7 @@ async def test_the_watches_of_a_deleted_crd_close_once_it_is_gone_without_an_err
         # Still open while the CRD is terminating: the held object's deletion comes on the same streams.
         await _release(cluster, probe_crd, namespace)
 
+    assert first == {"namespace": ("ADDED", "held"), "everywhere": ("ADDED", "held")}
     expected = [("MODIFIED", "held"), ("DELETED", "plain"), ("DELETED", "held")]
     assert seen == {"namespace": expected, "everywhere": expected}
     assert gone_when_closed == {"namespace": True, "everywhere": True}
@@ -139,6 +146,8 @@ async def test_the_watches_of_a_deleted_crd_close_once_it_is_gone_without_an_err
 async def test_a_change_of_a_crds_spec_closes_its_watches_and_expires_older_resource_versions(
     cluster: Cluster, probe_crd: ProbeCRD, namespace: str
 ) -> None:
+    empty = await cluster.request("GET", probe_crd.path(namespace))
+    assert empty.status == 200 and empty.body["items"] == []
     created = await cluster.request("POST", probe_crd.path(namespace), body=probe_crd.object("p1", "east"))
     assert created.status == 201, created.body
     since = created.body["metadata"]["resourceVersion"]
@@ -147,18 +156,25 @@ async def test_a_change_of_a_crds_spec_closes_its_watches_and_expires_older_reso
         {"name": "Extra", "type": "string", "jsonPath": ".spec.extra"}
     )
     opened = asyncio.Event()
+    first: list[tuple[str, str]] = []
     events: list[dict[str, Any]] = []
 
     async def follow() -> None:
-        opened.set()
-        async for event in cluster.watch(probe_crd.path(namespace), {"resourceVersion": since}):
-            events.append(event)
+        # From before p1's creation: its ADDED event shows the stream is open.
+        query = {"resourceVersion": empty.body["metadata"]["resourceVersion"]}
+        async for event in cluster.watch(probe_crd.path(namespace), query):
+            if not opened.is_set():
+                first.append((event["type"], event["object"]["metadata"]["name"]))
+                opened.set()
+            else:
+                events.append(event)
 
     async with asyncio.timeout(15), asyncio.TaskGroup() as streams:
         streams.create_task(follow())
         await opened.wait()
         changed = await cluster.request("PUT", f"{CRDS}/{probe_crd.name}", body=crd)
         assert changed.status == 200, changed.body
+    assert first == [("ADDED", "p1")]
     assert events == []
 
     async with asyncio.timeout(15):
