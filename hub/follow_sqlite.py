@@ -19,8 +19,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from hub.follower import Advance, FollowStep, Rebase
-from hub.store.base import EpochMismatch, ImportChange, MemberRecord, RevisionCompacted, RevisionInFuture
+from hub.store.base import EpochMismatch, ImportChange, MemberRecord, RevisionCompacted, RevisionInFuture, Snapshot
 from hub.store.sqlite import DB_FILE
+from hub.store.sqlite_codec import export_body
 from hub.store.sqlite_reader import SnapshotReader
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -45,7 +46,7 @@ class SqliteFollowSource:
             raise FileNotFoundError(f"no hub database at {self._path} yet")
         await self._reader.open()  # the leader's database must exist: the follower retries until it does
         snap = await self._reader.snapshot()
-        self._bodies, self._members = {n: e.SerializeToString() for n, e in snap.exports.items()}, snap.members
+        self._bodies, self._members = _stored_bodies(snap), snap.members
         yield Rebase(snap)
         epoch, revision = snap.epoch, snap.revision
         refreshed_at, refreshed_revision, refresh_took = time.monotonic(), revision, 0.0
@@ -56,7 +57,7 @@ class SqliteFollowSource:
                 # Another database under the same path, or we fell behind the leader's compaction.
                 log.warning("hub follower lost the change log; taking a snapshot", extra={"error": str(exc)})
                 snap = await self._reader.snapshot()
-                self._bodies = {n: e.SerializeToString() for n, e in snap.exports.items()}
+                self._bodies = _stored_bodies(snap)
                 self._members = snap.members
                 yield Rebase(snap)
                 epoch, revision = snap.epoch, snap.revision
@@ -87,3 +88,8 @@ class SqliteFollowSource:
         step.members.update({c: None for c in self._members.keys() - members.keys()})
         self._bodies, self._members = bodies, members
         return step
+
+
+def _stored_bodies(snap: Snapshot) -> dict[str, bytes]:
+    """The snapshot's exports as their rows hold them, to compare with the bodies read later."""
+    return {name: export_body(export) for name, export in snap.exports.items()}

@@ -75,8 +75,14 @@ def encode_export(export: pb.ResourceExport) -> ExportRow:
         kind=_EXPORT_KINDS.get(payload or "", ""),
         namespace=export.namespace,
         name=export.name,
-        body=export.SerializeToString(deterministic=True),
+        body=export_body(export),
     )
+
+
+def export_body(export: pb.ResourceExport) -> bytes:
+    """The export as its row keeps it: deterministic, so an unchanged export (its Struct's and
+    maps' keys in any order) always has the same bytes and a reader can compare bodies."""
+    return export.SerializeToString(deterministic=True)
 
 
 def decode_export(body: bytes) -> pb.ResourceExport:
