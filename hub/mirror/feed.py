@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from hub.store.base import ImportChange, Snapshot, Store, WriteBatch
 from mcapi import names
+from mcapi.mchub.v1 import common_area_pb2 as pb
 
 
 class Kind(enum.IntEnum):
@@ -114,6 +115,14 @@ class FeedingStore(Store):
     @property
     def watch_revision(self) -> int:
         return self.inner.watch_revision
+
+    @property
+    def max_record_bytes(self) -> int | None:
+        """The wrapped store's: the hub refuses what it cannot hold (hub.engine_fit)."""
+        return self.inner.max_record_bytes
+
+    def record_bytes(self, record: pb.ResourceExport | pb.ResourceImport) -> int:
+        return self.inner.record_bytes(record)
 
     async def open(self) -> Snapshot:
         snap = await self.inner.open()

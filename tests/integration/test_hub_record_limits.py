@@ -16,8 +16,9 @@ WatchImports message could not carry to members (the hub's max message size) is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ from hub.auth.identity import Identity
 from hub.config import HubConfig
 from hub.engine import Engine
 from hub.errors import TooLarge
+from hub.mirror.feed import ChangeFeed, FeedingStore, Kind
+from hub.store.base import Store
 from hub.store.kube import KubeStore
 from hub.store.kube_codec import MAX_CR_BYTES
 from hub.store.sqlite import SqliteStore
@@ -322,3 +325,34 @@ async def test_in_one_batch_the_first_export_that_does_not_fit_is_refused_and_th
         assert str(refusal).startswith(f"export {alone.export_name!r} is too large for the hub's store (")
     finally:
         await engine.store.close()
+
+
+@contextlib.asynccontextmanager
+async def small_engine(
+    tmp_path: Path, clusters: tuple[str, ...] = ("east",), wrap: Callable[[Store], Store] = lambda store: store
+) -> AsyncIterator[Engine]:
+    """An engine on a SmallStore (wrapped by `wrap`), with `clusters` announced."""
+    config = HubConfig(data_dir=tmp_path)
+    engine = Engine(wrap(SmallStore(tmp_path / "hub")), config)
+    await engine.start()
+    try:
+        for cluster in clusters:
+            request = pb.AnnounceRequest(cluster_id=cluster, cluster_set_id=config.cluster_set_id)
+            await engine.announce(Identity(cluster_id=cluster), request)
+        yield engine
+    finally:
+        await engine.store.close()
+
+
+async def test_the_store_that_feeds_the_mirror_keeps_the_limit_of_the_store_it_wraps(tmp_path: Path) -> None:
+    feed = ChangeFeed()
+    async with small_engine(tmp_path, wrap=lambda store: FeedingStore(store, feed)) as engine:
+        assert engine.store.max_record_bytes == SmallStore.LIMIT
+        export = service_export("east", "default", "web")
+        assert engine.store.record_bytes(export) == export.ByteSize()
+        alone = big_endpoints("east", "default", "other", 80)
+        answers, refusal = await engine.upsert_many(Identity(cluster_id="east"), [(alone, 1)])
+        assert answers == [] and isinstance(refusal, TooLarge)
+        assert str(refusal).startswith(f"export {alone.export_name!r} is too large for the hub's store (")
+        assert alone.export_name not in (await engine.store.snapshot()).exports
+        assert feed.pending.names[Kind.EXPORT] == {}
