@@ -26,7 +26,7 @@ from kube.errors import KubeError, NotFound
 from kube.resources import ENDPOINT_SLICES, SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1, Obj, Resource
 from mcapi import names
 from member.dns.zone import ClustersetZone
-from member.imports.caches import ImportCaches, OwnedKind, Unsubscribe, service_import_kind
+from member.imports.caches import CachesStopped, ImportCaches, OwnedKind, Unsubscribe, service_import_kind
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,10 @@ class DnsFeed:
         first_look = asyncio.ensure_future(self._first_look.wait())
         try:
             await asyncio.wait({first_look, self._imports_task}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            # Cancelled on the way: nothing may go on following the caches (nor start a watch).
+            await self.stop()
+            raise
         finally:
             first_look.cancel()
 
@@ -113,7 +117,11 @@ class DnsFeed:
 
     async def _follow_service_imports(self) -> None:
         while True:
-            kind = self.caches.watching(SERVICE_IMPORTS.qualified_name) or await self._watch_served()
+            try:
+                kind = self.caches.watching(SERVICE_IMPORTS.qualified_name) or await self._watch_served()
+            except CachesStopped:
+                self._first_look.set()
+                return  # the member stopped its caches: there is nothing more to follow
             self._first_look.set()
             if kind is None:
                 await asyncio.sleep(self.retry_interval)

@@ -18,7 +18,8 @@ clusterset.local DNS does): ``ImportCaches.subscribe`` gives a handler every eve
 kind, after the cache took it, starting with the kind's current contents; a kind that stops
 being followed (its CRD went away, another version replaced it) takes back what it held with
 DELETED events. The importer's own callbacks are bound with ``listen`` so that caches owned by
-the member outlive the importer of one join.
+the member outlive the importer of one join. Stopped caches watch nothing more: asking them for
+an optional kind or for Tiers raises ``CachesStopped``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ ImportNameOf = Callable[[Obj], str | None]
 OnChange = Callable[[str], None]
 OnEvent = Callable[[WatchEvent], None]
 Unsubscribe = Callable[[], None]
+
+
+class CachesStopped(Exception):
+    """The import caches were stopped: they start no watch any more."""
 
 
 def _ignore_change(import_name: str) -> None:
@@ -296,6 +301,7 @@ class ImportCaches:
         self._optional: dict[str, OwnedKind] = {}  # plural.group -> the served version's kind
         self._subscribers: dict[str, list[OnEvent]] = {}  # plural.group -> handlers
         self._lock = asyncio.Lock()
+        self._stopped = False
 
         async def namespace_event(event: WatchEvent) -> None:
             self._on_namespace(event)
@@ -345,6 +351,7 @@ class ImportCaches:
         await asyncio.gather(self.namespaces.wait_synced(), *(kind.start() for kind in self._kinds.values()))
 
     async def stop(self) -> None:
+        self._stopped = True  # first: a watch being started meanwhile stops itself
         kinds = [*self._kinds.values(), *self._optional.values()]
         self._optional.clear()
         tiers, self._tiers = self._tiers, None
@@ -358,18 +365,21 @@ class ImportCaches:
 
     async def optional_kind(self, spec: KindSpec) -> OwnedKind:
         """The kind of a CRD that may come and go, watched in the version ``spec`` names from
-        now on (a watch of another version of it is stopped)."""
+        now on (a watch of another version of it is stopped). Raises CachesStopped after stop()."""
         plural = spec.resource.qualified_name
+        self._refuse_if_stopped()
         current = self._optional.get(plural)
         if current is not None and current.resource == spec.resource and not current.failed:
             return current
         async with self._lock:
+            self._refuse_if_stopped()
             current = self._optional.get(plural)
             if current is not None and current.resource == spec.resource and not current.failed:
                 return current
             kind = OwnedKind(self._client, spec, self._changed)
             try:
                 await kind.start()
+                self._refuse_if_stopped()  # stopped during the first list: stop() did not know it
             except BaseException:
                 await kind.stop()
                 raise
@@ -386,11 +396,14 @@ class ImportCaches:
 
     async def tiers(self, resource: Resource) -> Informer:
         """Antrea's Tiers, watched in ``resource``'s version from now on (a watch of another
-        version, or one that failed, is replaced). Raises NotFound when they are not served."""
+        version, or one that failed, is replaced). Raises NotFound when they are not served,
+        CachesStopped after stop()."""
+        self._refuse_if_stopped()
         current = self._tiers
         if current is not None and current.resource == resource and current.error is None:
             return current
         async with self._lock:
+            self._refuse_if_stopped()
             current = self._tiers
             if current is not None and current.resource == resource and current.error is None:
                 return current
@@ -403,6 +416,7 @@ class ImportCaches:
             informer.add_handler(changed)
             try:
                 await informer.wait_synced()
+                self._refuse_if_stopped()
             except BaseException:
                 await informer.stop()
                 raise
@@ -411,6 +425,10 @@ class ImportCaches:
                 await current.stop()
             log.info("tiersWatched", extra={"resource": resource.qualified_name, "version": resource.version})
             return informer
+
+    def _refuse_if_stopped(self) -> None:
+        if self._stopped:
+            raise CachesStopped("the import caches are stopped: they start no watch any more")
 
     def optional_kinds(self) -> list[OwnedKind]:
         return list(self._optional.values())

@@ -19,7 +19,9 @@ from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists
 from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS_V1BETA1
 from mcapi import names
+from member.dns.feed import DnsFeed
 from member.dns.service import ClustersetDns, DnsOptions
+from member.dns.zone import ClustersetZone
 from member.imports.caches import ImportCaches, service_import_kind
 from sandbox.server import SandboxServer
 from tests.kubeenv.cluster import CRD_DIR, ensure_namespace, install_crds
@@ -222,3 +224,28 @@ async def test_queries_cost_the_api_server_nothing_and_the_dns_watches_nothing_i
             if sample.name.endswith("_total")
         }
         assert counted == {("A", "NOERROR"): 250, ("A", "NXDOMAIN"): 250}
+
+
+async def test_a_start_cancelled_midway_leaves_nothing_following_the_caches(cluster: KubeClient) -> None:
+    await install_crds(cluster)
+    await cluster.create(SERVICE_IMPORTS_V1BETA1, service_import("nginx", "web", ips=["10.112.0.5"]), namespace="web")
+    async with import_caches(cluster) as caches:
+        feed = DnsFeed(cluster, caches, ClustersetZone(), retry_interval=0.1)
+        start = asyncio.create_task(feed.start())
+        await asyncio.sleep(0)  # subscribed, and looking for the served ServiceImport version
+        assert not start.done() and _running("dns-feed-serviceimports") == 1
+        start.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await start
+
+        assert _running("dns-feed-serviceimports") == 0
+        assert not feed.synced
+        # The importer has the ServiceImports watched: their contents go to every subscriber at
+        # once, and none of them to the feed that never started.
+        await caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1))
+        assert feed.zone.services == 0
+        assert _running(f"informer-{SERVICE_IMPORTS_V1BETA1.qualified_name}") == 1
+
+
+def _running(task_name: str) -> int:
+    return sum(1 for task in asyncio.all_tasks() if task.get_name() == task_name and not task.done())

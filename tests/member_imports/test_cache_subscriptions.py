@@ -11,8 +11,9 @@ import pytest
 from kube.client import KubeClient, WatchEvent
 from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS_V1BETA1, Obj
 from mcapi import names
-from member.imports.caches import ImportCaches, service_import_kind
+from member.imports.caches import CachesStopped, ImportCaches, service_import_kind
 from member.imports.ownership import LABEL_IMPORTED_SERVICE, LABEL_MANAGED_BY, MANAGED_BY
+from member.imports.policies import tier_resource
 from sandbox.server import SandboxServer
 from tests.kubeenv.cluster import ensure_namespace, install_crds, sandbox_cluster
 
@@ -138,3 +139,38 @@ async def test_a_subscriber_follows_an_optional_kind_from_its_first_watch_throug
     again = await caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1))
     assert again is not first and caches.watching(SERVICE_IMPORTS) is again
     assert seen.events[-1] == ("ADDED", "db")
+
+
+def running_watches(resource: str) -> int:
+    """Informers of ``resource`` (plural.group) still running in this loop."""
+    return sum(1 for task in asyncio.all_tasks() if task.get_name() == f"informer-{resource}" and not task.done())
+
+
+async def test_stopped_caches_refuse_to_watch_an_optional_kind_or_tiers_and_make_no_request(
+    cluster: tuple[SandboxServer, KubeClient, ImportCaches],
+) -> None:
+    _, client, caches = cluster
+    await caches.stop()
+    before = client.metrics.total()
+
+    with pytest.raises(CachesStopped, match="stopped"):
+        await caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1))
+    with pytest.raises(CachesStopped, match="stopped"):
+        await caches.tiers(tier_resource("v1beta1"))
+    assert client.metrics.total() == before
+    assert running_watches(SERVICE_IMPORTS) == 0
+
+
+async def test_an_optional_kind_being_watched_when_the_caches_stop_is_stopped_too(
+    cluster: tuple[SandboxServer, KubeClient, ImportCaches],
+) -> None:
+    _, _, caches = cluster
+    pending = asyncio.create_task(caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1)))
+    await asyncio.sleep(0)  # its first list under way
+    assert running_watches(SERVICE_IMPORTS) == 1
+    await caches.stop()
+
+    with pytest.raises(CachesStopped, match="stopped"):
+        await pending
+    assert running_watches(SERVICE_IMPORTS) == 0
+    assert caches.watching(SERVICE_IMPORTS) is None
