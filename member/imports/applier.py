@@ -44,7 +44,7 @@ from member.imports.endpoints import apply_endpoints, delete_endpoints
 from member.imports.label_identity import apply_label_identity, delete_label_identity
 from member.imports.outcome import SUCCEEDED, ImportBlocked, ImportReason, Outcome
 from member.imports.ownership import ObjectWriter
-from member.imports.policies import PolicyTiers, apply_acnp, delete_acnp, watched_policies
+from member.imports.policies import apply_acnp, delete_acnp, policy_tier, watched_policies
 from member.imports.services import apply_service_import, delete_service_import
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,6 @@ class ImportApplier:
         backoff = ItemBackoff(base=min(0.05, retry_interval), cap=retry_interval)
         self._queue: WorkQueue[str] = WorkQueue(f"imports-{cluster_id}", backoff=backoff, registry=registry)
         self._desired: dict[str, pb.ResourceImport] = {}  # the latest Upsert of every import
-        self._policy_tiers = PolicyTiers()  # the desired ACNP imports by their Tier
         # Until a snapshot ended (or the watch resumed), an import not desired may just not have
         # been delivered yet: its objects are removed only if the hub deleted it.
         self._complete = False
@@ -148,7 +147,6 @@ class ImportApplier:
         if isinstance(event, Upsert):
             name = event.import_name
             self._desired[name] = event.resource
-            self._policy_tiers.set(name, event.resource)
             self._deleted.discard(name)
             self._queue.add(name)
         elif isinstance(event, Delete):
@@ -167,7 +165,6 @@ class ImportApplier:
         """The member leaves the ClusterSet: delete every object it imported (users' objects stay).
         Raises TemporaryError if some could not be deleted."""
         self._desired.clear()
-        self._policy_tiers.clear()
         self._complete = True
         await self._watch_optional_kinds()
         for name in sorted(self._caches.import_names()):
@@ -201,7 +198,6 @@ class ImportApplier:
 
     def _forget_desired(self, import_name: str) -> None:
         self._desired.pop(import_name, None)
-        self._policy_tiers.discard(import_name)
         self._deleted.add(import_name)
 
     async def _mark_stale(self, synced: Synced) -> None:
@@ -335,8 +331,11 @@ class ImportApplier:
 
     def _on_tier(self, event: WatchEvent) -> None:
         """A Tier was created (policies waiting for it apply) or deleted (policies in it go)."""
-        if event.type in ("ADDED", "DELETED"):
-            for name in self._policy_tiers.imports_in(name_of(event.object)):
+        if event.type not in ("ADDED", "DELETED"):
+            return
+        tier = name_of(event.object)
+        for name, message in self._desired.items():
+            if policy_tier(message) == tier:
                 self._again_now(name)
 
     def _again_now(self, import_name: str) -> None:

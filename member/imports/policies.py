@@ -6,9 +6,9 @@ ACNP imported earlier whose Tier disappeared is removed), and a same-named polic
 without the annotation is left alone. Without Antrea's CRD the import fails.
 
 Which Tiers exist comes from a watch of them (``ImportCaches.tiers``), not from a read
-per import; ``PolicyTiers`` says which imports wait for, or stand in, which Tier, so that
-the importer looks at exactly those again when that Tier is created or deleted. A cluster
-that does not serve Tiers at all is not checked.
+per import; when a Tier is created or deleted the importer looks again at exactly the desired
+imports whose policy names it (``policy_tier``). A cluster that does not serve Tiers at all is
+not checked.
 """
 
 from __future__ import annotations
@@ -59,37 +59,6 @@ def policy_tier(message: pb.ResourceImport) -> str | None:
         return None
     spec = message.cluster_network_policy
     return str(spec["tier"] or DEFAULT_TIER) if "tier" in spec else DEFAULT_TIER
-
-
-class PolicyTiers:
-    """Desired ACNP imports by the Tier their policy names."""
-
-    def __init__(self) -> None:
-        self._tier_of: dict[str, str] = {}  # import name -> its policy's Tier
-        self._imports: dict[str, set[str]] = {}  # Tier -> import names
-
-    def set(self, import_name: str, message: pb.ResourceImport) -> None:
-        """The import's latest version (any kind: only ACNP imports are kept)."""
-        self.discard(import_name)
-        tier = policy_tier(message)
-        if tier is not None:
-            self._tier_of[import_name] = tier
-            self._imports.setdefault(tier, set()).add(import_name)
-
-    def discard(self, import_name: str) -> None:
-        tier = self._tier_of.pop(import_name, None)
-        if tier is not None:
-            users = self._imports[tier]
-            users.discard(import_name)
-            if not users:
-                del self._imports[tier]
-
-    def clear(self) -> None:
-        self._tier_of.clear()
-        self._imports.clear()
-
-    def imports_in(self, tier: str) -> list[str]:
-        return sorted(self._imports.get(tier, ()))
 
 
 def policy_name(message: pb.ResourceImport) -> str:
