@@ -71,7 +71,19 @@ async def _install_policy_crds(client: KubeClient) -> list[str]:
 
 
 async def _served(client: KubeClient, resource: Resource) -> bool:
-    """Whether the API server answers a list of ``resource`` (its CRD installed and established)."""
+    """Whether the API server serves ``resource``: a list of it answers (its CRD established) and
+    discovery lists it (what the importer asks, a moment later than the list on a real server)."""
+    if not await _listed(client, resource):
+        return False
+    try:
+        listing: Any = await client.request("GET", f"/apis/{resource.group}/{resource.version}")
+    except NotFound:
+        return False
+    return resource.plural in {entry.get("name") for entry in (listing or {}).get("resources") or []}
+
+
+async def _listed(client: KubeClient, resource: Resource) -> bool:
+    """Whether the API server answers a list of ``resource`` (404 once its CRD is gone)."""
     try:
         await client.list(resource)
     except NotFound:
@@ -278,7 +290,7 @@ async def test_an_importer_whose_policy_crd_went_away_still_removes_its_imports_
             await member.delete(CRDS, crd["metadata"]["name"])
 
     async def gone() -> bool:
-        return not await _served(member, ACNP)
+        return not await _listed(member, ACNP)
 
     await eventually(gone, wait=60.0)
     missing = (False, "CRDNotInstalled", "ClusterNetworkPolicy CRD not installed: is Antrea running?")
