@@ -110,3 +110,10 @@ async def test_an_import_stays_answered_when_the_importer_stops_without_withdraw
     assert app.importer is None
     assert await answer(app) == answered
     assert app.dns is not None and app.dns.feed.synced
+    # Still followed, not just still there: a change made after leaving reaches the DNS.
+    await east.client.delete(SERVICE_IMPORTS_V1BETA1, "nginx", "web")
+
+    async def nxdomain() -> bool:
+        return await answer(app) is None
+
+    await eventually(nxdomain, what="east's nginx gone from the DNS after it left")
