@@ -47,13 +47,13 @@ from hub.store.kube_codec import (
     clearing_deleting_mark,
     deleting_patch,
     export_from_cr,
-    export_to_cr,
     import_from_cr,
-    import_to_cr,
     member_from_cr,
     member_to_cr,
-    stored_bytes,
+    stamped,
+    storable,
 )
+from hub.store.kube_measured import MeasuredCRs
 from kube.client import KubeClient, PatchType
 from kube.errors import AlreadyExists, KubeError, NotFound, TemporaryError
 from kube.resources import MEMBER_CLUSTER_ANNOUNCES, NAMESPACES, RESOURCE_EXPORTS, RESOURCE_IMPORTS, Resource, name_of
@@ -111,6 +111,8 @@ class KubeStore(Store):
         self._members: dict[str, MemberRecord] = {}
         # Names known to exist, so a put patches instead of trying a create first.
         self._existing: dict[Resource, set[str]] = {}
+        # The CRs record_bytes made, for the commit that writes them (converted once).
+        self._measured = MeasuredCRs(namespace)
 
     @property
     def epoch(self) -> str:
@@ -126,8 +128,8 @@ class KubeStore(Store):
         return MAX_CR_BYTES
 
     def record_bytes(self, record: pb.ResourceExport | pb.ResourceImport) -> int:
-        """The size of the CR the record becomes, as JSON."""
-        return stored_bytes(record, self.namespace)
+        """The size of the CR the record becomes, as JSON (the CR is kept for the commit)."""
+        return self._measured.size(record)
 
     @property
     def watch_revision(self) -> int:
@@ -199,11 +201,18 @@ class KubeStore(Store):
             # The stamp followers count this revision's import changes by (kube_codec).
             deleted_imports = [n for n in batch.delete_imports if n in self._imports]
             stamp = change_stamp(self._epoch, self._revision + 1, len(batch.put_imports) + len(deleted_imports))
-            # Convert everything first: a bad record fails its batch before any write.
-            writes: list[tuple[Resource, dict[str, Any]]] = [
-                (RESOURCE_EXPORTS, export_to_cr(e, ns)) for e in batch.put_exports
-            ]
-            writes += [(RESOURCE_IMPORTS, import_to_cr(i, ns, stamp)) for i in batch.put_imports]
+            # Convert everything first (or take the CRs record_bytes made): a bad record fails
+            # its batch before any write. What was measured for other writes is forgotten.
+            try:
+                writes: list[tuple[Resource, dict[str, Any]]] = [
+                    (RESOURCE_EXPORTS, storable(*self._measured.take(e, pb.ResourceExport))) for e in batch.put_exports
+                ]
+                writes += [
+                    (RESOURCE_IMPORTS, stamped(storable(*self._measured.take(i, pb.ResourceImport)), stamp))
+                    for i in batch.put_imports
+                ]
+            finally:
+                self._measured.clear()
             writes += [(MEMBER_CLUSTER_ANNOUNCES, member_to_cr(m, ns)) for m in batch.put_members]
             deletes = [(RESOURCE_EXPORTS, n) for n in batch.delete_exports]
             deletes += [(MEMBER_CLUSTER_ANNOUNCES, names.member_announce_name(c)) for c in batch.delete_members]

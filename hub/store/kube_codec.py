@@ -10,8 +10,8 @@ What a real API server refuses is caught here, before any write of a batch: a la
 value it would reject (an AntreaClusterNetworkPolicy's name may be 253 characters, a
 label value at most 63) is left out (the spec says the same), and a CR too large for
 etcd fails its batch as an InvalidRecord instead of being retried until the write timeout.
-The hub's engine keeps such a batch from being made: `stored_bytes` measures a record as
-that check does (KubeStore.record_bytes), so the export is refused instead.
+The hub's engine keeps such a batch from being made: `measured_cr` is the CR that check
+measures (KubeStore.record_bytes), so the export is refused instead.
 """
 
 from __future__ import annotations
@@ -79,8 +79,9 @@ def _with_label_values(cr: dict[str, Any]) -> dict[str, Any]:
     return cr
 
 
-def _storable(cr: dict[str, Any]) -> dict[str, Any]:
-    size = cr_bytes(cr)
+def storable(cr: dict[str, Any], size: int | None = None) -> dict[str, Any]:
+    """`cr`, unless it is too large for etcd (InvalidRecord); `size` is its cr_bytes when known."""
+    size = cr_bytes(cr) if size is None else size
     if size > MAX_CR_BYTES:
         meta = cr.get("metadata") or {}
         raise InvalidRecord(
@@ -111,20 +112,23 @@ def _import_cr(imp: object, namespace: str, stamp: str | None) -> dict[str, Any]
 
 
 def export_to_cr(export: object, namespace: str) -> dict[str, Any]:
-    return _storable(_export_cr(export, namespace))
+    return storable(_export_cr(export, namespace))
 
 
 def import_to_cr(imp: object, namespace: str, stamp: str | None = None) -> dict[str, Any]:
     """The ResourceImport CR of `imp`; with its change `stamp` when given (the size check counts it)."""
-    return _storable(_import_cr(imp, namespace, stamp))
+    return storable(_import_cr(imp, namespace, stamp))
 
 
-def stored_bytes(record: pb.ResourceExport | pb.ResourceImport, namespace: str) -> int:
-    """How large the CR of `record` is, as the size check counts it; an import with the widest
-    change stamp, since the one it will carry is known only when its batch is written."""
-    if isinstance(record, pb.ResourceImport):
-        return cr_bytes(_import_cr(record, namespace, _WIDEST_STAMP))
-    return cr_bytes(_export_cr(record, namespace))
+def measured_cr(
+    record: object, namespace: str, kind: type[pb.ResourceExport] | type[pb.ResourceImport]
+) -> dict[str, Any]:
+    """The CR of `record`, a `kind` (InvalidRecord if it is not one), as the size check counts it
+    (not checked): an import with the widest change stamp, since the one it will carry is known
+    only when its batch is written (`stamped` then puts the real one in its place, no longer)."""
+    if kind is pb.ResourceImport:
+        return _import_cr(record, namespace, _WIDEST_STAMP)
+    return _export_cr(record, namespace)
 
 
 def member_to_cr(member: object, namespace: str) -> dict[str, Any]:

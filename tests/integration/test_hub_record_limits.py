@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +33,10 @@ from hub.config import HubConfig
 from hub.engine import Engine
 from hub.errors import TooLarge
 from hub.mirror.feed import ChangeFeed, FeedingStore, Kind
+from hub.store import kube_codec
 from hub.store.base import Store
 from hub.store.kube import KubeStore
-from hub.store.kube_codec import MAX_CR_BYTES
+from hub.store.kube_codec import MAX_CR_BYTES, read_change_stamp
 from hub.store.sqlite import SqliteStore
 from kube.client import KubeClient
 from kube.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
@@ -188,6 +190,35 @@ async def test_an_export_that_would_make_its_merged_import_too_large_is_refused(
     # The Endpoints import still holds east's endpoints; the ServiceImport now names west too.
     imports_after = (await store_state(kube_hub))[2]
     assert imports_after[endpoints_import].endpoints == imports_before[endpoints_import].endpoints
+
+
+async def test_a_write_to_the_kube_store_turns_each_record_into_a_cr_once(
+    kube: KubeHub, kube_hub: HubApp, members: MemberFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The engine measures every record as a CR before the commit (hub.engine_fit), and the
+    # commit writes those CRs: a record is converted once, not once for each.
+    await members("east")
+    conversions: Counter[str] = Counter()
+
+    def counting(convert: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+        def counted(record: Any, namespace: str) -> Any:
+            conversions[record.export_name if isinstance(record, pb.ResourceExport) else record.import_name] += 1
+            return convert(record, namespace)
+
+        return counted
+
+    for convert in ("resource_export_to_cr", "resource_import_to_cr"):
+        monkeypatch.setattr(kube_codec, convert, counting(getattr(kube_codec, convert)))
+    service = service_export("east", "default", "web")
+    endpoints = endpoints_export("east", "default", "web", ["10.1.0.1", "10.1.0.2"])
+    answers, refusal = await kube_hub.engine.upsert_many(Identity(cluster_id="east"), [(service, 1), (endpoints, 2)])
+    assert refusal is None and {a.revision for a in answers} == {kube_hub.engine.revision}
+    imports = [names.service_import_name("default", "web"), names.endpoints_import_name("default", "web")]
+    assert conversions == Counter({n: 1 for n in (service.export_name, endpoints.export_name, *imports)})
+    # The CRs written carry the revision's own change stamp (the measure counted the widest).
+    written = await kube.client.list(RESOURCE_IMPORTS, namespace=kube.namespace)
+    stamps = {o["metadata"]["name"]: read_change_stamp(o) for o in written.items}
+    assert stamps == {n: (kube_hub.engine.epoch, kube_hub.engine.revision, 2) for n in imports}
 
 
 async def test_a_rest_policy_too_large_for_a_cr_is_a_400(kube_hub: HubApp) -> None:
