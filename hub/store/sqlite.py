@@ -18,10 +18,7 @@ nothing; once taken, it completes even if nobody awaits it any more.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import logging
-import sqlite3
 from pathlib import Path
 from typing import Final
 
@@ -46,13 +43,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DB_FILE: Final = "hub.db"
-
-
-@functools.cache
-def _sqlite_max_length() -> int:
-    """The longest string or BLOB this SQLite library stores (SQLITE_LIMIT_LENGTH, 10^9 by default)."""
-    with contextlib.closing(sqlite3.connect(":memory:")) as probe:
-        return probe.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
 
 
 class StoreClosed(StoreError):
@@ -90,11 +80,6 @@ class SqliteStore(Store):
     @property
     def revision(self) -> int:
         return 0 if self._writer is None else self._writer.committed_revision
-
-    @property
-    def max_record_bytes(self) -> int:
-        """SQLite's own limit on the BLOB a record is kept in (sqlite_codec): far above what gRPC carries."""
-        return _sqlite_max_length()
 
     async def open(self) -> Snapshot:
         if self._writer is not None:

@@ -1,7 +1,8 @@
 """What a store says of the largest record it holds (Store.max_record_bytes, measured by
 Store.record_bytes) is true: a record of exactly that size is stored, one byte more is not.
 
-The hub refuses, before any write, an export whose records a store could not hold
+The hub refuses, before any write, an export whose records a store could not hold, or that
+would make an import no WatchImports message carries, whatever the store
 (tests/integration/test_hub_record_limits.py); these tests keep the stores honest about it.
 The kube store runs on a sandbox and on a real kube-apiserver (`cluster_kind`), whose etcd
 takes at most 1.5 MiB per write.
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from hub.config import HubConfig
+from hub.engine_fit import RecordLimits
 from hub.store.base import Store, WriteBatch
 from hub.store.kube import InvalidRecord, KubeStore
 from hub.store.kube_codec import ANNOTATION_HUB_CHANGE, MAX_CR_BYTES
@@ -72,6 +75,10 @@ async def test_a_kube_store_holds_an_import_of_exactly_its_limit_with_its_change
         await kube_store.commit(WriteBatch(put_imports=[imp]))
     unstamped = len(json.dumps(resource_import_to_cr(imp, kube_store.namespace).to_dict(), separators=(",", ":")))
     assert MAX_CR_BYTES - unstamped > len(f'"{ANNOTATION_HUB_CHANGE}":"{"f" * 32}/{"9" * 20}/{"9" * 20}"')
+    # The watch's message limit holds for this store too, where it is the lower one.
+    assert RecordLimits(kube_store, 4 * 1024 * 1024).oversize(imp) is None
+    oversize = RecordLimits(kube_store, MAX_CR_BYTES // 2).oversize(imp)
+    assert oversize is not None and oversize.measured == "in a WatchImports message"
 
 
 async def test_the_sqlite_store_measures_records_as_it_keeps_them_and_holds_far_more_than_grpc_carries(
@@ -80,13 +87,16 @@ async def test_the_sqlite_store_measures_records_as_it_keeps_them_and_holds_far_
     store = SqliteStore(tmp_path / "hub")
     await store.open()
     try:
-        limit = store.max_record_bytes
-        assert limit is not None and limit >= 100 * 1024 * 1024  # SQLite's own, SQLITE_LIMIT_LENGTH
+        # No limit of its own: SQLite's (SQLITE_LIMIT_LENGTH, 10^9 bytes) is far above what gRPC carries.
+        assert store.max_record_bytes is None
         imp = samples.endpoints_import("default", "web")
         _grown(imp, store, 8 * 1024 * 1024)
         assert store.record_bytes(imp) == len(imp.SerializeToString(deterministic=True))
         revision = await store.commit(WriteBatch(put_imports=[imp]))
         assert (await store.snapshot()).imports[imp.import_name] == imp
         assert revision == store.revision
+        # An import no WatchImports message carries is refused all the same (the hub's 4 MiB).
+        oversize = RecordLimits(store, HubConfig().max_message_bytes).oversize(imp)
+        assert oversize is not None and oversize.measured == "in a WatchImports message"
     finally:
         await store.close()

@@ -9,8 +9,9 @@ it aside and sends the rest (proto: rpc Export). An export that would make its m
 too large (Endpoints of several exporters) is refused the same way.
 
 The kube-store tests run on a sandbox and on a real kube-apiserver (`cluster_kind`); the
-SQLite store has a limit of its own far above what gRPC carries, so there only the import a
-WatchImports message could not carry to members (the hub's max message size) is refused.
+SQLite store has no limit of its own (SQLite's is far above what gRPC carries), so there only
+the import a WatchImports message could not carry to members (the hub's max message size) is
+refused.
 """
 
 from __future__ import annotations
