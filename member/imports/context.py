@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from kube.client import KubeClient
 from kube.errors import NotFound
 from kube.resources import SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1, Resource
 from mcapi import names
-from member.imports.caches import ImportCaches, KindSpec, OwnedKind, service_import_kind
+from member.imports.caches import ImportCaches, OwnedKind, service_import_kind
 from member.imports.discovery import ApiDiscovery
 from member.imports.ownership import ObjectWriter, require_namespace
 
@@ -18,6 +19,8 @@ from member.imports.ownership import ObjectWriter, require_namespace
 # mcs-api conformance suite checks both, and a v1alpha1 schema would prune them).
 # Both versions are one stored object, so v1alpha1 readers (Antrea's tools) still see it;
 # a cluster with only Antrea's v1alpha1 CRD gets v1alpha1.
+T = TypeVar("T")
+
 SERVICE_IMPORT_VERSIONS = {"v1beta1": SERVICE_IMPORTS_V1BETA1, "v1alpha1": SERVICE_IMPORTS}
 
 
@@ -42,14 +45,18 @@ class ImportContext:
     async def service_imports(self) -> OwnedKind | None:
         """The watched ServiceImports of the served version, None when the MCS CRD is not installed."""
         resource = await self.service_import_resource()
-        return await self.watched_if_served(service_import_kind(resource)) if resource is not None else None
+        if resource is None:
+            return None
+        return await self.watched_if_served(self.caches.optional_kind(service_import_kind(resource)))
 
-    async def watched_if_served(self, spec: KindSpec) -> OwnedKind | None:
-        """The kind of a CRD that discovery lists, watched; None when listing it answers 404: the
-        CRD went away after discovery's answer (which is reused for a while), so discovery is
-        asked again next time instead of the importer failing on a kind that no longer exists."""
+    async def watched_if_served(self, watch: Awaitable[T]) -> T | None:
+        """What ``watch`` (the caches' watch of a CRD's kind that discovery lists: an optional kind,
+        the Tiers) gives; None when listing that kind answers 404: the CRD went away after
+        discovery's answer (which is reused for a while), so it counts as not installed and
+        discovery is asked again next time, instead of the importer failing on a kind that no
+        longer exists."""
         try:
-            return await self.caches.optional_kind(spec)
+            return await watch
         except NotFound:
             self.apis.forget()
             return None

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kube.errors import NotFound
 from kube.resources import Obj, Resource
 from mcapi import names
 from mcapi.convert import struct_to_dict
@@ -49,7 +48,7 @@ async def served_acnp_resource(ctx: ImportContext) -> Resource | None:
 async def watched_policies(ctx: ImportContext) -> OwnedKind | None:
     """The importer's ClusterNetworkPolicies in the served version, None without Antrea's CRD."""
     resource = await served_acnp_resource(ctx)
-    return await ctx.watched_if_served(acnp_kind(resource)) if resource is not None else None
+    return await ctx.watched_if_served(ctx.caches.optional_kind(acnp_kind(resource))) if resource is not None else None
 
 
 def policy_tier(message: pb.ResourceImport) -> str | None:
@@ -98,12 +97,9 @@ async def apply_acnp(ctx: ImportContext, message: pb.ResourceImport) -> None:
 
 async def _tier_exists(ctx: ImportContext, tier: str) -> bool:
     version = await ctx.apis.pick_version(ANTREA_CRD_GROUP, "tiers", TIER_VERSIONS)
-    if version is None:
-        return True  # Tiers not served (a trimmed-down install): nothing to check against
-    try:
-        tiers = await ctx.caches.tiers(tier_resource(version))
-    except NotFound:
-        return False  # served a moment ago (discovery lags behind a removed CRD): none exists
+    tiers = await ctx.watched_if_served(ctx.caches.tiers(tier_resource(version))) if version else None
+    if tiers is None:
+        return True  # Tiers not served (a trimmed-down install, or their CRD went): nothing to check against
     return tiers.get(tier) is not None
 
 

@@ -73,8 +73,11 @@ async def _install_policy_crds(client: KubeClient) -> list[str]:
 async def _served(client: KubeClient, resource: Resource) -> bool:
     """Whether the API server serves ``resource``: a list of it answers (its CRD established) and
     discovery lists it (what the importer asks, a moment later than the list on a real server)."""
-    if not await _listed(client, resource):
-        return False
+    return await _listed(client, resource) and await _discovered(client, resource)
+
+
+async def _discovered(client: KubeClient, resource: Resource) -> bool:
+    """Whether the API server's discovery lists ``resource``."""
     try:
         listing: Any = await client.request("GET", f"/apis/{resource.group}/{resource.version}")
     except NotFound:
@@ -304,3 +307,41 @@ async def test_an_importer_whose_policy_crd_went_away_still_removes_its_imports_
 
     await eventually(told_missing, wait=10.0)
     await applier.applier.remove_all()  # leaving the ClusterSet: nothing left to remove, no error
+
+
+async def test_a_tier_crd_removed_after_discovery_listed_it_counts_as_not_installed_and_discovery_is_asked_again(
+    member: KubeClient, appliers: Appliers, reports: Reports, made: Made
+) -> None:
+    tier = made.tier_name()
+    await made.create_tier(tier)
+    # Discovery answers are reused for a minute: it still lists Tiers after their CRD is gone.
+    applier = await appliers.new(discovery_ttl=60.0)
+    first = acnp_import(made.policy_name(), policy_spec(tier))
+    await applier.handle(first)
+    assert reports.last(first.import_name) == (True, "Succeeded", "")
+
+    await member.delete(CRDS, TIERS_RESOURCE)
+
+    async def gone() -> bool:
+        return not await _listed(member, TIER) and not await _discovered(member, TIER)
+
+    await eventually(gone, wait=60.0)
+    tries = iter(range(1_000))
+
+    async def applied_unchecked() -> bool:
+        # A real server ends the Tier watch about a second after the CRD is gone; until the
+        # importer hears that, a policy is refused for its (equally gone) Tier instead.
+        other = acnp_import(made.policy_name(f"later{next(tries)}"), policy_spec(tier))
+        await applier.handle(other)
+        return reports.last(other.import_name) == (True, "Succeeded", "")
+
+    # Tiers not installed: nothing to check a policy's Tier against, as when discovery never listed them.
+    await eventually(applied_unchecked, wait=10.0)
+    # Discovery was asked again (its answer of a minute is not kept): no Tier is looked for any more.
+    before = member.metrics.counts()
+    for index in range(3):
+        upsert = acnp_import(made.policy_name(f"after{index}"), policy_spec(tier))
+        await applier.handle(upsert)
+        assert reports.last(upsert.import_name) == (True, "Succeeded", "")
+    grown = {key: count - before.get(key, 0) for key, count in member.metrics.counts().items()}
+    assert {key: count for key, count in grown.items() if key[1] == TIERS_RESOURCE and count} == {}
