@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from hub.auth.identity import Identity
 from hub.bus import Bus
 from hub.config import HubConfig
-from hub.engine_fit import RecordLimits, fit
+from hub.engine_fit import Planned, RecordLimits, fit
 from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, NotJoined, bounded, quote
 from hub.import_batch import ImportBatch
 from hub.import_status import ImportStatusBook, ImportStatusEntry
@@ -347,12 +347,12 @@ class Engine:
                     break
                 admitted.append((export, sequence))
             # Refused here, an export too large for the store (alone or merged) changes nothing.
-            fitted = fit([e for e, _ in admitted], self._to_write, self._regroup_puts, self._limits)
+            fitted = fit([e for e, _ in admitted], self._plan, self._limits)
             if fitted.refusal is not None:
                 admitted, refusal = admitted[: fitted.kept], fitted.refusal
-            latest, revision = fitted.latest, 0
-            if fitted.batch is not None:
-                revision = await self._commit_and_publish_batch(fitted.batch, answered=set(latest))
+            latest, batch, revision = fitted.planned.latest, fitted.planned.batch, 0
+            if batch is not None:
+                revision = await self._commit_and_publish_batch(batch, answered=set(latest))
             responses = []
             for export, sequence in admitted:
                 stored = self.index.exports.get(export.export_name)
@@ -364,6 +364,12 @@ class Engine:
                     )
                 )
             return responses, refusal
+
+    def _plan(self, exports: Sequence[pb.ResourceExport]) -> Planned:
+        """What upserting the admitted exports writes (nothing is written: hub.engine_fit)."""
+        latest = self._to_write(exports)
+        batch = self._regroup(deleted=set(), put=list(latest.values())) if latest else None
+        return Planned(latest, batch)
 
     def _to_write(self, exports: Sequence[pb.ResourceExport]) -> dict[str, pb.ResourceExport]:
         """The admitted exports as stored, by name, leaving out those back to what is stored."""
@@ -451,9 +457,6 @@ class Engine:
 
     def _regroup(self, *, deleted: set[str], put: list[pb.ResourceExport]) -> WriteBatch:
         return regroup(self.index, self._merge, deleted=deleted, put=put)
-
-    def _regroup_puts(self, put: list[pb.ResourceExport]) -> WriteBatch:
-        return regroup(self.index, self._merge, deleted=set(), put=put)
 
     async def _commit(self, batch: WriteBatch) -> int:
         return await _to_the_end(self._commit_now(batch))

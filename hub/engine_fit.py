@@ -28,9 +28,18 @@ from mcapi.mchub.v1 import common_area_pb2 as pb
 # epoch (2 + 32 hex digits) and the revision (11), with room to spare.
 WATCH_ENVELOPE_BYTES = 64
 
-# The exports to write (name -> export as stored), and the write the merge makes of them.
-ToWrite = Callable[[Sequence[pb.ResourceExport]], dict[str, pb.ResourceExport]]
-Regroup = Callable[[list[pb.ResourceExport]], WriteBatch]
+
+@dataclass(frozen=True)
+class Planned:
+    """What upserting some exports writes: the exports as stored, by name (those back to what is
+    stored left out), and the write the merge makes of them (None when there is nothing to write)."""
+
+    latest: dict[str, pb.ResourceExport]
+    batch: WriteBatch | None
+
+
+# The plan of an upsert of these exports, in this order (the engine's: Engine._plan).
+Plan = Callable[[Sequence[pb.ResourceExport]], Planned]
 
 
 @dataclass(frozen=True)
@@ -85,29 +94,23 @@ class Fitted:
     """How many of the admitted exports are written, what they write, and the refusal of the next."""
 
     kept: int
-    latest: dict[str, pb.ResourceExport]
-    batch: WriteBatch | None
+    planned: Planned
     refusal: TooLarge | None
 
 
-def fit(exports: Sequence[pb.ResourceExport], to_write: ToWrite, regroup: Regroup, limits: RecordLimits) -> Fitted:
+def fit(exports: Sequence[pb.ResourceExport], plan: Plan, limits: RecordLimits) -> Fitted:
     """The longest prefix of `exports` whose write fits, and the refusal of the export after it."""
     kept, refusal = len(exports), None
     while True:  # each round keeps fewer exports; none kept writes nothing
-        latest = to_write(exports[:kept])
-        batch = regroup(list(latest.values())) if latest else None
-        misfits = limits.misfits(batch) if batch is not None else {}
+        planned = plan(exports[:kept])
+        misfits = limits.misfits(planned.batch) if planned.batch is not None else {}
         if not misfits:
-            return Fitted(kept, latest, batch, refusal)
-        kept, refusal = _blame(exports[:kept], misfits, to_write, regroup, limits)
+            return Fitted(kept, planned, refusal)
+        kept, refusal = _blame(exports[:kept], misfits, plan, limits)
 
 
 def _blame(
-    exports: Sequence[pb.ResourceExport],
-    misfits: dict[GroupKey, Oversize],
-    to_write: ToWrite,
-    regroup: Regroup,
-    limits: RecordLimits,
+    exports: Sequence[pb.ResourceExport], misfits: dict[GroupKey, Oversize], plan: Plan, limits: RecordLimits
 ) -> tuple[int, TooLarge]:
     first: tuple[int, Oversize] | None = None
     for n, export in enumerate(exports):
@@ -115,8 +118,8 @@ def _blame(
         if key not in misfits:
             continue
         first = first or (n, misfits[key])
-        latest = to_write([e for e in exports[: n + 1] if group_key(e) == key])
-        oversize = limits.misfits(regroup(list(latest.values()))).get(key) if latest else None
+        batch = plan([e for e in exports[: n + 1] if group_key(e) == key]).batch
+        oversize = limits.misfits(batch).get(key) if batch is not None else None
         if oversize is not None:
             return n, _refusal(export, oversize)
     # The group did not fit before any export of the call (its records outgrew a limit that
