@@ -8,8 +8,8 @@ never gets a clusterset.local name from us. Every change reaches the zone as one
 after the cache took it; a subscription starts with what the cache holds.
 
 The ServiceImport CRD may be missing when the member starts (MCS CRDs installed later) and its
-served version decides what is watched (v1beta1 where served, else v1alpha1, as the importer
-writes): until a version is served, and whenever its watch fails for good (CRD removed), the
+served version decides what is watched (``served_service_import``, the importer's own choice of
+the version it writes): until a version is served, and whenever its watch fails for good (CRD removed), the
 feed asks again every ``retry_interval`` seconds and has the caches watch it (the importer does
 the same when it writes one); the zone keeps no ServiceImport the caches no longer follow.
 """
@@ -19,45 +19,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
 
 from kube.client import KubeClient, WatchEvent
-from kube.errors import KubeError, NotFound
-from kube.resources import ENDPOINT_SLICES, SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1, Obj, Resource
+from kube.errors import KubeError
+from kube.resources import ENDPOINT_SLICES, SERVICE_IMPORTS, Obj
 from mcapi import names
 from member.dns.zone import ClustersetZone
-from member.imports.caches import CachesStopped, ImportCaches, OwnedKind, Unsubscribe, service_import_kind
+from member.imports.caches import (
+    CachesStopped,
+    ImportCaches,
+    OwnedKind,
+    Unsubscribe,
+    served_service_import,
+    service_import_kind,
+)
+from member.imports.discovery import ApiDiscovery
 
 log = logging.getLogger(__name__)
 
-# Preferred first: the version the importer writes where both are served.
-SERVICE_IMPORT_VERSIONS = (SERVICE_IMPORTS_V1BETA1, SERVICE_IMPORTS)
 DEFAULT_RETRY_INTERVAL = 10.0
 
 
 def is_member_import(obj: Obj) -> bool:
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
     return names.ANNOTATION_IMPORTED_SERVICE in annotations
-
-
-async def served_service_import(client: KubeClient) -> Resource | None:
-    """The ServiceImport version to watch, or None while the API server serves none."""
-    try:
-        document: Any = await client.request("GET", f"/apis/{names.MCS_GROUP}")
-    except NotFound:
-        return None
-    served = {v.get("version") for v in (document or {}).get("versions") or [] if isinstance(v, dict)}
-    for resource in SERVICE_IMPORT_VERSIONS:
-        if resource.version not in served:
-            continue
-        try:
-            listing: Any = await client.request("GET", f"/apis/{names.MCS_GROUP}/{resource.version}")
-        except NotFound:
-            continue
-        plurals = {r.get("name") for r in (listing or {}).get("resources") or [] if isinstance(r, dict)}
-        if resource.plural in plurals:
-            return resource
-    return None
 
 
 class DnsFeed:
@@ -72,6 +57,7 @@ class DnsFeed:
         """``caches``: the importer's, started; the feed only reads them (and asks them to watch
         the served ServiceImport version). ``client``: for discovery of that version."""
         self.client = client
+        self._apis = ApiDiscovery(client)
         self.caches = caches
         self.zone = zone
         self.retry_interval = retry_interval
@@ -107,6 +93,7 @@ class DnsFeed:
         unsubscribe, self._unsubscribe = self._unsubscribe, []
         for end in unsubscribe:
             end()
+        await self._apis.close()
 
     @property
     def synced(self) -> bool:
@@ -131,7 +118,10 @@ class DnsFeed:
     async def _watch_served(self) -> OwnedKind | None:
         """Have the caches watch the served ServiceImport version; None when none is served."""
         try:
-            resource = await served_service_import(self.client)
+            # Asked only when nothing is watched (every retry_interval, or after a watch ended):
+            # the answer of now, not one kept from a while ago.
+            self._apis.forget()
+            resource = await served_service_import(self._apis)
             if resource is None:
                 return None
             return await self.caches.optional_kind(service_import_kind(resource))

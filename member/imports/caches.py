@@ -39,6 +39,8 @@ from kube.resources import (
     ENDPOINTS,
     LABEL_IDENTITIES,
     NAMESPACES,
+    SERVICE_IMPORTS,
+    SERVICE_IMPORTS_V1BETA1,
     SERVICES,
     Obj,
     Resource,
@@ -47,6 +49,7 @@ from kube.resources import (
 )
 from kube.writecache import WriteThroughCache
 from mcapi import names
+from member.imports.discovery import ApiDiscovery
 from member.imports.ownership import (
     LABEL_IMPORTED_ACNP,
     LABEL_IMPORTED_SERVICE,
@@ -276,6 +279,20 @@ def _fixed_kinds(member_namespace: str) -> list[KindSpec]:
         KindSpec(LABEL_IDENTITIES, named_after_import, None),
         KindSpec(CLUSTER_INFO_IMPORTS, named_after_import, None, namespace=member_namespace),
     ]
+
+
+# v1beta1 first: only it carries internalTrafficPolicy and trafficDistribution (the
+# mcs-api conformance suite checks both, and a v1alpha1 schema would prune them).
+# Both versions are one stored object, so v1alpha1 readers (Antrea's tools) still see it;
+# a cluster with only Antrea's v1alpha1 CRD gets v1alpha1.
+SERVICE_IMPORT_VERSIONS = {"v1beta1": SERVICE_IMPORTS_V1BETA1, "v1alpha1": SERVICE_IMPORTS}
+
+
+async def served_service_import(apis: ApiDiscovery) -> Resource | None:
+    """The MCS ServiceImport version the importer writes and the member watches, None when the
+    MCS CRD is not installed (or serves none of these versions)."""
+    version = await apis.pick_version(names.MCS_GROUP, "serviceimports", tuple(SERVICE_IMPORT_VERSIONS))
+    return SERVICE_IMPORT_VERSIONS.get(version) if version else None
 
 
 def service_import_kind(resource: Resource) -> KindSpec:

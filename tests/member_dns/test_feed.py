@@ -16,13 +16,14 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from kube.client import KubeClient, connect
-from kube.errors import AlreadyExists
-from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS_V1BETA1
+from kube.errors import AlreadyExists, NotFound
+from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1
 from mcapi import names
 from member.dns.feed import DnsFeed
 from member.dns.service import ClustersetDns, DnsOptions
 from member.dns.zone import ClustersetZone
-from member.imports.caches import ImportCaches, service_import_kind
+from member.imports.caches import ImportCaches, served_service_import, service_import_kind
+from member.imports.discovery import ApiDiscovery
 from sandbox.server import SandboxServer
 from tests.kubeenv.cluster import CRD_DIR, ensure_namespace, install_crds
 from tests.member_dns.objects import endpoint, endpoint_slice, service_import
@@ -249,3 +250,28 @@ async def test_a_start_cancelled_midway_leaves_nothing_following_the_caches(clus
 
 def _running(task_name: str) -> int:
     return sum(1 for task in asyncio.all_tasks() if task.get_name() == task_name and not task.done())
+
+
+async def test_where_only_v1alpha1_is_served_the_dns_follows_the_version_the_importer_writes(
+    cluster: KubeClient,
+) -> None:
+    crd = yaml.safe_load((CRD_DIR / "multicluster.x-k8s.io_serviceimports.yaml").read_text())
+    crd["spec"]["versions"] = [{**v, "storage": True} for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
+    await cluster.create(CRDS, crd)
+    body = {k: v for k, v in service_import("nginx", "web", ips=["10.112.0.5"]).items() if k != "apiVersion"}
+    await until(lambda: _creates(cluster, body))
+    async with running_dns(cluster) as served:
+        assert served.feed.synced
+        watched = served.feed.caches.watching(SERVICE_IMPORTS.qualified_name)
+        assert watched is not None and watched.resource == SERVICE_IMPORTS
+        assert await served_service_import(ApiDiscovery(cluster)) == SERVICE_IMPORTS
+        assert await answers(served, NAME) == {"10.112.0.5"}
+
+
+async def _creates(client: KubeClient, service_import_v1alpha1: dict[str, object]) -> bool:
+    """Whether the v1alpha1 ServiceImport could be created (its new CRD may not serve it yet)."""
+    try:
+        await client.create(SERVICE_IMPORTS, service_import_v1alpha1, namespace="web")
+    except NotFound:
+        return False
+    return True
