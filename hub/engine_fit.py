@@ -122,8 +122,14 @@ def _blame(
         oversize = limits.misfits(batch).get(key) if batch is not None else None
         if oversize is not None:
             return n, _refusal(export, oversize)
-    # The group did not fit before any export of the call (its records outgrew a limit that
-    # changed): its first export is refused, since its write cannot be stored either.
+    # Reachable: no prefix of the group, merged alone, is too large, yet the call's write of it
+    # is. A group's merge reads only its own exports but for two things: a new label identity
+    # takes the lowest ID the write's other groups left free (alone, it may get a shorter one;
+    # tests/integration/test_hub_record_limits.py shows it), and a new export name sent twice in
+    # one call under two groups (a dash-ambiguous Service name, a renamed policy) is in both
+    # groups alone but in the last one only in the whole write. The group's first export of the
+    # call is refused then, and fit's next round checks what is left. `first` is set: a group
+    # the write holds has an export of the call (regroup merges only the groups they are in).
     assert first is not None, "a group that does not fit holds an export of the call"
     n, oversize = first
     return n, _refusal(exports[n], oversize)

@@ -22,6 +22,7 @@ import copy
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from hub.auth.identity import Identity
 from hub.config import HubConfig
 from hub.engine import Engine
 from hub.errors import TooLarge
+from hub.merge import verdicts
 from hub.mirror.feed import ChangeFeed, FeedingStore, Kind
 from hub.store import kube_codec
 from hub.store.base import Store
@@ -44,6 +46,7 @@ from kube.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient import HubEndpoint, HubSession, HubSessionConfig
+from tests.contract import samples
 from tests.contract.leader_api import leader_api
 from tests.integration.hub_fixtures import hub_config, rest_session
 from tests.integration.hubclient import (
@@ -359,13 +362,27 @@ async def test_in_one_batch_the_first_export_that_does_not_fit_is_refused_and_th
         await engine.store.close()
 
 
+class TunedStore(SqliteStore):
+    """A SQLite store whose limit the test sets (none at first)."""
+
+    limit: int | None = None
+
+    @property
+    def max_record_bytes(self) -> int | None:
+        return self.limit
+
+
 @contextlib.asynccontextmanager
 async def small_engine(
-    tmp_path: Path, clusters: tuple[str, ...] = ("east",), wrap: Callable[[Store], Store] = lambda store: store
+    tmp_path: Path,
+    clusters: tuple[str, ...] = ("east",),
+    wrap: Callable[[Store], Store] = lambda store: store,
+    store: Callable[[Path], SqliteStore] = SmallStore,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> AsyncIterator[Engine]:
-    """An engine on a SmallStore (wrapped by `wrap`), with `clusters` announced."""
+    """An engine on a `store` (a SmallStore) wrapped by `wrap`, with `clusters` announced."""
     config = HubConfig(data_dir=tmp_path)
-    engine = Engine(wrap(SmallStore(tmp_path / "hub")), config)
+    engine = Engine(wrap(store(tmp_path / "hub")), config, clock)
     await engine.start()
     try:
         for cluster in clusters:
@@ -388,3 +405,44 @@ async def test_the_store_that_feeds_the_mirror_keeps_the_limit_of_the_store_it_w
         assert str(refusal).startswith(f"export {alone.export_name!r} is too large for the hub's store (")
         assert alone.export_name not in (await engine.store.snapshot()).exports
         assert feed.pending.names[Kind.EXPORT] == {}
+
+
+async def test_an_export_that_fits_only_with_an_id_another_export_of_the_call_took_is_refused(tmp_path: Path) -> None:
+    # A group's records depend on the other groups of its write in one way only: a new label
+    # identity takes the lowest ID the write left free. Merged alone, the last label below gets
+    # the ID the other took, one digit shorter: only the whole call's write shows it too large,
+    # and it is still the export refused (engine_fit._blame's last resort).
+    now = datetime(2024, 5, 1, tzinfo=UTC)
+    async with small_engine(tmp_path, store=TunedStore, clock=lambda: now) as engine:
+        east = Identity(cluster_id="east")
+
+        def label(pods: str) -> pb.ResourceExport:
+            return samples.label_identity_export("east", f"ns:kubernetes.io/metadata.name=default&pod:{pods}")
+
+        _, refusal = await engine.upsert_many(east, [(label(f"app=a{i}"), i) for i in range(1, 9)])  # IDs 1 to 8
+        assert refusal is None
+        first, last = label("app=b"), label("app=c")
+        stored = pb.ResourceExport()
+        stored.CopyFrom(last)
+        stored.create_time.FromDatetime(now)
+        stored.status.CopyFrom(
+            verdicts.accepted(
+                f"Label identity {names.label_identity_import_name(stored.label_identity.normalized_label)} has ID 9."
+            )
+        )
+        store = engine.store
+        assert isinstance(store, TunedStore)
+        store.limit = stored.ByteSize()  # as the last export is stored with ID 9; with ID 10, a byte more
+        answers, refusal = await engine.upsert_many(east, [(first, 9), (last, 10)])
+        assert [a.export_name for a in answers] == [first.export_name]
+        assert isinstance(refusal, TooLarge)
+        assert str(refusal) == (
+            f"export {last.export_name!r} is too large for the hub's store "
+            f"({store.limit + 1} bytes as the store keeps it, at most {store.limit})"
+        )
+        assert (
+            engine.index.imports[
+                names.label_identity_import_name(first.label_identity.normalized_label)
+            ].label_identity.id
+            == 9
+        )
