@@ -125,8 +125,6 @@ def compile_policies(sources: PolicySources) -> CompiledPolicy:
                     CompiledRule(rule.action, peer_ids, destinations, ports, origin) for ports, destinations in pieces
                 )
             else:
-                if rule.ports:
-                    raise ValueError(f"{origin}: ports beside toServices (parse refuses them, as Antrea does)")
                 wanted = sorted({d for ref in rule.services for d in _service_destinations(services, ref)})
                 applied_ips = tuple(sorted({pod.ip for pod in applied}))
                 egress.setdefault(policy.tier, []).append(

@@ -90,7 +90,7 @@ class ParsedRule:
     applied_to: tuple[PodSelection, ...]
     peers: tuple[PodSelection, ...] = ()
     ports: tuple[PortMatch | NamedPort, ...] = ()
-    """Empty: every port and protocol. Named ports only in ingress rules."""
+    """Empty: every port and protocol. Always empty in egress rules (toServices refuses ports)."""
     services: tuple[ServiceRef, ...] = ()
 
 

@@ -187,7 +187,8 @@ def _rule(
         action=_ACTIONS[action_text],
         applied_to=applied,
         peers=peers,
-        ports=_ports(raw.get("ports"), f"{where}.ports", direction=direction),
+        # Egress: none (toServices refuses ports above).
+        ports=_ports(raw.get("ports"), f"{where}.ports"),
         services=services,
     )
 
@@ -264,9 +265,7 @@ def _services(raw: Any, where: str) -> tuple[ServiceRef, ...]:
     return tuple(found)
 
 
-def _ports(
-    raw: Any, where: str, *, direction: Direction = Direction.INGRESS, check_only: bool = False
-) -> tuple[PortMatch | NamedPort, ...]:
+def _ports(raw: Any, where: str, *, check_only: bool = False) -> tuple[PortMatch | NamedPort, ...]:
     found: list[PortMatch | NamedPort] = []
     for index, entry in enumerate(_list(raw)):
         at = f"{where}[{index}]"
@@ -282,7 +281,7 @@ def _ports(
             raise TranslationError(SkipReason.INVALID, f"{at}.protocol: must be TCP, UDP or SCTP")
         port, end = entry.get("port"), entry.get("endPort")
         if isinstance(port, str):
-            found.append(_named_port(protocol, port, end, at, direction))
+            found.append(_named_port(protocol, port, end, at))
             continue
         if port is not None and not _valid_port(port):
             raise TranslationError(SkipReason.INVALID, f"{at}.port: must be 1..65535")
@@ -292,18 +291,11 @@ def _ports(
     return tuple(found)
 
 
-def _named_port(protocol: str, name: str, end: Any, at: str, direction: Direction) -> NamedPort:
+def _named_port(protocol: str, name: str, end: Any, at: str) -> NamedPort:
     if not is_port_name(name):
         raise TranslationError(SkipReason.INVALID, f"{at}.port: {name!r} is not a valid port name ({PORT_NAME_RULE})")
     if end is not None:
         raise TranslationError(SkipReason.INVALID, f"{at}.endPort: not allowed with a named port (only a number)")
-    if direction is Direction.EGRESS:
-        raise TranslationError(
-            SkipReason.UNSUPPORTED_FIELD,
-            f"{at}.port: named ports are not supported in egress rules (a name stands for a destination"
-            " Pod's container port, and the destinations are Pods in other clusters, which the Gateway"
-            " does not see)",
-        )
     return NamedPort(protocol, name)
 
 
