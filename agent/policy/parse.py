@@ -156,7 +156,7 @@ def _rule(
     services = _services(raw.get("toServices"), f"{where}.toServices") if direction is Direction.EGRESS else ()
     if direction is Direction.INGRESS and "toServices" in raw:
         raise TranslationError(SkipReason.INVALID, f"{where}.toServices: only egress rules have toServices")
-    if raw.get("toServices") is not None and (_list(raw.get("to")) or _set(raw, "ports") or _set(raw, "protocols")):
+    if _set(raw, "toServices") and (_list(raw.get("to")) or _set(raw, "ports") or _set(raw, "protocols")):
         # Antrea's webhook refuses it too: a Service is matched on its own ports.
         raise TranslationError(SkipReason.INVALID, f"{where}: {TO_SERVICES_REFUSAL} (Antrea refuses such a rule)")
     if not cluster_peers and not services:
