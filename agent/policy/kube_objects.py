@@ -25,7 +25,7 @@ from typing import Any
 
 from agent.policy.compile import LocalPod, MultiClusterService, PolicyObject
 from agent.policy.labels import LabelIdentity, identity_from_label
-from agent.policy.model import PROTOCOLS
+from agent.policy.model import protocol_of, valid_port
 from agent.policy.named_ports import ContainerPort
 from agent.policy.state import MAX_IDENTITY, ServiceDestination
 
@@ -77,9 +77,8 @@ def _named_container_ports(spec: Mapping[str, Any]) -> tuple[ContainerPort, ...]
         for port in (container.get("ports") or []) if isinstance(container, Mapping) else []:
             if not isinstance(port, Mapping):
                 continue
-            name, number = port.get("name"), port.get("containerPort")
-            protocol = PROTOCOLS.get(str(port.get("protocol") or "TCP"))
-            if name and protocol and isinstance(number, int) and not isinstance(number, bool):
+            name, number, protocol = port.get("name"), port.get("containerPort"), protocol_of(port)
+            if name and protocol and valid_port(number):
                 found.append(ContainerPort(str(name), protocol, number))
     return tuple(dict.fromkeys(found))
 
@@ -146,8 +145,8 @@ def _ports(raw: Any) -> list[tuple[str, int]]:
     for entry in raw or []:
         if not isinstance(entry, Mapping):
             continue
-        protocol, port = PROTOCOLS.get(str(entry.get("protocol") or "TCP")), entry.get("port")
-        if protocol and isinstance(port, int) and not isinstance(port, bool) and 0 < port <= 65535:
+        protocol, port = protocol_of(entry), entry.get("port")
+        if protocol and valid_port(port):
             found.append((protocol, port))
     return found
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 from agent.policy.labels import Selector
 
@@ -12,6 +14,17 @@ KIND_NETWORK_POLICY = "NetworkPolicy"
 SCOPE_CLUSTER_SET = "ClusterSet"
 PROTOCOLS = {"TCP": "tcp", "UDP": "udp", "SCTP": "sctp"}
 """Kubernetes' protocol names -> the names nftables matches."""
+
+
+def protocol_of(entry: Mapping[str, Any]) -> str | None:
+    """The nftables name of a ports entry's ``protocol`` (a policy's, a container's, a
+    Service's or an Endpoints subset's; TCP when unset); None for one nftables cannot match by port."""
+    return PROTOCOLS.get(str(entry.get("protocol") or "TCP"))
+
+
+def valid_port(value: object) -> TypeGuard[int]:
+    """A port number as Kubernetes accepts one: an integer 1..65535 (JSON's true is none)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
 
 
 class Action(enum.Enum):

@@ -31,7 +31,6 @@ from agent.policy.labels import MATCH_ALL, SelectorError, parse_selector
 from agent.policy.model import (
     KIND_CLUSTER_NETWORK_POLICY,
     KIND_NETWORK_POLICY,
-    PROTOCOLS,
     SCOPE_CLUSTER_SET,
     Action,
     Direction,
@@ -43,6 +42,8 @@ from agent.policy.model import (
     ServiceRef,
     SkipReason,
     TranslationError,
+    protocol_of,
+    valid_port,
 )
 from agent.policy.named_ports import PORT_NAME_RULE, is_port_name
 
@@ -276,16 +277,16 @@ def _ports(raw: Any, where: str, *, check_only: bool = False) -> tuple[PortMatch
             continue
         if "sourcePort" in entry or "sourceEndPort" in entry:
             raise TranslationError(SkipReason.UNSUPPORTED_FIELD, f"{at}: source ports are not supported")
-        protocol = PROTOCOLS.get(str(entry.get("protocol") or "TCP"))
+        protocol = protocol_of(entry)
         if protocol is None:
             raise TranslationError(SkipReason.INVALID, f"{at}.protocol: must be TCP, UDP or SCTP")
         port, end = entry.get("port"), entry.get("endPort")
         if isinstance(port, str):
             found.append(_named_port(protocol, port, end, at))
             continue
-        if port is not None and not _valid_port(port):
+        if port is not None and not valid_port(port):
             raise TranslationError(SkipReason.INVALID, f"{at}.port: must be 1..65535")
-        if end is not None and (port is None or not _valid_port(end) or end < port):
+        if end is not None and (port is None or not valid_port(end) or end < port):
             raise TranslationError(SkipReason.INVALID, f"{at}.endPort: needs a port and must be port..65535")
         found.append(PortMatch(protocol, port, end))
     return tuple(found)
@@ -297,10 +298,6 @@ def _named_port(protocol: str, name: str, end: Any, at: str) -> NamedPort:
     if end is not None:
         raise TranslationError(SkipReason.INVALID, f"{at}.endPort: not allowed with a named port (only a number)")
     return NamedPort(protocol, name)
-
-
-def _valid_port(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
 
 
 def _known(raw: Mapping[str, Any], known: set[str], where: str) -> None:

@@ -108,3 +108,17 @@ def test_a_pods_named_container_ports_come_with_it_tcp_by_default() -> None:
     ]
     (found,) = local_pods([pod("p", "10.1.1.10", containers=containers)])
     assert found.ports == (ContainerPort("http", "tcp", 8080), ContainerPort("dns", "udp", 53))
+
+
+def test_a_container_port_kubernetes_would_not_accept_is_left_out() -> None:
+    # The numbers a named port may resolve to are those a rule's own port may be: 1..65535.
+    ports = [
+        {"name": "zero", "containerPort": 0},
+        {"name": "huge", "containerPort": 65536},
+        {"name": "yes", "containerPort": True},
+        {"name": "text", "containerPort": "80"},
+        {"name": "icmp", "containerPort": 7, "protocol": "ICMP"},
+        {"name": "top", "containerPort": 65535, "protocol": "SCTP"},
+    ]
+    (found,) = local_pods([pod("p", "10.1.1.10", containers=[{"name": "app", "ports": ports}])])
+    assert found.ports == (ContainerPort("top", "sctp", 65535),)
