@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from hub.auth.identity import Identity
 from hub.bus import Bus
 from hub.config import HubConfig
-from hub.engine_fit import Planned, RecordLimits, fit
+from hub.engine_fit import Planned, RecordLimits, fit, refusal
 from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, NotJoined, bounded, quote
 from hub.import_batch import ImportBatch
 from hub.import_status import ImportStatusBook, ImportStatusEntry
@@ -210,7 +210,7 @@ class Engine:
             plan = self.removal_plan(cluster_id)
             if cluster_id not in self.index.members and not plan.exports:
                 return None
-            batch = self._regroup(deleted=set(plan.exports), put=[])
+            batch = self._regroup_deletes(set(plan.exports), f"removing member {quote(cluster_id)}")
             batch.delete_members.append(cluster_id)
             revision = await self._commit_and_publish_batch(batch)
         self.verdicts_bus.end(cluster_id, reason)
@@ -415,7 +415,7 @@ class Engine:
             owner = owner_of(existing)
             if owner != self._owner(who):
                 raise Forbidden(f"export {quote(export_name)} belongs to {describe_owner(owner)}, not {who.describe()}")
-            batch = self._regroup(deleted={export_name}, put=[])
+            batch = self._regroup_deletes({export_name}, f"deleting export {quote(export_name)}")
             return await self._commit_and_publish(batch, answer_for=(who, export_name, sequence))
 
     async def sweep(self, who: Identity, keep: set[str], sequence: int = 0) -> pb.ExportResponse:
@@ -424,7 +424,8 @@ class Engine:
             stale = self.index.owned_by(who.cluster_id, admin=who.admin) - keep
             response = pb.ExportResponse(sequence=sequence, sync_end=pb.SyncEndAck(deleted=sorted(stale)))
             if stale:
-                batch = self._regroup(deleted=stale, put=[])
+                exports = "export" if len(stale) == 1 else "exports"
+                batch = self._regroup_deletes(stale, f"deleting the {len(stale)} {exports} the sync did not mention")
                 response.revision = await self._commit_and_publish_batch(batch)
                 log.info("sync swept stale exports", extra={"owner": who.describe(), "count": len(stale)})
             return response
@@ -457,6 +458,15 @@ class Engine:
 
     def _regroup(self, *, deleted: set[str], put: list[pb.ResourceExport]) -> WriteBatch:
         return regroup(self.index, self._merge, deleted=deleted, put=put)
+
+    def _regroup_deletes(self, deleted: set[str], cause: str) -> WriteBatch:
+        """The write of deleting these exports; TooLarge (`cause` refused) if a record it puts
+        does not fit: a delete can let skipped exports join (hub.engine_fit)."""
+        batch = self._regroup(deleted=deleted, put=[])
+        oversize = self._limits.first_misfit(batch)
+        if oversize is not None:
+            raise refusal(cause, oversize)
+        return batch
 
     async def _commit(self, batch: WriteBatch) -> int:
         return await _to_the_end(self._commit_now(batch))

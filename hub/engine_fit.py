@@ -12,6 +12,13 @@ The export to blame is the first of the call, in order, with which its merge gro
 makes grown past the limit (an Endpoints import concatenates every exporter's endpoints, so
 each export may be small and their import still too large). Groups are merged again one
 prefix at a time only when something did not fit, and only the groups that did not.
+
+Deletes (an export's, the end of a sync bracket, a member's removal) are checked too
+(`RecordLimits.first_misfit`, `refusal`), though they mostly shrink records: with strict ports,
+the exports whose ports differ from the oldest's are skipped and their endpoints left out, and
+deleting the oldest lets them in, so the Endpoints import can grow past a limit. Such a delete
+is refused (TooLarge) rather than left to fail in the store, or to make an import no member can
+be sent; nothing of it is written. (Ending the ClusterSet deletes every record: nothing grows.)
 """
 
 from __future__ import annotations
@@ -72,6 +79,14 @@ class RecordLimits:
         if kind == "import" and (size := record.ByteSize() + WATCH_ENVELOPE_BYTES) > self._max_message_bytes:
             limit = self._max_message_bytes
             return Oversize(kind, name, size, limit, "too large to deliver to members", "in a WatchImports message")
+        return None
+
+    def first_misfit(self, batch: WriteBatch) -> Oversize | None:
+        """The first record `batch` puts that does not fit (any write: one of deletes, too)."""
+        records: list[pb.ResourceExport | pb.ResourceImport] = [*batch.put_exports, *batch.put_imports]
+        for record in records:
+            if (oversize := self.oversize(record)) is not None:
+                return oversize
         return None
 
     def misfits(self, batch: WriteBatch) -> dict[GroupKey, Oversize]:
@@ -135,11 +150,18 @@ def _blame(
     return n, _refusal(exports[n], oversize)
 
 
-def _refusal(export: pb.ResourceExport, oversize: Oversize) -> TooLarge:
-    sizes = f"{oversize.size} bytes {oversize.measured}, at most {oversize.limit}"
-    if oversize.kind == "export" and oversize.name == export.export_name:
-        return TooLarge(f"export {quote(export.export_name)} is {oversize.too_large} ({sizes})")
+def refusal(cause: str, oversize: Oversize) -> TooLarge:
+    """The refusal of `cause` ("export 'x'", "deleting export 'x'"), which would make `oversize`."""
     return TooLarge(
-        f"export {quote(export.export_name)} would make {oversize.kind} {quote(oversize.name)} "
-        f"{oversize.too_large} ({sizes})"
+        f"{cause} would make {oversize.kind} {quote(oversize.name)} {oversize.too_large} ({_sizes(oversize)})"
     )
+
+
+def _refusal(export: pb.ResourceExport, oversize: Oversize) -> TooLarge:
+    if oversize.kind == "export" and oversize.name == export.export_name:
+        return TooLarge(f"export {quote(export.export_name)} is {oversize.too_large} ({_sizes(oversize)})")
+    return refusal(f"export {quote(export.export_name)}", oversize)
+
+
+def _sizes(oversize: Oversize) -> str:
+    return f"{oversize.size} bytes {oversize.measured}, at most {oversize.limit}"

@@ -19,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import itertools
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -379,9 +380,10 @@ async def small_engine(
     wrap: Callable[[Store], Store] = lambda store: store,
     store: Callable[[Path], SqliteStore] = SmallStore,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    strict_ports: bool = False,
 ) -> AsyncIterator[Engine]:
     """An engine on a `store` (a SmallStore) wrapped by `wrap`, with `clusters` announced."""
-    config = HubConfig(data_dir=tmp_path)
+    config = HubConfig(data_dir=tmp_path, strict_ports=strict_ports)
     engine = Engine(wrap(store(tmp_path / "hub")), config, clock)
     await engine.start()
     try:
@@ -446,3 +448,42 @@ async def test_an_export_that_fits_only_with_an_id_another_export_of_the_call_to
             ].label_identity.id
             == 9
         )
+
+
+async def test_a_delete_that_would_let_skipped_endpoints_make_their_import_too_large_is_refused(
+    tmp_path: Path,
+) -> None:
+    # With strict ports, exports whose ports differ from the oldest export's are skipped and
+    # their endpoints left out. Deleting the oldest lets them in: a delete can grow an import.
+    ticks = itertools.count()
+
+    def clock() -> datetime:
+        return datetime(2024, 5, 1, tzinfo=UTC) + timedelta(seconds=next(ticks))
+
+    async with small_engine(tmp_path, ("east", "west", "north"), clock=clock, strict_ports=True) as engine:
+        for cluster, port, addresses in (("east", 80, 2), ("west", 81, 30), ("north", 81, 30)):
+            exports = [
+                service_export(cluster, "default", "web", [("http", port)]),
+                big_endpoints(cluster, "default", "web", addresses),
+            ]
+            _, refusal = await engine.upsert_many(Identity(cluster_id=cluster), [(e, n) for n, e in enumerate(exports)])
+            assert refusal is None
+        endpoints_import = names.endpoints_import_name("default", "web")
+        assert [s.cluster_id for s in engine.index.imports[endpoints_import].endpoints.subsets] == ["east"]
+        before = await engine.store.snapshot()
+        east = Identity(cluster_id="east")
+        east_service = names.service_export_name("east", "default", "web")
+        too_large = f"would make import {endpoints_import!r} too large for the hub's store ("
+        with pytest.raises(TooLarge) as refused:
+            await engine.delete(east, east_service)
+        assert str(refused.value).startswith(f"deleting export {east_service!r} {too_large}")
+        assert f"at most {SmallStore.LIMIT})" in str(refused.value)
+        # The end of a sync bracket that leaves it out, and removing the member, likewise.
+        with pytest.raises(TooLarge) as refused:
+            await engine.sweep(east, keep={names.endpoints_export_name("east", "default", "web")})
+        assert str(refused.value).startswith(f"deleting the 1 export the sync did not mention {too_large}")
+        with pytest.raises(TooLarge) as refused:
+            await engine.remove_member("east", "removed by the test")
+        assert str(refused.value).startswith(f"removing member 'east' {too_large}")
+        assert await engine.store.snapshot() == before
+        assert "east" in engine.index.members
