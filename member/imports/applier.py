@@ -36,7 +36,7 @@ from kube.workqueue import ItemBackoff, WorkQueue, run_reconciler
 from mcapi.convert.errors import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient.events import Delete, ImportEvent, Resumed, Synced, Upsert
-from member.imports.caches import ImportCaches
+from member.imports.caches import ImportCaches, Unlisten
 from member.imports.cluster_info import apply_cluster_info, delete_cluster_info
 from member.imports.context import ImportContext
 from member.imports.discovery import ApiDiscovery
@@ -112,6 +112,7 @@ class ImportApplier:
         self._reported: dict[str, Outcome] = {}
         self._warned: dict[str, str] = {}  # import -> uid of the user's object we put a Warning on
         self._task: asyncio.Task[None] | None = None
+        self._unlisten: Unlisten | None = None  # while bound to the caches
 
     # ---- lifecycle -----------------------------------------------------------
 
@@ -119,7 +120,7 @@ class ImportApplier:
         """Fill the caches (watches of our objects and of Namespaces), then start the workers."""
         if self._task is not None:
             return
-        self._caches.listen(self._on_object_changed, self._on_namespace, self._on_tier)
+        self._unlisten = self._caches.listen(self._on_object_changed, self._on_namespace, self._on_tier)
         if self._owns_caches:
             await self._caches.start()
         # Policies may have been imported before a restart: watch them when Antrea serves them.
@@ -136,7 +137,9 @@ class ImportApplier:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         await self._apis.close()
-        self._caches.unlisten()
+        unlisten, self._unlisten = self._unlisten, None
+        if unlisten is not None:
+            unlisten()
         if self._owns_caches:
             await self._caches.stop()
 

@@ -65,6 +65,7 @@ ImportNameOf = Callable[[Obj], str | None]
 OnChange = Callable[[str], None]
 OnEvent = Callable[[WatchEvent], None]
 Unsubscribe = Callable[[], None]
+Unlisten = Callable[[], None]
 
 
 class CachesStopped(Exception):
@@ -311,6 +312,7 @@ class ImportCaches:
         self._on_change: OnChange = _ignore_change
         self._on_namespace: OnEvent = _ignore_event
         self._on_tier: OnEvent = _ignore_event
+        self._listener: object | None = None  # who listens (see listen)
         self._tiers: Informer | None = None
         self._kinds: dict[Resource, OwnedKind] = {
             spec.resource: OwnedKind(client, spec, self._changed) for spec in _fixed_kinds(member_namespace)
@@ -325,14 +327,23 @@ class ImportCaches:
 
         self.namespaces = Informer(client, NAMESPACES, handler=namespace_event)
 
-    def listen(self, on_change: OnChange, on_namespace: OnEvent, on_tier: OnEvent) -> None:
+    def listen(self, on_change: OnChange, on_namespace: OnEvent, on_tier: OnEvent) -> Unlisten:
         """The importer's callbacks: ``on_change(import_name)`` when someone else changed one of
         its objects, ``on_namespace`` for Namespace events, ``on_tier`` for Tier events after
-        their first list."""
+        their first list. One importer at a time: raises RuntimeError while another listens.
+        Returns the call that unbinds them (it unbinds nobody else's)."""
+        if self._listener is not None:
+            raise RuntimeError("the import caches already have a listener: one importer at a time")
+        listener = object()
+        self._listener = listener
         self._on_change, self._on_namespace, self._on_tier = on_change, on_namespace, on_tier
 
-    def unlisten(self) -> None:
-        self.listen(_ignore_change, _ignore_event, _ignore_event)
+        def unlisten() -> None:
+            if self._listener is listener:
+                self._listener = None
+                self._on_change, self._on_namespace, self._on_tier = _ignore_change, _ignore_event, _ignore_event
+
+        return unlisten
 
     def _changed(self, import_name: str) -> None:
         self._on_change(import_name)

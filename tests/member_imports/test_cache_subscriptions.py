@@ -9,13 +9,17 @@ from pathlib import Path
 import pytest
 
 from kube.client import KubeClient, WatchEvent
-from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS_V1BETA1, Obj
+from kube.errors import NotFound
+from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS_V1BETA1, SERVICES, Obj
 from mcapi import names
+from member.imports import ImportApplier
 from member.imports.caches import CachesStopped, ImportCaches, service_import_kind
 from member.imports.ownership import LABEL_IMPORTED_SERVICE, LABEL_MANAGED_BY, MANAGED_BY
 from member.imports.policies import tier_resource
 from sandbox.server import SandboxServer
 from tests.kubeenv.cluster import ensure_namespace, install_crds, sandbox_cluster
+from tests.member_imports.conftest import Reports, eventually
+from tests.member_imports.messages import service_import
 
 SLICES = ENDPOINT_SLICES.qualified_name
 SERVICE_IMPORTS = SERVICE_IMPORTS_V1BETA1.qualified_name
@@ -174,3 +178,52 @@ async def test_an_optional_kind_being_watched_when_the_caches_stop_is_stopped_to
         await pending
     assert running_watches(SERVICE_IMPORTS) == 0
     assert caches.watching(SERVICE_IMPORTS) is None
+
+
+def _ignore(_: object) -> None:
+    pass
+
+
+async def test_the_caches_take_one_listener_at_a_time(
+    cluster: tuple[SandboxServer, KubeClient, ImportCaches],
+) -> None:
+    _, _, caches = cluster
+    unlisten = caches.listen(_ignore, _ignore, _ignore)
+    with pytest.raises(RuntimeError, match="already"):
+        caches.listen(_ignore, _ignore, _ignore)
+    unlisten()
+    unlisten()  # once is enough: a second call unbinds nobody
+    caches.listen(_ignore, _ignore, _ignore)()
+
+
+async def test_a_second_importer_on_the_same_caches_is_refused_and_the_first_still_hears_its_objects(
+    cluster: tuple[SandboxServer, KubeClient, ImportCaches],
+) -> None:
+    _, client, caches = cluster
+
+    def importer() -> ImportApplier:
+        return ImportApplier(client, cluster_id="west", member_namespace="kube-system", report=Reports(), caches=caches)
+
+    first = importer()
+    await first.start()
+    try:
+        await first.handle(service_import("web", "nginx"))
+        await first.settled()
+        second = importer()
+        with pytest.raises(RuntimeError, match="already"):
+            await second.start()
+        await second.stop()  # as a join that failed stops what it built
+
+        # Someone deletes the first importer's Service: the first hears it and puts it back.
+        uid = (await client.get(SERVICES, "antrea-mc-nginx", "web"))["metadata"]["uid"]
+        await client.delete(SERVICES, "antrea-mc-nginx", "web")
+
+        async def put_back() -> bool:
+            try:
+                return (await client.get(SERVICES, "antrea-mc-nginx", "web"))["metadata"]["uid"] != uid
+            except NotFound:
+                return False
+
+        await eventually(put_back)
+    finally:
+        await first.stop()
