@@ -119,6 +119,8 @@ async def serve(app: HubApp) -> None:
     await app.start()
     # What start loaded (the store's exports and imports, protobuf descriptors) lives as long as
     # the process: keep it out of full collections, which would scan it again and again.
+    # Collect first: garbage frozen with it would never be freed.
+    gc.collect()
     gc.freeze()
     print(f"hub: gRPC on {app.grpc_target} ({'plaintext' if app.config.insecure else 'TLS'})", flush=True)
     if app.ca_cert is not None:

@@ -119,6 +119,8 @@ async def serve(args: argparse.Namespace) -> int:
             return 2
         # What start built (informer caches, protobuf descriptors, the first imports) lives as long
         # as the process: keep it out of full collections, which would scan it again and again.
+        # Collect first: garbage frozen with it would never be freed.
+        gc.collect()
         gc.freeze()
         print(f"member: watching Namespace {args.namespace} of {client.host} for its ClusterSet", flush=True)
         if app.dns is not None:

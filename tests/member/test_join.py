@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import secrets
 import signal
 import sys
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -263,6 +265,42 @@ async def test_the_member_command_exits_non_zero_on_an_invalid_config(
     )
     assert await member_cmd.serve(args) == 2
     assert "serviceCIDR" in capsys.readouterr().err
+
+
+class _Cycle:
+    """Garbage only a collection frees: it refers to itself."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_the_member_command_collects_garbage_before_freezing_what_its_start_built(
+    hub: HubApp, members: MemberFactory
+) -> None:
+    east = await members.join("east", start=False)
+    args = argparse.Namespace(
+        kubeconfig=Path(east.server.kubeconfig_path), context=None, namespace=MEMBER_NAMESPACE, health_address=""
+    )
+    gc.unfreeze()
+    gc.disable()  # only the command collects meanwhile
+    try:
+        garbage = _Cycle()
+        freed = weakref.ref(garbage)
+        del garbage
+        serving = asyncio.create_task(member_cmd.serve(args))
+        try:
+            async with asyncio.timeout(30):
+                while not gc.get_freeze_count():
+                    assert not serving.done(), serving.result()
+                    await asyncio.sleep(0.05)
+            # Frozen objects are never collected: garbage frozen with them would stay for good.
+            assert freed() is None
+        finally:
+            serving.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
+    finally:
+        gc.unfreeze()
+        gc.enable()
 
 
 async def test_a_member_without_a_config_map_uses_the_defaults(hub: HubApp, members: MemberFactory) -> None:
