@@ -32,7 +32,7 @@ from kube.conditions import format_time
 from kube.errors import KubeError, NotFound
 from kube.events import EventRecorder
 from kube.resources import RESOURCE_IMPORTS, Obj
-from kube.workqueue import QueueShutDown, WorkQueue
+from kube.workqueue import WorkQueue, run_reconciler
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -96,14 +96,18 @@ class ImportOutcomeWriter:
         self._task: asyncio.Task[None] | None = None
 
     def observe(self, import_name: str, cluster_id: str, entry: ImportStatusEntry) -> None:
-        """A member reported about an import (called by the engine's report book; never blocks)."""
+        """A member reported about an import (called by the engine's report book; never blocks).
+        After close it is dropped: nothing would write it."""
+        if self._queue.shutting_down:
+            return
         failures = self._pending.setdefault(import_name, [])
         imported = self._source.imports().get(import_name)
         if not entry.succeeded and imported is not None and imported.HasField("cluster_network_policy"):
             failures.append(_Failure(cluster_id, failure_message(cluster_id, entry.message)))
         self._queue.add(import_name)
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="hub-import-outcomes")
+            work = run_reconciler(self._queue, self._reconcile)
+            self._task = asyncio.get_running_loop().create_task(work, name="hub-import-outcomes")
 
     async def settled(self) -> None:
         """Until every report observed so far was written (or failed to be)."""
@@ -119,20 +123,15 @@ class ImportOutcomeWriter:
                 await task
         self._pending.clear()
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                name = await self._queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self._write(name, self._pending.pop(name, []))
-            except KubeError as exc:
-                log.warning("import outcome not written", extra={"import": name, "error": str(exc)})
-            except Exception:
-                log.exception("import outcome not written", extra={"import": name})
-            finally:
-                self._queue.done(name)
+    async def _reconcile(self, name: str) -> None:
+        """The worker's turn at one import (kube.workqueue.run_reconciler). A failed write is
+        logged and not retried: the next report about the import writes its status again."""
+        try:
+            await self._write(name, self._pending.pop(name, []))
+        except KubeError as exc:
+            log.warning("import outcome not written", extra={"import": name, "error": str(exc)})
+        except Exception:
+            log.exception("import outcome not written", extra={"import": name})
 
     async def _write(self, name: str, failures: list[_Failure]) -> None:
         if name not in self._source.imports():
