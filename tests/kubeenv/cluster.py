@@ -16,8 +16,9 @@ from sandbox.server import SandboxServer
 CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 
 
-async def install_crds(client: KubeClient) -> None:
-    for path in sorted(CRD_DIR.glob("*.yaml")):
+async def install_crds(client: KubeClient, pattern: str = "*.yaml") -> None:
+    """The CRDs of deploy/crds whose file names match ``pattern`` (all of them by default)."""
+    for path in sorted(CRD_DIR.glob(pattern)):
         with suppress(AlreadyExists):
             await client.create(CRDS, yaml.safe_load(path.read_text()))
 

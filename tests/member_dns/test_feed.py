@@ -16,7 +16,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from kube.client import KubeClient, connect
-from kube.errors import AlreadyExists, NotFound
+from kube.errors import NotFound
 from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1
 from mcapi import names
 from member.dns.feed import DnsFeed
@@ -32,35 +32,24 @@ NAME = "nginx.web.svc.clusterset.local."
 
 
 @pytest.fixture
-async def sandbox(tmp_path: Path) -> AsyncIterator[tuple[SandboxServer, KubeClient]]:
-    """A sandbox API server without any CRD yet, and a client of it."""
+async def cluster(tmp_path: Path) -> AsyncIterator[KubeClient]:
+    """A client of a sandbox API server without any CRD yet."""
     server = SandboxServer(name="east", service_cidr="10.112.0.0/16", work_dir=tmp_path / "east")
     await server.start()
     client = await connect(server.kubeconfig_path)
     try:
         await ensure_namespace(client, "web")
-        yield server, client
+        yield client
     finally:
         await client.close()
         await server.stop()
 
 
-@pytest.fixture
-def cluster(sandbox: tuple[SandboxServer, KubeClient]) -> KubeClient:
-    return sandbox[1]
-
-
-async def install_mchub_crds(client: KubeClient) -> None:
-    """Antrea Multi-cluster's CRDs, which a member needs; not the MCS ones."""
-    for path in sorted(CRD_DIR.glob(f"{names.GROUP}_*.yaml")):
-        with contextlib.suppress(AlreadyExists):
-            await client.create(CRDS, yaml.safe_load(path.read_text()))
-
-
 @contextlib.asynccontextmanager
 async def import_caches(client: KubeClient) -> AsyncIterator[ImportCaches]:
-    """The member's import caches, started (the Antrea Multi-cluster CRDs installed)."""
-    await install_mchub_crds(client)
+    """The member's import caches, started (Antrea Multi-cluster's CRDs installed, which a
+    member needs; not the MCS ones)."""
+    await install_crds(client, f"{names.GROUP}_*.yaml")
     caches = ImportCaches(client, "kube-system")
     await caches.start()
     try:
@@ -163,9 +152,7 @@ async def test_a_serviceimport_crd_installed_after_the_start_is_followed(cluster
     async with running_dns(cluster) as served:  # the MCS CRDs are not installed
         assert not served.feed.synced
         assert (await ask(served, NAME)).rcode() == dns.rcode.NXDOMAIN
-        for path in sorted(CRD_DIR.glob("multicluster.x-k8s.io_*.yaml")):
-            with contextlib.suppress(AlreadyExists):
-                await cluster.create(CRDS, yaml.safe_load(path.read_text()))
+        await install_crds(cluster, f"{names.MCS_GROUP}_*.yaml")
         await until(lambda: served.feed.synced)
         await cluster.create(
             SERVICE_IMPORTS_V1BETA1, service_import("nginx", "web", ips=["10.112.0.5"]), namespace="web"
@@ -174,9 +161,8 @@ async def test_a_serviceimport_crd_installed_after_the_start_is_followed(cluster
 
 
 async def test_a_serviceimport_crd_removed_takes_its_names_and_is_followed_again_when_back(
-    sandbox: tuple[SandboxServer, KubeClient],
+    cluster: KubeClient,
 ) -> None:
-    _, cluster = sandbox
     await install_crds(cluster)
     await cluster.create(SERVICE_IMPORTS_V1BETA1, service_import("nginx", "web", ips=["10.112.0.5"]), namespace="web")
     async with running_dns(cluster) as served:
