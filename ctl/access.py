@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import os
 import ssl
 from dataclasses import dataclass
@@ -14,8 +15,9 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from ctl.errors import NotConnected, NotFoundError, OperationFailed, UsageError
+from kube.backoff import Backoff
 from kube.client import KubeClient, connect
-from kube.errors import KubeError
+from kube.errors import KubeError, parse_retry_after
 
 ENV_HUB_URL = "MCHUB_HUB_URL"
 ENV_TOKEN = "MCHUB_TOKEN"
@@ -111,17 +113,7 @@ def hub_access(
 
 # How long a call keeps asking a hub that answers 503 (an election takes a few seconds).
 UNAVAILABLE_FOR = 10.0
-_FIRST_RETRY = 0.2
-_MAX_RETRY = 2.0
-
-
-def _retry_after(header: str | None) -> float | None:
-    """Retry-After in seconds (the hub sends none today; a proxy in front of it may)."""
-    try:
-        seconds = float(header) if header else None
-    except ValueError:
-        return None
-    return seconds if seconds is not None and 0 < seconds <= _MAX_RETRY * 5 else None
+_RETRY = Backoff(initial=0.2, maximum=2.0)
 
 
 class HubConflict(OperationFailed):
@@ -162,20 +154,42 @@ class HubRest:
 
     async def _send(self, method: str, path: str, params: dict[str, str] | None) -> aiohttp.ClientResponse:
         """One call; a 503 (a replica between leaders, a store that failed for a moment: nothing was
-        done) is asked again with backoff for ``unavailable_for`` seconds, then handed back."""
+        done) is asked again with backoff, never sooner than its Retry-After (the hub sends none
+        today; a proxy in front of it may), for ``unavailable_for`` seconds. Past that, or at once
+        when the wait asked for goes beyond it, OperationFailed with the hub's words."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.unavailable_for
-        delay = _FIRST_RETRY
+        failures = 0
         while True:
             response = await self._send_once(method, path, params)
             if response.status != 503:
                 return response
-            wait = _retry_after(response.headers.get("Retry-After")) or delay
+            retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            wait = max(retry_after or 0.0, _RETRY.delay(failures))
             if loop.time() + wait > deadline:
-                return response
+                too_long = retry_after is not None and loop.time() + retry_after > deadline
+                raise await self._unavailable(
+                    response, f"{method} {self.access.url}{path}", retry_after if too_long else None
+                )
             response.release()
             await asyncio.sleep(wait)
-            delay = min(delay * 2, _MAX_RETRY)
+            failures += 1
+
+    async def _unavailable(
+        self, response: aiohttp.ClientResponse, call: str, too_long: float | None
+    ) -> OperationFailed:
+        """The error for a 503 given up on; ``too_long``: the Retry-After that goes past the bound."""
+        text = (await response.text()).strip()
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = None
+        message = body.get("message") if isinstance(body, dict) else None
+        if too_long is not None:
+            why = f"it asks to be asked again in {too_long:g} s, past the {self.unavailable_for:g} s mcctl waits"
+        else:
+            why = f"still unavailable; mcctl asks again for at most {self.unavailable_for:g} s"
+        return OperationFailed(f"{call}: 503 {message or text[:300]} ({why})")
 
     async def _send_once(self, method: str, path: str, params: dict[str, str] | None) -> aiohttp.ClientResponse:
         url = f"{self.access.url}{path}"

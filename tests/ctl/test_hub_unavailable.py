@@ -3,6 +3,7 @@ hiccup): it asks again with backoff, for a bounded time, then fails with the hub
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -17,15 +18,21 @@ NOT_LEADER = {"kind": "Status", "reason": "ServiceUnavailable", "message": "this
 
 @dataclass
 class FlakyHub:
-    """A loopback HTTP endpoint standing in for the hub: 503 for the first ``unavailable`` requests."""
+    """A loopback HTTP endpoint standing in for the hub: ``status`` (503 unless told) with
+    ``headers`` for the first ``unavailable`` requests."""
 
     unavailable: int
+    status: int = 503
+    headers: dict[str, str] = field(default_factory=dict)
     seen: list[str] = field(default_factory=list)
+    # When each request arrived (the event loop's clock).
+    arrivals: list[float] = field(default_factory=list)
 
     async def handle(self, request: web.Request) -> web.Response:
         self.seen.append(request.method)
+        self.arrivals.append(asyncio.get_running_loop().time())
         if len(self.seen) <= self.unavailable:
-            return web.json_response(NOT_LEADER, status=503)
+            return web.json_response(NOT_LEADER, status=self.status, headers=self.headers)
         return web.json_response({"items": [{"metadata": {"name": "x"}}]})
 
 
@@ -74,3 +81,34 @@ async def test_a_hub_that_stays_unavailable_fails_with_its_own_message_after_the
         with pytest.raises(OperationFailed, match="503"):
             await rest.json("/api/v1/resourceexports")
     assert 4 <= len(hub.seen) <= 12
+
+
+async def test_a_hub_that_fails_otherwise_than_503_is_not_asked_again(serve: list[web.AppRunner]) -> None:
+    hub = FlakyHub(unavailable=1, status=500)
+    async with HubRest(await _start(hub, serve)) as rest:
+        with pytest.raises(OperationFailed, match="500"):
+            await rest.json("/api/v1/resourceexports")
+    assert hub.seen == ["GET"]
+
+
+async def test_a_503_is_asked_again_no_sooner_than_its_retry_after(serve: list[web.AppRunner]) -> None:
+    hub = FlakyHub(unavailable=1, headers={"Retry-After": "1"})
+    async with HubRest(await _start(hub, serve)) as rest:
+        items = await rest.items("/api/v1/resourceexports")
+    assert [i["metadata"]["name"] for i in items] == ["x"]
+    assert hub.seen == ["GET", "GET"]
+    # Without the header the first retry comes after about 0.2 s.
+    assert hub.arrivals[1] - hub.arrivals[0] >= 0.99
+
+
+async def test_a_503_whose_retry_after_is_beyond_the_bound_fails_at_once(serve: list[web.AppRunner]) -> None:
+    hub = FlakyHub(unavailable=1_000, headers={"Retry-After": "30"})
+    loop = asyncio.get_running_loop()
+    async with HubRest(await _start(hub, serve)) as rest:
+        started = loop.time()
+        with pytest.raises(OperationFailed, match="not the leader") as caught:
+            await rest.json("/api/v1/resourceexports")
+        elapsed = loop.time() - started
+    assert hub.seen == ["GET"]
+    assert elapsed < 5  # not the 10 s of asking again
+    assert "503" in str(caught.value) and "asks to be asked again in 30 s" in str(caught.value)
