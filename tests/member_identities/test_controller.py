@@ -10,6 +10,7 @@ import pytest
 from kube.client import PatchType
 from kube.resources import PODS
 from mcapi import names
+from mcapi.labels import format_namespace_labels, join_normalized_label
 from member.identities import LabelIdentityController
 from tests.member_identities.conftest import RecordingSink
 from tests.member_identities.world import PodWorld, pod_body, until
@@ -174,18 +175,14 @@ async def test_a_restarted_controller_wants_exactly_what_the_first_exported(
     expected = {world.label(ns, {"app": "a0"}), world.label(ns, {"app": "a1"})}
     first_wanted = {e.label_identity.normalized_label for e in sink.desired.values()}
     second_wanted = {e.label_identity.normalized_label for e in second.desired_exports()}
-    assert _in_namespace(first_wanted, ns) == expected
-    assert _in_namespace(second_wanted, ns) == expected
+    assert _in_namespace(world, first_wanted, ns) == expected
+    assert _in_namespace(world, second_wanted, ns) == expected
     ours = {e.export_name for e in second.desired_exports() if e.label_identity.normalized_label in expected}
     assert ours == {name for name, e in sink.desired.items() if e.label_identity.normalized_label in expected}
 
 
-def _in_namespace(labels: set[str], namespace: str) -> set[str]:
-    """The normalized labels (``ns:<labels>&pod:<labels>``) of Pods in ``namespace``."""
-    found = set()
-    for label in labels:
-        ns_side = label.split("&", 1)[0].removeprefix("ns:")
-        pairs = dict(pair.split("=", 1) for pair in ns_side.split(",") if "=" in pair)
-        if pairs.get("kubernetes.io/metadata.name") == namespace:
-            found.add(label)
-    return found
+def _in_namespace(world: PodWorld, labels: set[str], namespace: str) -> set[str]:
+    """The normalized labels of Pods in ``namespace``: those that start with its side,
+    ``ns:<its labels>&pod:``, formatted as the member formats it."""
+    side = join_normalized_label(format_namespace_labels(namespace, world.namespaces[namespace]), "")
+    return {label for label in labels if label.startswith(side)}
