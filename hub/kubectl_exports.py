@@ -132,7 +132,6 @@ class KubectlExports:
         self._latest: dict[str, WatchEvent] = {}
         self._queue: WorkQueue[str] = WorkQueue("hub-kubectl-exports", backoff=_RETRY)
         self._task: asyncio.Task[None] | None = None
-        self._closed = False
         # (uid, generation) last decided on, by name: status writes and repeats change nothing.
         self._handled: dict[str, tuple[str, int]] = {}
         self.claimed: set[str] = set()
@@ -140,8 +139,9 @@ class KubectlExports:
     # ---- intake --------------------------------------------------------------
 
     async def on_event(self, event: WatchEvent) -> None:
-        """An informer handler: note what needs a decision (never waits on the hub)."""
-        if self._closed:
+        """An informer handler: note what needs a decision (never waits on the hub); after close,
+        nothing (the queue is shut down)."""
+        if self._queue.shutting_down:
             return
         obj = event.object
         name = name_of(obj)
@@ -168,7 +168,6 @@ class KubectlExports:
 
     async def close(self) -> None:
         """Stop deciding: queued CRs and pending retries are dropped, later events ignored."""
-        self._closed = True
         self._queue.shutdown()
         task, self._task = self._task, None
         if task is not None:
