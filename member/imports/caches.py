@@ -169,13 +169,12 @@ class OwnedKind:
 
     # Subscribers
 
-    def subscribe(self, handler: OnEvent) -> Unsubscribe:
+    def subscribe(self, handler: OnEvent) -> None:
         """``handler`` gets an ADDED event for every object the watch holds now, then every event
-        after the cache took it; returns the call that ends the subscription."""
+        after the cache took it, until ``unsubscribe(handler)``."""
         for obj in self._informer.list():
             self._tell(handler, WatchEvent("ADDED", obj))
         self._subscribers.append(handler)
-        return lambda: self.unsubscribe(handler)
 
     def unsubscribe(self, handler: OnEvent) -> None:
         if handler in self._subscribers:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from google.protobuf.struct_pb2 import Struct
+
 from kube.resources import Obj, Resource
 from mcapi import names
 from mcapi.convert import struct_to_dict
@@ -51,13 +53,17 @@ async def watched_policies(ctx: ImportContext) -> OwnedKind | None:
     return await ctx.watched_if_served(ctx.caches.optional_kind(acnp_kind(resource))) if resource is not None else None
 
 
+def tier_of(spec: Struct) -> str:
+    """The Tier a policy spec names, Antrea's default when it names none (or an empty one). Read
+    from the wire without converting the whole spec (a policy may be megabytes)."""
+    return str(spec["tier"] or DEFAULT_TIER) if "tier" in spec else DEFAULT_TIER
+
+
 def policy_tier(message: pb.ResourceImport) -> str | None:
-    """The Tier an ACNP import's policy goes in; None for an import of another kind. Read from
-    the wire without converting the whole spec (a policy may be megabytes)."""
+    """The Tier an ACNP import's policy goes in; None for an import of another kind."""
     if message.WhichOneof("payload") != "cluster_network_policy":
         return None
-    spec = message.cluster_network_policy
-    return str(spec["tier"] or DEFAULT_TIER) if "tier" in spec else DEFAULT_TIER
+    return tier_of(message.cluster_network_policy)
 
 
 def policy_name(message: pb.ResourceImport) -> str:
@@ -73,7 +79,7 @@ async def apply_acnp(ctx: ImportContext, message: pb.ResourceImport) -> None:
         )
     spec: dict[str, Any] = struct_to_dict(message.cluster_network_policy)
     name = names.imported_object_name(policy_name(message))
-    tier = policy_tier(message) or DEFAULT_TIER
+    tier = tier_of(message.cluster_network_policy)
     if not await _tier_exists(ctx, tier):
         await ctx.writer.delete_all(policies, message.import_name)
         raise ImportBlocked(
