@@ -98,7 +98,12 @@ class Registry:
     # Create
 
     def create(self, rt: ResourceType, namespace: str, body: Obj, *, dry_run: bool = False) -> Obj:
+        """The create verb (POST): the kind may refuse it before the body is read."""
         self.behaviour(rt.storage_key).admit_create()
+        return self._create(rt, namespace, body, dry_run=dry_run)
+
+    def _create(self, rt: ResourceType, namespace: str, body: Obj, *, dry_run: bool = False) -> Obj:
+        """A new object, from a create or from an update or apply of a missing one (verbs update, patch)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be a JSON object")
         obj = rt.to_storage(copy.deepcopy(body))
@@ -176,7 +181,7 @@ class Registry:
         old = self.store.get(rt.storage_key, ns, name)
         if old is None:
             if rt.allow_create_on_update and subresource is None:
-                return self.create(rt, namespace, body, dry_run=dry_run)
+                return self._create(rt, namespace, body, dry_run=dry_run)
             raise errors.not_found(rt.group, rt.plural, name)
         new = rt.to_storage(copy.deepcopy(body))
         if rt.codec:
@@ -266,7 +271,7 @@ class Registry:
             if content_type == APPLY_PATCH and subresource is None:
                 if isinstance(patch_doc, dict):
                     _meta(patch_doc).setdefault("name", name)
-                return self.create(rt, namespace, patch_doc, dry_run=dry_run)
+                return self._create(rt, namespace, patch_doc, dry_run=dry_run)
             raise errors.not_found(rt.group, rt.plural, name)
         current = rt.to_api(stored)
         if content_type == JSON_PATCH:

@@ -7,8 +7,9 @@ Deleting a CRD first deletes its custom resources (honouring their finalizers) u
 the `customresourcecleanup.apiextensions.k8s.io` finalizer, then stops serving it. As
 kube-apiserver v1.28 does (tests/sandbox/test_crd_deletion_semantics.py): the CRD is
 Terminating meanwhile (InstanceDeletionPending, then InstanceDeletionInProgress), its
-resources are still served but creates are refused with 405, and once it is gone its open
-watches end (the stream closes, no ERROR event). A change of spec or accepted names also
+resources are still served but the create verb (POST) is refused with 405 - a server-side
+apply of a missing object still creates it - and once it is gone its open watches end
+(the stream closes, no ERROR event). A change of spec or accepted names also
 rebuilds the resource's storage: its watches end and older resourceVersions are too old.
 
 Custom resources are validated, pruned and defaulted by their structural schemas the way

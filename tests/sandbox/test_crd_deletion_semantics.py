@@ -91,6 +91,21 @@ async def test_a_deleted_crd_is_terminating_serves_what_remains_and_refuses_crea
     assert refused.body["reason"] == "MethodNotAllowed"
     assert refused.body["message"] == "create not allowed while custom resource definition is terminating"
     assert refused.body["details"] == {"group": probe_crd.group, "kind": probe_crd.plural}
+    # Only the create verb is refused. An update never creates a custom resource, terminating or not...
+    put = await cluster.request("PUT", f"{probe_crd.path(namespace)}/put", body=probe_crd.object("put", "east"))
+    assert put.status == 404 and put.body["reason"] == "NotFound", put.body
+    # ...and a server-side apply (a patch) still creates one. A real apiserver's CRD finalizer would
+    # delete it only after its minute-long wait for the others times out, so the test deletes it.
+    applied = await cluster.request(
+        "PATCH",
+        f"{probe_crd.path(namespace)}/applied",
+        body=probe_crd.object("applied", "east"),
+        query={"fieldManager": "test"},
+        content_type="application/apply-patch+yaml",
+    )
+    assert applied.status == 201, applied.body
+    removed = await cluster.request("DELETE", f"{probe_crd.path(namespace)}/applied")
+    assert removed.status == 200, removed.body
 
     await _release(cluster, probe_crd, namespace)
     await cluster.wait_deleted(CRDS, probe_crd.name, within=GONE_WITHIN)
