@@ -309,6 +309,8 @@ async def test_a_hub_stalled_past_its_renew_deadline_leads_again_at_once_names_n
             await asyncio.wait({prober})
         assert hub.logged("kube.leader: leaseRenewDeadlineExceeded") and hub.logged("hub replica stepped down")
         assert hub.log.read_text().count("kube.leader: leaderElected") == 1, "a re-acquisition told as an election"
+        # While it had stepped down it was asked (the probe never stops): it answered UNAVAILABLE.
+        assert refusals, "no call was refused while the hub had stepped down"
         for details, trailing in refusals:
             assert "hub-0" not in details, details
             assert LEADER_METADATA not in dict(trailing), trailing
