@@ -377,6 +377,7 @@ class TunedStore(SqliteStore):
 async def small_engine(
     tmp_path: Path,
     clusters: tuple[str, ...] = ("east",),
+    *,
     wrap: Callable[[Store], Store] = lambda store: store,
     store: Callable[[Path], SqliteStore] = SmallStore,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -487,3 +488,61 @@ async def test_a_delete_that_would_let_skipped_endpoints_make_their_import_too_l
         assert str(refused.value).startswith(f"removing member 'east' {too_large}")
         assert await engine.store.snapshot() == before
         assert "east" in engine.index.members
+
+
+async def test_an_export_too_large_then_sent_again_smaller_in_the_same_call_is_not_refused(tmp_path: Path) -> None:
+    # What is checked is what the call writes: a later export of the same name replaces the
+    # earlier, so [big A, B, small A] writes B and small A, and every item is answered.
+    async with small_engine(tmp_path) as engine:
+        east = Identity(cluster_id="east")
+        big, small = big_endpoints("east", "default", "a", 80), big_endpoints("east", "default", "a", 2)
+        other = service_export("east", "default", "b")
+        assert engine.store.record_bytes(big) > SmallStore.LIMIT > engine.store.record_bytes(small)
+        answers, refusal = await engine.upsert_many(east, [(big, 1), (other, 2), (small, 3)])
+        assert refusal is None
+        assert [(a.sequence, a.export_name) for a in answers] == [
+            (1, big.export_name),
+            (2, other.export_name),
+            (3, small.export_name),
+        ]
+        assert {a.revision for a in answers} == {engine.revision}
+        exports = (await engine.store.snapshot()).exports
+        assert set(exports) == {small.export_name, other.export_name}
+        assert exports[small.export_name].endpoints == small.endpoints
+
+
+async def test_an_export_too_large_after_a_smaller_one_of_its_name_is_refused_at_its_index(tmp_path: Path) -> None:
+    # [small A, B, big A]: the call would write big A, so big A (item 2, whose name small A
+    # shares) is refused; small A and B, before it, are written.
+    async with small_engine(tmp_path) as engine:
+        east = Identity(cluster_id="east")
+        big, small = big_endpoints("east", "default", "a", 80), big_endpoints("east", "default", "a", 2)
+        other = service_export("east", "default", "b")
+        answers, refusal = await engine.upsert_many(east, [(small, 1), (other, 2), (big, 3)])
+        assert [(a.sequence, a.export_name) for a in answers] == [(1, small.export_name), (2, other.export_name)]
+        assert all(a.revision == engine.revision for a in answers)
+        assert isinstance(refusal, TooLarge)  # it is the item after the answers: index 2
+        assert str(refusal).startswith(f"export {big.export_name!r} is too large for the hub's store (")
+        assert f"at most {SmallStore.LIMIT})" in str(refusal)
+        exports = (await engine.store.snapshot()).exports
+        assert set(exports) == {small.export_name, other.export_name}
+        assert exports[small.export_name].endpoints == small.endpoints
+
+
+async def test_over_grpc_the_refusal_of_an_export_too_large_after_a_smaller_one_names_its_sequence(
+    tmp_path: Path,
+) -> None:
+    app = HubApp(hub_config(tmp_path / "hub"), store=SmallStore(tmp_path / "hub"))
+    await app.start()
+    members = MemberFactory(app)
+    try:
+        east = await members("east")
+        big, small = big_endpoints("east", "default", "a", 80), big_endpoints("east", "default", "a", 2)
+        other = service_export("east", "default", "b")
+        answers, details = await _sent_at_once(east, [_request(1, small), _request(2, other), _request(3, big)])
+        assert [(a.sequence, a.export_name) for a in answers] == [(1, small.export_name), (2, other.export_name)]
+        assert big.export_name in details and "(request sequence 3)" in details
+        assert set((await store_state(app))[1]) == {small.export_name, other.export_name}
+    finally:
+        await members.close()
+        await app.stop()
