@@ -44,15 +44,22 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
-from ipaddress import IPv4Address
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agent.errors import NftablesError
 from agent.linux.netns import run_command
 from agent.linux.ownership import NFT_FAMILY, NFT_POLICY_TABLE
 from agent.policy.model import Action, PortMatch
-from agent.policy.state import NO_IDENTITY_VNI, PolicyDatapath, ServiceDestination, TierRules, tagged_priority
+from agent.policy.state import (
+    NO_IDENTITY_VNI,
+    EgressRule,
+    IngressRule,
+    PolicyDatapath,
+    ServiceDestination,
+    TierRules,
+    tagged_priority,
+)
 
 _FINGERPRINT = "@FINGERPRINT@"
 _PRIO_TAG = 90  # srcnat - 10
@@ -122,10 +129,11 @@ def _render(policy: PolicyDatapath) -> tuple[str, int]:
     rule(f"{from_remote} meta priority set {_VNI} map @vni_identity")
     rule(f"{from_remote} {_VNI} set {policy.tunnel_vni}")
     out.append("\t}")
-    for direction, hook, prio, arrival, tiers in (
+    directions: tuple[tuple[str, str, int, str, Sequence[TierRules[Any]]], ...] = (
         ("in", "prerouting", _PRIO_INGRESS, f"iifname {tun}", policy.ingress),
         ("eg", "forward", _PRIO_FILTER, f"oifname {tun}", policy.egress),
-    ):
+    )
+    for direction, hook, prio, arrival, tiers in directions:
         names = _chain_names(direction, tiers)
         out.append(_chain_head("ingress" if direction == "in" else "egress", hook, prio))
         for tier, name in zip(tiers, names, strict=True):
@@ -138,17 +146,8 @@ def _render(policy: PolicyDatapath) -> tuple[str, int]:
             chain = [f"\tchain {name} {{"]
             out_len = len(out)
             for index, compiled in enumerate(tier.rules):
-                src, dst = f"{name}_{index}_src", f"{name}_{index}_dst"
-                if direction == "in":
-                    sets += _named(
-                        f"set {src}", "type classid", [classid(tagged_priority(int(i))) for i in compiled.sources]
-                    )
-                    sets += _named(f"set {dst}", "type ipv4_addr", [str(a) for a in compiled.destinations])
-                    match = f"meta priority @{src} ip daddr @{dst}"
-                else:
-                    sets += _named(f"set {src}", "type ipv4_addr", [str(a) for a in compiled.sources])
-                    sets += _named(f"set {dst}", _SERVICE_SET_TYPE, map(_service_element, compiled.destinations))
-                    match = f"ip saddr @{src} {_SERVICE_KEY} @{dst}"
+                rule_sets, match = _rule_sets(f"{name}_{index}", compiled)
+                sets += rule_sets
                 for l4 in _l4_matches(compiled.ports):
                     rule(" ".join(p for p in (match, l4, _VERDICT[compiled.action]) if p), compiled.origin)
             tier_chains += chain + out[out_len:] + ["\t}"]
@@ -172,9 +171,21 @@ def _named(head: str, kind: str, elements: Iterable[str]) -> list[str]:
     return [*lines, "\t}"]
 
 
-def _service_element(destination: IPv4Address | ServiceDestination) -> str:
-    if not isinstance(destination, ServiceDestination):
-        raise TypeError(f"an egress rule's destination must be a Service destination, not {destination}")
+def _rule_sets(prefix: str, compiled: IngressRule | EgressRule) -> tuple[list[str], str]:
+    """The sets of one rule's sources and destinations (named ``<prefix>_src``, ``_dst``), and
+    the match on them."""
+    src, dst = f"{prefix}_src", f"{prefix}_dst"
+    if isinstance(compiled, IngressRule):
+        identities = [classid(tagged_priority(i)) for i in compiled.sources]
+        sets = _named(f"set {src}", "type classid", identities)
+        sets += _named(f"set {dst}", "type ipv4_addr", [str(a) for a in compiled.destinations])
+        return sets, f"meta priority @{src} ip daddr @{dst}"
+    sets = _named(f"set {src}", "type ipv4_addr", [str(a) for a in compiled.sources])
+    sets += _named(f"set {dst}", _SERVICE_SET_TYPE, map(_service_element, compiled.destinations))
+    return sets, f"ip saddr @{src} {_SERVICE_KEY} @{dst}"
+
+
+def _service_element(destination: ServiceDestination) -> str:
     return f"{destination.address} . {destination.protocol} . {destination.port}"
 
 
@@ -182,7 +193,7 @@ def _chain_head(name: str, hook: str, prio: int) -> str:
     return f"\tchain {name} {{\n\t\ttype filter hook {hook} priority {prio}; policy accept;"
 
 
-def _chain_names(direction: str, tiers: tuple[TierRules, ...]) -> list[str]:
+def _chain_names(direction: str, tiers: Sequence[TierRules[Any]]) -> list[str]:
     names: list[str] = []
     for tier in tiers:
         name = f"{direction}_" + re.sub(r"[^A-Za-z0-9_]", "_", tier.tier)

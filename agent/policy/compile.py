@@ -30,7 +30,16 @@ from agent.policy.model import (
 )
 from agent.policy.named_ports import ContainerPort, split_by_resolved_ports
 from agent.policy.parse import parse_policy
-from agent.policy.state import MAX_IDENTITY, CompiledPolicy, CompiledRule, PolicyReport, ServiceDestination, TierRules
+from agent.policy.state import (
+    MAX_IDENTITY,
+    CompiledPolicy,
+    CompiledRule,
+    EgressRule,
+    IngressRule,
+    PolicyReport,
+    ServiceDestination,
+    TierRules,
+)
 
 DEFAULT_TIERS: Mapping[str, int] = {
     "emergency": 50,
@@ -112,8 +121,8 @@ def compile_policies(sources: PolicySources) -> CompiledPolicy:
     enforced.sort(key=lambda p: (tiers[p.tier], p.priority, p.kind != KIND_CLUSTER_NETWORK_POLICY, p.namespace, p.name))
     namespace_labels = {name: {**labels, NAMESPACE_NAME_LABEL: name} for name, labels in sources.namespaces.items()}
     services = {(s.namespace, s.name): s for s in sources.services}
-    ingress: dict[str, list[CompiledRule]] = {}
-    egress: dict[str, list[CompiledRule]] = {}
+    ingress: dict[str, list[IngressRule]] = {}
+    egress: dict[str, list[EgressRule]] = {}
     for policy in enforced:
         for rule in policy.rules:
             applied = _applied_pods(rule.applied_to, pods, namespace_labels)
@@ -122,14 +131,12 @@ def compile_policies(sources: PolicySources) -> CompiledPolicy:
                 peer_ids = _identity_ids(rule.peers, identities)
                 pieces = split_by_resolved_ports(rule.ports, ((pod.ip, pod.ports) for pod in applied))
                 ingress.setdefault(policy.tier, []).extend(
-                    CompiledRule(rule.action, peer_ids, destinations, ports, origin) for ports, destinations in pieces
+                    IngressRule(rule.action, peer_ids, destinations, ports, origin) for ports, destinations in pieces
                 )
             else:
                 wanted = sorted({d for ref in rule.services for d in _service_destinations(services, ref)})
                 applied_ips = tuple(sorted({pod.ip for pod in applied}))
-                egress.setdefault(policy.tier, []).append(
-                    CompiledRule(rule.action, applied_ips, tuple(wanted), (), origin)
-                )
+                egress.setdefault(policy.tier, []).append(EgressRule(rule.action, applied_ips, tuple(wanted), origin))
     return CompiledPolicy(
         pod_identities=_pod_identities(pods, namespace_labels, identities),
         identity_ids=tuple(sorted({i.id for i in identities})),
@@ -139,7 +146,7 @@ def compile_policies(sources: PolicySources) -> CompiledPolicy:
     )
 
 
-def _tiers(rules: Mapping[str, list[CompiledRule]], tiers: Mapping[str, int]) -> tuple[TierRules, ...]:
+def _tiers(rules: Mapping[str, list[CompiledRule]], tiers: Mapping[str, int]) -> tuple[TierRules[CompiledRule], ...]:
     return tuple(
         TierRules(name, tiers[name], tuple(r for r in found if r.sources and r.destinations))
         for name, found in sorted(rules.items(), key=lambda item: (tiers[item[0]], item[0]))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from ipaddress import IPv4Address
+from typing import Generic, TypeVar
 
 from agent.policy.model import Action, PortMatch
 
@@ -41,23 +42,38 @@ class ServiceDestination:
 
 
 @dataclass(frozen=True)
-class CompiledRule:
-    """One nftables rule: traffic from ``sources`` to ``destinations`` on ``ports`` gets ``action``.
-
-    Ingress: ``sources`` are label identity IDs, ``destinations`` local Pod IPs (appliedTo).
-    Egress: ``sources`` are local Pod IPs (appliedTo), ``destinations`` the multi-cluster
-    Services' ClusterIPs and backends, each with its ports (``ports`` stays empty)."""
+class IngressRule:
+    """One nftables rule: traffic from the label identity IDs ``sources`` to the local Pod IPs
+    ``destinations`` (appliedTo) on ``ports`` (empty: every port) gets ``action``."""
 
     action: Action
-    sources: tuple[int, ...] | tuple[IPv4Address, ...]
-    destinations: tuple[IPv4Address, ...] | tuple[ServiceDestination, ...]
+    sources: tuple[int, ...]
+    destinations: tuple[IPv4Address, ...]
     ports: tuple[PortMatch, ...]
     origin: str
     """``<kind> <ns/name> <direction>[<index>] <rule name>``, for humans reading nft output."""
 
 
 @dataclass(frozen=True)
-class TierRules:
+class EgressRule:
+    """One nftables rule: traffic from the local Pod IPs ``sources`` (appliedTo) to the
+    multi-cluster Services' ``destinations`` (ClusterIPs and backends, each with its own
+    protocol and port) gets ``action``."""
+
+    action: Action
+    sources: tuple[IPv4Address, ...]
+    destinations: tuple[ServiceDestination, ...]
+    origin: str
+    """As IngressRule's."""
+    ports: tuple[()] = ()
+    """None of its own: a destination carries its ports (toServices refuses ``ports``)."""
+
+
+CompiledRule = TypeVar("CompiledRule", IngressRule, EgressRule)
+
+
+@dataclass(frozen=True)
+class TierRules(Generic[CompiledRule]):
     """The rules of one Tier, in order; a Pass rule returns to the next Tier."""
 
     tier: str
@@ -86,8 +102,8 @@ class CompiledPolicy:
     """Local Pod IP -> its label identity ID (Pods whose identity was imported)."""
     identity_ids: tuple[int, ...] = ()
     """Every imported label identity ID (what the Gateway may carry and recover)."""
-    ingress: tuple[TierRules, ...] = ()
-    egress: tuple[TierRules, ...] = ()
+    ingress: tuple[TierRules[IngressRule], ...] = ()
+    egress: tuple[TierRules[EgressRule], ...] = ()
     reports: tuple[PolicyReport, ...] = ()
 
 
@@ -102,5 +118,5 @@ class PolicyDatapath:
     remote_gateways: tuple[IPv4Address, ...]
     pod_identities: tuple[tuple[IPv4Address, int], ...]
     identity_ids: tuple[int, ...]
-    ingress: tuple[TierRules, ...]
-    egress: tuple[TierRules, ...]
+    ingress: tuple[TierRules[IngressRule], ...]
+    egress: tuple[TierRules[EgressRule], ...]

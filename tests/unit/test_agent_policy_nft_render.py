@@ -6,12 +6,12 @@ from ipaddress import IPv4Address
 
 from agent.linux.policy_nft import render_policy_table
 from agent.policy.model import Action, PortMatch
-from agent.policy.state import CompiledRule, PolicyDatapath, ServiceDestination, TierRules
+from agent.policy.state import EgressRule, IngressRule, PolicyDatapath, ServiceDestination, TierRules
 
 POD, OTHER = IPv4Address("10.1.1.10"), IPv4Address("10.1.2.10")
 
 
-def datapath(*ingress: TierRules, egress: tuple[TierRules, ...] = ()) -> PolicyDatapath:
+def datapath(*ingress: TierRules[IngressRule], egress: tuple[TierRules[EgressRule], ...] = ()) -> PolicyDatapath:
     return PolicyDatapath(
         tunnel_interface="mc-tun0",
         tunnel_port=4798,
@@ -51,13 +51,13 @@ def test_tiers_are_chains_jumped_in_order_and_actions_become_verdicts() -> None:
         "application",
         250,
         (
-            CompiledRule(Action.PASS, (7,), (POD,), (), "ACNP a ingress[0] r0"),
-            CompiledRule(
+            IngressRule(Action.PASS, (7,), (POD,), (), "ACNP a ingress[0] r0"),
+            IngressRule(
                 Action.DROP, (7, 8), (POD,), (PortMatch("tcp", 80, 90), PortMatch("udp")), "ACNP a ingress[1] r1"
             ),
         ),
     )
-    top = TierRules("emergency", 50, (CompiledRule(Action.REJECT, (8,), (OTHER,), (), "ACNP b ingress[0] r0"),))
+    top = TierRules("emergency", 50, (IngressRule(Action.REJECT, (8,), (OTHER,), (), "ACNP b ingress[0] r0"),))
     body = lines(render_policy_table(datapath(top, app)))
     jumps = [line.split(" comment")[0] for line in body if line.startswith('iifname "mc-tun0" ct state new jump')]
     assert jumps == [
@@ -79,7 +79,7 @@ def test_egress_rules_match_pod_sources_and_service_address_protocol_and_port_le
         ServiceDestination(IPv4Address("10.96.0.9"), "udp", 53),
         ServiceDestination(IPv4Address("10.96.0.9"), "sctp", 9),
     )
-    tier = TierRules("application", 250, (CompiledRule(Action.ALLOW, (POD,), services, (), "ACNP e egress[0] r"),))
+    tier = TierRules("application", 250, (EgressRule(Action.ALLOW, (POD,), services, "ACNP e egress[0] r"),))
     text = render_policy_table(datapath(egress=(tier,)))
     body = lines(text)
     assert any(line.startswith('oifname "mc-tun0" ct state new jump eg_application') for line in body)
@@ -95,7 +95,7 @@ def test_egress_rules_match_pod_sources_and_service_address_protocol_and_port_le
 def test_every_rule_carries_a_fingerprint_of_the_whole_table() -> None:
     first = render_policy_table(datapath())
     second = render_policy_table(
-        datapath(TierRules("application", 250, (CompiledRule(Action.DROP, (7,), (POD,), (), "x"),)))
+        datapath(TierRules("application", 250, (IngressRule(Action.DROP, (7,), (POD,), (), "x"),)))
     )
     fingerprints = {line.split('comment "')[1].split(" ")[0].rstrip('"') for line in lines(first) if "comment" in line}
     assert len(fingerprints) == 1
