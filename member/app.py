@@ -13,10 +13,9 @@ With ``enableStretchedNetworkPolicy`` the label identities of the cluster's Pods
 too (member.identities), in the same first bracket. Several MemberApps may run in one process,
 each with its own KubeClient.
 
-With DNS on (``options.dns``) the member owns its import caches from start to stop: the
-clusterset.local DNS reads them from the start, and the ImportApplier of every join works from
-them (one watch per imported kind, kept across rejoins); without DNS each ImportApplier keeps
-its own for its join.
+The member owns its import caches (member.imports.caches) from start to stop: the ImportApplier
+of every join works from them (one watch per imported kind, kept across rejoins), and with DNS on
+(``options.dns``) the clusterset.local DNS reads them from the start.
 
 ``registry`` holds the member's metrics: its client's requests (rest_client_requests_total,
 the QPS limit) and its work queues (workqueue_depth, controller_runtime_reconcile_total...);
@@ -101,7 +100,7 @@ class MemberApp:
         self.registry = CollectorRegistry()  # the member's metrics
         client.metrics.register(self.registry)  # its API requests and rate limit
         self.dns: ClustersetDns | None = None
-        self._import_caches: ImportCaches | None = None  # the member's own, with DNS on
+        self._import_caches: ImportCaches | None = None  # from start to stop
 
     @property
     def namespace(self) -> str:
@@ -115,13 +114,12 @@ class MemberApp:
             raise RuntimeError("the member is already started")
         self.config = await load_multicluster_config(self.client, self.namespace)
         # Before the ClusterSet controller: a join may follow at once, and its importer needs them.
-        if self.options.dns is not None:
-            await self._start_dns(self.options.dns)
+        await self._start_imports(self.options.dns)
         controller = ClusterSetController(self.client, self.namespace, self, status_resync=self.options.status_resync)
         try:
             await controller.start()
         except BaseException:
-            await self._stop_dns()
+            await self._stop_imports()
             raise
         self._clusterset = controller
         log.info(
@@ -137,22 +135,24 @@ class MemberApp:
         try:
             await self.leave(withdraw=False)
         finally:
-            await self._stop_dns()
+            await self._stop_imports()
         log.info("member stopped", extra={"namespace": self.namespace})
 
-    async def _start_dns(self, options: DnsOptions) -> None:
+    async def _start_imports(self, dns_options: DnsOptions | None) -> None:
+        """The import caches, and the DNS that reads them when it is on."""
         caches = ImportCaches(self.client, self.namespace)
         self._import_caches = caches
         try:
             await caches.start()
-            dns = ClustersetDns(self.client, caches, options, self.registry)
-            await dns.start()
+            if dns_options is not None:
+                dns = ClustersetDns(self.client, caches, dns_options, self.registry)
+                await dns.start()
+                self.dns = dns
         except BaseException:
-            await self._stop_dns()
+            await self._stop_imports()
             raise
-        self.dns = dns
 
-    async def _stop_dns(self) -> None:
+    async def _stop_imports(self) -> None:
         dns, self.dns = self.dns, None
         caches, self._import_caches = self._import_caches, None
         if dns is not None:
@@ -248,6 +248,8 @@ class MemberApp:
         self, spec: JoinSpec, endpoint: HubEndpoint, exports: ServiceExportController
     ) -> tuple[HubSession, ImportApplier]:
         """A hub session (not started) and the importer it feeds."""
+        if self._import_caches is None:
+            raise RuntimeError("the member is not started: it has no import caches to join with")
         relay = _ImportRelay()
         session = HubSession(
             endpoint,

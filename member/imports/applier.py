@@ -75,20 +75,19 @@ class ImportApplier:
         discovery_ttl: float = 10.0,
         workers: int = DEFAULT_WORKERS,
         registry: CollectorRegistry | None = None,
-        caches: ImportCaches | None = None,
+        caches: ImportCaches,
     ) -> None:
         """``report(import_name, succeeded, reason, message)`` is called when an import's outcome
         changes (e.g. ``HubSession.report_import_status``). ``retry_interval``: seconds, the
         longest wait between attempts at a blocked import. ``discovery_ttl``: seconds a discovery
         answer (is the ServiceImport CRD served, in which version?) is reused. ``workers``: imports
         written at once. ``registry``: where the work queue's metrics go (none: not counted).
-        ``caches``: started caches of ``member_namespace``'s cluster that others read too and that
-        outlive this importer (the member's, with DNS on); none: its own, started and stopped
-        with it."""
+        ``caches``: the started import caches of ``member_namespace``'s cluster (the member's,
+        which outlive this importer and which others read too); the importer only reads them
+        and has them watch the optional kinds it writes."""
         if workers < 1:
             raise ValueError("an importer needs at least one worker")
-        self._owns_caches = caches is None
-        self._caches = caches if caches is not None else ImportCaches(client, member_namespace)
+        self._caches = caches
         self._apis = ApiDiscovery(client, discovery_ttl)
         self._ctx = ImportContext(
             client,
@@ -117,12 +116,11 @@ class ImportApplier:
     # ---- lifecycle -----------------------------------------------------------
 
     async def start(self) -> None:
-        """Fill the caches (watches of our objects and of Namespaces), then start the workers."""
+        """Listen to the caches, have them watch the optional kinds served now, then start the
+        workers. Raises RuntimeError while another importer listens to the same caches."""
         if self._task is not None:
             return
         self._unlisten = self._caches.listen(self._on_object_changed, self._on_namespace, self._on_tier)
-        if self._owns_caches:
-            await self._caches.start()
         # Policies may have been imported before a restart: watch them when Antrea serves them.
         await watched_policies(self._ctx)
         await self._ctx.service_imports()
@@ -140,8 +138,6 @@ class ImportApplier:
         unlisten, self._unlisten = self._unlisten, None
         if unlisten is not None:
             unlisten()
-        if self._owns_caches:
-            await self._caches.stop()
 
     # ---- the session's consumer ---------------------------------------------
 

@@ -9,7 +9,7 @@ import pytest
 
 from hub.app import HubApp
 from hub.clusterset import clusterset_status
-from kube.resources import CLUSTER_SETS, CLUSTER_SETS_V1ALPHA1
+from kube.resources import CLUSTER_SETS, CLUSTER_SETS_V1ALPHA1, LABEL_IDENTITIES
 from tests.member.conftest import MemberFactory
 from tests.member.harness import MEMBER_NAMESPACE, WAIT, JoinedMember, eventually
 
@@ -91,3 +91,27 @@ async def test_a_member_removed_while_it_was_down_is_admitted_again_with_its_exp
 
     await eventually(back, what="east admitted again with its exports")
     await east.wait_condition(NS, "web", "Ready", "True", "Exported")
+
+
+async def test_a_member_watches_what_it_imports_once_across_leaving_and_joining_again(
+    hub: HubApp, members: MemberFactory
+) -> None:
+    east = await members.join("east")
+    await east.wait_connected()
+    written = await east.client.get(CLUSTER_SETS, hub.config.cluster_set_id, MEMBER_NAMESPACE)
+    await east.client.delete(CLUSTER_SETS, hub.config.cluster_set_id, MEMBER_NAMESPACE)
+
+    async def left() -> bool:
+        return east.member.joined is None and "east" not in hub.engine.index.members
+
+    await eventually(left, within=LEAVE_WITHIN, what="east left")
+    await east.client.create(
+        CLUSTER_SETS, {"metadata": written["metadata"] | {"resourceVersion": None}, "spec": written["spec"]}
+    )
+
+    async def joined_again() -> bool:
+        return east.member.importer is not None and "east" in hub.engine.index.members
+
+    await eventually(joined_again, what="east joined again")
+    # The member's import caches live from its start to its stop: every join's importer reads them.
+    assert east.client.metrics.total(verbs=["watch"], resource=LABEL_IDENTITIES.qualified_name) == 1

@@ -4,7 +4,7 @@
 - `reports`: a `Reports` recorder to pass as the applier's `report`.
 - `appliers`: `appliers.new(**options)` gives a started ImportApplier for `member` (cluster
   "west", member Namespace kube-system, 0.1 s retries, no discovery caching unless
-  `discovery_ttl` is given, its own metrics registry), wrapped so that `handle()` returns once
+  `discovery_ttl` is given, its own metrics registry and import caches), wrapped so that `handle()` returns once
   the event's changes were tried, as the tests of single imports want (the applier itself only
   records the event and returns; `.applier` is the applier). All are stopped at teardown.
   Building a second one is how a test restarts the member.
@@ -26,6 +26,7 @@ from kube.client import KubeClient
 from kube.events import EventRecorder
 from member.hubclient import ImportEvent
 from member.imports import ImportApplier, Outcome
+from member.imports.caches import ImportCaches
 from tests.kubeenv.cluster import sandbox_cluster
 from tests.member_hubclient.conftest import hub, hubs, sessions  # noqa: F401 - fixtures used by the end-to-end test
 
@@ -84,9 +85,14 @@ class Appliers:
     client: KubeClient
     reports: Reports
     started: list[ImportApplier] = field(default_factory=list)
+    caches: list[ImportCaches] = field(default_factory=list)
 
     async def new(self, **options: Any) -> Settling:
+        """A started importer, with import caches of its own as a member started anew has."""
         registry = CollectorRegistry()
+        caches = ImportCaches(self.client, MEMBER_NAMESPACE)
+        self.caches.append(caches)
+        await caches.start()
         settings: dict[str, Any] = {"retry_interval": 0.1, "discovery_ttl": 0.0, "report": self.reports, **options}
         applier = ImportApplier(
             self.client,
@@ -94,6 +100,7 @@ class Appliers:
             member_namespace=MEMBER_NAMESPACE,
             recorder=EventRecorder(self.client, "mchub-member-test"),
             registry=registry,
+            caches=caches,
             **settings,
         )
         await applier.start()
@@ -103,6 +110,9 @@ class Appliers:
     async def close(self) -> None:
         for applier in self.started:
             await applier.stop()
+        for caches in self.caches:
+            await caches.stop()
+        self.caches.clear()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SERVICE_IMPORTS, SERVICES
 from mcapi import names
 from member.hubclient import HubSession
 from member.imports import ImportApplier
+from member.imports.caches import ImportCaches
 from tests.integration.hubclient import endpoints_export, service_export
 from tests.member_hubclient.conftest import SessionFactory
 from tests.member_imports.conftest import CLUSTER_ID, MEMBER_NAMESPACE, WAIT, eventually
@@ -36,7 +37,11 @@ async def test_exports_of_another_member_become_imported_objects_in_this_members
         assert west is not None
         west.report_import_status(import_name, succeeded, reason, message)
 
-    applier = ImportApplier(member, cluster_id=CLUSTER_ID, member_namespace=MEMBER_NAMESPACE, report=report)
+    caches = ImportCaches(member, MEMBER_NAMESPACE)
+    await caches.start()
+    applier = ImportApplier(
+        member, cluster_id=CLUSTER_ID, member_namespace=MEMBER_NAMESPACE, report=report, caches=caches
+    )
     await applier.start()
     try:
         west = await sessions.open(CLUSTER_ID, on_import_event=applier.handle)
@@ -78,3 +83,4 @@ async def test_exports_of_another_member_become_imported_objects_in_this_members
         assert (await member.list(SERVICE_IMPORTS, "default")).items == []
     finally:
         await applier.stop()
+        await caches.stop()
