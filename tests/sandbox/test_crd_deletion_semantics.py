@@ -122,6 +122,7 @@ async def test_the_watches_of_a_deleted_crd_close_once_it_is_gone_without_an_err
     seen: dict[str, list[tuple[str, str]]] = {"namespace": [], "everywhere": []}
     first: dict[str, tuple[str, str]] = {}
     opened = {key: asyncio.Event() for key in seen}
+    plain_gone = {key: asyncio.Event() for key in seen}
     gone_when_closed: dict[str, bool] = {}
 
     async def follow(key: str, path: str) -> None:
@@ -135,6 +136,8 @@ async def test_the_watches_of_a_deleted_crd_close_once_it_is_gone_without_an_err
                 opened[key].set()
             else:
                 seen[key].append((event["type"], event["object"]["metadata"]["name"]))
+                if seen[key][-1] == ("DELETED", "plain"):
+                    plain_gone[key].set()
         crd = await cluster.request("GET", f"{CRDS}/{probe_crd.name}")
         gone_when_closed[key] = crd.status == 404
 
@@ -145,6 +148,9 @@ async def test_the_watches_of_a_deleted_crd_close_once_it_is_gone_without_an_err
         deleted = await cluster.request("DELETE", f"{CRDS}/{probe_crd.name}")
         assert deleted.status == 200, deleted.body
         await _until_deletion_starts(cluster, probe_crd, namespace, since)
+        # The finalizer deletes the resources one by one in name order (held, then plain): the
+        # release waits for plain's deletion, so that held's cannot overtake it.
+        await asyncio.gather(*(event.wait() for event in plain_gone.values()))
         # Still open while the CRD is terminating: the held object's deletion comes on the same streams.
         await _release(cluster, probe_crd, namespace)
 
