@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import suppress
 from functools import partial
 from pathlib import Path
@@ -29,7 +29,7 @@ from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists, NotFound
 from kube.resources import CRDS, Obj, Resource
 from tests.kubeenv.cluster import sandbox_cluster
-from tests.member_imports.conftest import CLUSTER_ID, Appliers, Reports, eventually
+from tests.member_imports.conftest import CLUSTER_ID, Appliers, Reports, Settling, eventually
 from tests.member_imports.messages import acnp_import
 from tests.member_imports.test_service_imports import eventually_applied
 
@@ -296,17 +296,25 @@ async def test_an_importer_whose_policy_crd_went_away_still_removes_its_imports_
 
     await eventually(gone, wait=60.0)
     missing = (False, "CRDNotInstalled", "ClusterNetworkPolicy CRD not installed: is Antrea running?")
+    # A real server ends the old watch about a second after the CRD is gone; until the importer
+    # hears that, a new policy may be refused for its (equally gone) Tier instead.
+    await eventually(_new_imports_until(applier, reports, made, tier, missing), wait=10.0)
+    await applier.applier.remove_all()  # leaving the ClusterSet: nothing left to remove, no error
+
+
+def _new_imports_until(
+    applier: Settling, reports: Reports, made: Made, tier: str, outcome: tuple[bool, str, str]
+) -> Callable[[], Awaitable[bool]]:
+    """A probe that hands the importer a new policy import in ``tier`` at each call, and says
+    whether that one was reported ``outcome``."""
     tries = iter(range(1_000))
 
-    async def told_missing() -> bool:
-        # A real server ends the old watch about a second after the CRD is gone; until the importer
-        # hears that, a new policy may be refused for its (equally gone) Tier instead.
+    async def reported() -> bool:
         other = acnp_import(made.policy_name(f"later{next(tries)}"), policy_spec(tier))
         await applier.handle(other)
-        return reports.last(other.import_name) == missing
+        return reports.last(other.import_name) == outcome
 
-    await eventually(told_missing, wait=10.0)
-    await applier.applier.remove_all()  # leaving the ClusterSet: nothing left to remove, no error
+    return reported
 
 
 async def test_a_tier_crd_removed_after_discovery_listed_it_counts_as_not_installed_and_discovery_is_asked_again(
@@ -326,17 +334,10 @@ async def test_a_tier_crd_removed_after_discovery_listed_it_counts_as_not_instal
         return not await _listed(member, TIER) and not await _discovered(member, TIER)
 
     await eventually(gone, wait=60.0)
-    tries = iter(range(1_000))
-
-    async def applied_unchecked() -> bool:
-        # A real server ends the Tier watch about a second after the CRD is gone; until the
-        # importer hears that, a policy is refused for its (equally gone) Tier instead.
-        other = acnp_import(made.policy_name(f"later{next(tries)}"), policy_spec(tier))
-        await applier.handle(other)
-        return reports.last(other.import_name) == (True, "Succeeded", "")
-
-    # Tiers not installed: nothing to check a policy's Tier against, as when discovery never listed them.
-    await eventually(applied_unchecked, wait=10.0)
+    # Tiers not installed: nothing to check a policy's Tier against, as when discovery never listed
+    # them. A real server ends the Tier watch about a second after the CRD is gone; until the
+    # importer hears that, a policy is refused for its (equally gone) Tier instead.
+    await eventually(_new_imports_until(applier, reports, made, tier, (True, "Succeeded", "")), wait=10.0)
     # Discovery was asked again (its answer of a minute is not kept): no Tier is looked for any more.
     before = member.metrics.counts()
     for index in range(3):
