@@ -27,6 +27,7 @@ import logging
 import re
 from typing import Any
 
+from kube.conditions import Condition, find_condition, set_condition
 from sandbox import errors
 from sandbox.errors import FieldError, go_string
 from sandbox.kinds.base import KindBehaviour
@@ -34,7 +35,6 @@ from sandbox.kinds.custom_resources import CustomResourceVersion
 from sandbox.registry import DeleteOptions, Registry
 from sandbox.resources import GroupResource, Obj, PrinterColumn, ResourceCatalog, ResourceType
 from sandbox.store import ObjectStore, StoredEvent
-from sandbox.timefmt import now_rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -43,34 +43,17 @@ CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 _DEFAULT_COLUMNS = (PrinterColumn("Age", "date", ".metadata.creationTimestamp"),)
 
 
-def _condition(kind: str, reason: str, message: str, status: str = "True") -> dict[str, str]:
-    return {
-        "type": kind,
-        "status": status,
-        "lastTransitionTime": now_rfc3339(),
-        "reason": reason,
-        "message": message,
-    }
-
-
-def _set_condition(crd: Obj, condition: dict[str, str]) -> None:
-    """Replace the condition of that type (lastTransitionTime kept if its status stays)."""
-    conditions = crd.setdefault("status", {}).setdefault("conditions", [])
-    for index, old in enumerate(conditions):
-        if old["type"] == condition["type"]:
-            if old["status"] == condition["status"]:
-                condition = {**condition, "lastTransitionTime": old["lastTransitionTime"]}
-            conditions[index] = condition
-            return
-    conditions.append(condition)
+def _conditions(crd: Obj) -> list[Condition]:
+    conditions: list[Condition] = crd.setdefault("status", {}).setdefault("conditions", [])
+    return conditions
 
 
 def _terminating_reason(crd: Obj) -> str | None:
-    for condition in (crd.get("status") or {}).get("conditions") or []:
-        if condition["type"] == "Terminating" and condition["status"] == "True":
-            reason: str = condition["reason"]
-            return reason
-    return None
+    condition = find_condition((crd.get("status") or {}).get("conditions"), "Terminating")
+    if condition is None or condition.get("status") != "True":
+        return None
+    reason: str = condition["reason"]
+    return reason
 
 
 def _names_with_defaults(spec: dict[str, Any]) -> dict[str, Any]:
@@ -88,18 +71,18 @@ class CRDBehaviour(KindBehaviour):
         finalizers = obj["metadata"].setdefault("finalizers", [])
         if CLEANUP_FINALIZER not in finalizers:
             finalizers.append(CLEANUP_FINALIZER)
+        conditions: list[Condition] = []
+        set_condition(conditions, "NamesAccepted", "True", "NoConflicts", "no conflicts found")
+        set_condition(conditions, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted")
         obj["status"] = {
-            "conditions": [
-                _condition("NamesAccepted", "NoConflicts", "no conflicts found"),
-                _condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-            ],
+            "conditions": conditions,
             "acceptedNames": spec["names"],
             "storedVersions": [v["name"] for v in spec["versions"] if v.get("storage")],
         }
 
     def deletion_requested(self, obj: Obj) -> None:
         message = "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"
-        _set_condition(obj, _condition("Terminating", "InstanceDeletionPending", message))
+        set_condition(_conditions(obj), "Terminating", "True", "InstanceDeletionPending", message)
 
     def prepare_update(self, old: Obj, new: Obj, *, dry_run: bool) -> None:
         self._default_and_validate(new)
@@ -275,9 +258,9 @@ class CRDController:
         if crd is None or key is None or not crd["metadata"].get("deletionTimestamp"):
             return
         if _terminating_reason(crd) != "InstanceDeletionInProgress":
-            progress = _condition("Terminating", "InstanceDeletionInProgress", "CustomResource deletion is in progress")
             crd = copy.deepcopy(crd)
-            _set_condition(crd, progress)
+            message = "CustomResource deletion is in progress"
+            set_condition(_conditions(crd), "Terminating", "True", "InstanceDeletionInProgress", message)
             crd = self.registry.put_internal(CRDS, crd)
         rt = self.catalog.preferred_for_storage_key(key)
         remaining = store.list_objects(key)
