@@ -25,6 +25,7 @@ import asyncio
 import copy
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from kube.conditions import Condition, find_condition, set_condition
@@ -198,15 +199,22 @@ class CustomResourceBehaviour(KindBehaviour):
             )
 
 
+@dataclass(frozen=True)
+class _Served:
+    """A CRD whose resource is served: the resource's storage key, and what its storage was
+    built from (uid, spec, accepted names): a change of it rebuilds the storage."""
+
+    resource: GroupResource
+    built_from: tuple[str, Any, Any]
+
+
 class CRDController:
     """Keeps the catalog in step with CRDs and cleans up custom resources on deletion."""
 
     def __init__(self, registry: Registry, catalog: ResourceCatalog) -> None:
         self.registry = registry
         self.catalog = catalog
-        self._served: dict[str, GroupResource] = {}
-        # What each served CRD's storage was built from: a change of it rebuilds the storage.
-        self._built_from: dict[str, tuple[str, Any, Any]] = {}
+        self._served: dict[str, _Served] = {}
         self._loop = asyncio.get_running_loop()
 
     def on_event(self, event: StoredEvent) -> None:
@@ -220,43 +228,43 @@ class CRDController:
                 self._serve(crd)
             else:
                 self._loop.call_soon(self._cleanup, name)
-        elif event.type == "DELETED" and event.resource in self._served.values():
-            for name, key in self._served.items():
-                if key == event.resource:
+        elif event.type == "DELETED":
+            for name, served in self._served.items():
+                if served.resource == event.resource:
                     self._loop.call_soon(self._cleanup, name)
 
     def _serve(self, crd: Obj) -> None:
         name = crd["metadata"]["name"]
         built_from = (crd["metadata"].get("uid", ""), crd["spec"], (crd.get("status") or {}).get("acceptedNames"))
-        if self._built_from.get(name) == built_from:
+        previous = self._served.get(name)
+        if previous is not None and previous.built_from == built_from:
             return  # a status or metadata change: a real apiserver keeps the storage too
         key = (crd["spec"]["group"], _names_with_defaults(crd["spec"])["plural"])
-        previous = self._served.get(name)
         if previous is not None:
-            self.registry.store.rebuild(previous)
-        self.catalog.remove_where(lambda rt: rt.from_crd and rt.storage_key == (previous or key))
+            self.registry.store.rebuild(previous.resource)
+        old_key = previous.resource if previous is not None else key
+        self.catalog.remove_where(lambda rt: rt.from_crd and rt.storage_key == old_key)
         for rt in resource_types_of(crd):
             self.catalog.add(rt)
         self.catalog.set_version_order(key[0], _version_priority(crd["spec"].get("versions") or []))
         self.registry.register_behaviour(key, CustomResourceBehaviour(self.registry.store, name, key))
-        self._served[name] = key
-        self._built_from[name] = built_from
+        self._served[name] = _Served(key, built_from)
         log.info("crd served", extra={"crd": name})
 
     def _unserve(self, name: str) -> None:
-        key = self._served.pop(name, None)
-        self._built_from.pop(name, None)
-        if key is not None:
-            self.catalog.remove_where(lambda rt: rt.from_crd and rt.storage_key == key)
-            self.registry.store.rebuild(key)
+        served = self._served.pop(name, None)
+        if served is not None:
+            self.catalog.remove_where(lambda rt: rt.from_crd and rt.storage_key == served.resource)
+            self.registry.store.rebuild(served.resource)
             log.info("crd no longer served", extra={"crd": name})
 
     def _cleanup(self, name: str) -> None:
         store = self.registry.store
         crd = store.get(CRDS, "", name)
-        key = self._served.get(name)
-        if crd is None or key is None or not crd["metadata"].get("deletionTimestamp"):
+        served = self._served.get(name)
+        if crd is None or served is None or not crd["metadata"].get("deletionTimestamp"):
             return
+        key = served.resource
         if _terminating_reason(crd) != "InstanceDeletionInProgress":
             crd = copy.deepcopy(crd)
             message = "CustomResource deletion is in progress"
