@@ -20,19 +20,18 @@ meanwhile. Failing writes are logged and left to the next report (best effort, l
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hub.import_status import ImportStatusEntry
+from hub.queue_worker import QueueWorker
 from kube.client import KubeClient, PatchType
 from kube.conditions import format_time
 from kube.errors import KubeError, NotFound
 from kube.events import EventRecorder
 from kube.resources import RESOURCE_IMPORTS, Obj
-from kube.workqueue import WorkQueue, run_reconciler
+from kube.workqueue import WorkQueue
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -92,39 +91,30 @@ class ImportOutcomeWriter:
         self._recorder = EventRecorder(client, EVENT_SOURCE)
         self._pending: dict[str, list[_Failure]] = {}  # import name -> failures to record
         # Keyed: reports about one import coalesce into one write.
-        self._queue: WorkQueue[str] = WorkQueue("hub-import-outcomes")
-        self._task: asyncio.Task[None] | None = None
+        self._work: QueueWorker[str] = QueueWorker(WorkQueue("hub-import-outcomes"), self._reconcile)
 
     def observe(self, import_name: str, cluster_id: str, entry: ImportStatusEntry) -> None:
         """A member reported about an import (called by the engine's report book; never blocks).
         After close it is dropped: nothing would write it."""
-        if self._queue.shutting_down:
+        if self._work.closed:
             return
         failures = self._pending.setdefault(import_name, [])
         imported = self._source.imports().get(import_name)
         if not entry.succeeded and imported is not None and imported.HasField("cluster_network_policy"):
             failures.append(_Failure(cluster_id, failure_message(cluster_id, entry.message)))
-        self._queue.add(import_name)
-        if self._task is None or self._task.done():
-            work = run_reconciler(self._queue, self._reconcile)
-            self._task = asyncio.get_running_loop().create_task(work, name="hub-import-outcomes")
+        self._work.add(import_name)
 
     async def settled(self) -> None:
         """Until every report observed so far was written (or failed to be)."""
-        await self._queue.wait_idle()
+        await self._work.settled()
 
     async def close(self) -> None:
         """Stop writing; reports observed afterwards are not written."""
-        self._queue.shutdown()
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._work.close()
         self._pending.clear()
 
     async def _reconcile(self, name: str) -> None:
-        """The worker's turn at one import (kube.workqueue.run_reconciler). A failed write is
+        """The worker's turn at one import (hub.queue_worker). A failed write is
         logged and not retried: the next report about the import writes its status again."""
         try:
             await self._write(name, self._pending.pop(name, []))

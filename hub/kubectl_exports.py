@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from hub.auth.identity import ADMIN
 from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, quote
 from hub.merge.ownership import ADMIN_OWNER
+from hub.queue_worker import QueueWorker
 from hub.store.base import StoreError
 from hub.store.kube_authorship import Authorship, authorship, spec_kind
 from kube.client import KubeClient, PatchType, WatchEvent
@@ -48,7 +49,7 @@ from kube.errors import KubeError, NotFound, TemporaryError
 from kube.events import EventRecorder
 from kube.informer import Informer
 from kube.resources import RESOURCE_EXPORTS, Obj, name_of
-from kube.workqueue import ItemBackoff, WorkQueue, run_reconciler
+from kube.workqueue import ItemBackoff, WorkQueue
 from mcapi import names
 from mcapi.convert import ConversionError, resource_export_from_cr
 from mcapi.crds.exchange import RESOURCE_EXPORT_FAILURE
@@ -130,8 +131,9 @@ class KubectlExports:
         # The latest event of each CR waiting for a decision (or being decided on): the queue
         # holds names only, so however many events came, the worker acts on the last one.
         self._latest: dict[str, WatchEvent] = {}
-        self._queue: WorkQueue[str] = WorkQueue("hub-kubectl-exports", backoff=_RETRY)
-        self._task: asyncio.Task[None] | None = None
+        self._work: QueueWorker[str] = QueueWorker(
+            WorkQueue("hub-kubectl-exports", backoff=_RETRY), self._reconcile, workers=_WORKERS
+        )
         # (uid, generation) last decided on, by name: status writes and repeats change nothing.
         self._handled: dict[str, tuple[str, int]] = {}
         self.claimed: set[str] = set()
@@ -140,8 +142,8 @@ class KubectlExports:
 
     async def on_event(self, event: WatchEvent) -> None:
         """An informer handler: note what needs a decision (never waits on the hub); after close,
-        nothing (the queue is shut down)."""
-        if self._queue.shutting_down:
+        nothing."""
+        if self._work.closed:
             return
         obj = event.object
         name = name_of(obj)
@@ -157,23 +159,15 @@ class KubectlExports:
         if spec_kind(obj) == names.KIND_ACNP or held:
             self.claimed.add(name)
         self._latest[name] = event
-        self._queue.add(name)
-        if self._task is None or self._task.done():
-            work = run_reconciler(self._queue, self._reconcile, workers=_WORKERS)
-            self._task = asyncio.get_running_loop().create_task(work, name="hub-kubectl-exports")
+        self._work.add(name)
 
     async def settled(self) -> None:
         """Until every event noted so far was decided on, retries included (tests)."""
-        await self._queue.wait_idle()
+        await self._work.settled()
 
     async def close(self) -> None:
         """Stop deciding: queued CRs and pending retries are dropped, later events ignored."""
-        self._queue.shutdown()
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._work.close()
         self._latest.clear()
         self.claimed.clear()
 

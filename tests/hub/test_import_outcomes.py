@@ -28,5 +28,5 @@ async def test_a_report_observed_after_close_leaves_nothing_pending_and_starts_n
         for _ in range(3):
             writer.observe(import_name, "west", failed)
         assert writer._pending == {}
-        assert writer._task is None
+        assert not writer._work.running
         await writer.settled()
