@@ -24,10 +24,9 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from hub.import_status import ImportStatusEntry
+from hub.import_status import ImportStatusEntry, cluster_statuses
 from hub.queue_worker import QueueWorker
 from kube.client import KubeClient, PatchType
-from kube.conditions import format_time
 from kube.errors import KubeError, NotFound
 from kube.events import EventRecorder
 from kube.resources import RESOURCE_IMPORTS, Obj
@@ -56,25 +55,6 @@ class ReportSource:
     ) -> None:
         self.imports = imports
         self.reports = reports
-
-
-def cluster_statuses(reports: dict[str, ImportStatusEntry]) -> list[dict[str, object]]:
-    """``status.clusterStatuses`` of a ResourceImport, from the reports about it."""
-    return [
-        {
-            "clusterID": cluster_id,
-            "conditions": [
-                {
-                    "type": "Succeeded",
-                    "status": "True" if entry.succeeded else "False",
-                    "reason": entry.reason,
-                    "message": entry.message,
-                    "lastTransitionTime": format_time(entry.reported),
-                }
-            ],
-        }
-        for cluster_id, entry in sorted(reports.items())
-    ]
 
 
 def failure_message(cluster_id: str, message: str) -> str:

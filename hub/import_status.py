@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from hub.store.base import WriteBatch
+from kube.conditions import format_time
 
 
 @dataclass(frozen=True)
@@ -46,3 +47,22 @@ class ImportStatusBook(dict[str, dict[str, ImportStatusEntry]]):
                 reports.pop(cluster_id, None)
                 if not reports:
                     del self[name]
+
+
+def cluster_statuses(reports: dict[str, ImportStatusEntry]) -> list[dict[str, object]]:
+    """``status.clusterStatuses`` of a ResourceImport, from the reports about it."""
+    return [
+        {
+            "clusterID": cluster_id,
+            "conditions": [
+                {
+                    "type": "Succeeded",
+                    "status": "True" if entry.succeeded else "False",
+                    "reason": entry.reason,
+                    "message": entry.message,
+                    "lastTransitionTime": format_time(entry.reported),
+                }
+            ],
+        }
+        for cluster_id, entry in sorted(reports.items())
+    ]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from hub.clusterset import clusterset_status, member_health
 from hub.errors import InvalidRequest
+from hub.import_status import cluster_statuses
 from hub.merge import delivers_to
 from mcapi import names
 from mcapi.convert import (
@@ -105,23 +106,7 @@ def import_item(hub: RestHub, imp: pb.ResourceImport) -> dict[str, Any]:
     item = resource_import_to_cr(imp, hub.config.namespace).to_dict()
     reports = hub.engine.import_status.get(imp.import_name, {})
     if reports:
-        item["status"] = {
-            "clusterStatuses": [
-                {
-                    "clusterID": cluster_id,
-                    "conditions": [
-                        {
-                            "type": "Succeeded",
-                            "status": "True" if entry.succeeded else "False",
-                            "reason": entry.reason,
-                            "message": entry.message,
-                            "lastTransitionTime": _rfc3339(entry.reported),
-                        }
-                    ],
-                }
-                for cluster_id, entry in sorted(reports.items())
-            ]
-        }
+        item["status"] = {"clusterStatuses": cluster_statuses(reports)}
     return item
 
 
