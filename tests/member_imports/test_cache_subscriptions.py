@@ -192,7 +192,11 @@ async def test_the_caches_take_one_listener_at_a_time(
     with pytest.raises(RuntimeError, match="already"):
         caches.listen(_ignore, _ignore, _ignore)
     unlisten()
-    unlisten()  # once is enough: a second call unbinds nobody
+    second = caches.listen(_ignore, _ignore, _ignore)
+    unlisten()  # once is enough: a second call unbinds nobody, not the listener bound since
+    with pytest.raises(RuntimeError, match="already"):
+        caches.listen(_ignore, _ignore, _ignore)
+    second()
     caches.listen(_ignore, _ignore, _ignore)()
 
 
