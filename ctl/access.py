@@ -167,7 +167,9 @@ class HubRest:
             retry_after = parse_retry_after(response.headers.get("Retry-After"))
             wait = max(retry_after or 0.0, _RETRY.delay(failures))
             if loop.time() + wait > deadline:
-                too_long = retry_after is not None and loop.time() + retry_after > deadline
+                # Only a wait longer than mcctl's whole bound is the hub's asking too much; one that
+                # merely overruns what is left of it is the hub still being unavailable.
+                too_long = retry_after is not None and retry_after > self.unavailable_for
                 raise await self._unavailable(
                     response, f"{method} {self.access.url}{path}", retry_after if too_long else None
                 )
@@ -179,17 +181,12 @@ class HubRest:
         self, response: aiohttp.ClientResponse, call: str, too_long: float | None
     ) -> OperationFailed:
         """The error for a 503 given up on; ``too_long``: the Retry-After that goes past the bound."""
-        text = (await response.text()).strip()
-        try:
-            body = json.loads(text)
-        except ValueError:
-            body = None
-        message = body.get("message") if isinstance(body, dict) else None
+        text = await response.text()
         if too_long is not None:
             why = f"it asks to be asked again in {too_long:g} s, past the {self.unavailable_for:g} s mcctl waits"
         else:
             why = f"still unavailable; mcctl asks again for at most {self.unavailable_for:g} s"
-        return OperationFailed(f"{call}: 503 {message or text[:300]} ({why})")
+        return OperationFailed(f"{call}: 503 {_hub_message(text) or text.strip()[:300]} ({why})")
 
     async def _send_once(self, method: str, path: str, params: dict[str, str] | None) -> aiohttp.ClientResponse:
         url = f"{self.access.url}{path}"
@@ -215,14 +212,13 @@ class HubRest:
         """A write (DELETE ...); the hub's JSON answer. Its refusals carry the hub's own message:
         404 raises NotFoundError, 409 HubConflict, anything else OperationFailed."""
         response = await self._send(method, path, params)
-        try:
-            body = await response.json()
-        except (aiohttp.ContentTypeError, ValueError):
-            body = {"message": (await response.text()).strip()[:300]}
+        text = await response.text()
         if response.status < 300:
-            return body
-        message = str(body.get("message", "")) if isinstance(body, dict) else ""
-        detail = message or f"{response.status} {response.reason}"
+            try:
+                return json.loads(text)
+            except ValueError:
+                return {"message": text.strip()[:300]}
+        detail = _hub_message(text) or f"{response.status} {response.reason}"
         if response.status == 404:
             raise NotFoundError(detail)
         if response.status == 409:
@@ -246,3 +242,13 @@ class HubRest:
         body = await self.json(path, params)
         items = body.get("items") if isinstance(body, dict) else None
         return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def _hub_message(text: str) -> str:
+    """The hub's words in an error body: its JSON ``message``, or the text itself when it is not
+    JSON (a proxy's page), cut to 300 characters; "" for JSON without a message."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text.strip()[:300]
+    return str(body.get("message") or "") if isinstance(body, dict) else ""

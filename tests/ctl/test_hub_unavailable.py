@@ -112,3 +112,16 @@ async def test_a_503_whose_retry_after_is_beyond_the_bound_fails_at_once(serve: 
     assert hub.seen == ["GET"]
     assert elapsed < 5  # not the 10 s of asking again
     assert "503" in str(caught.value) and "asks to be asked again in 30 s" in str(caught.value)
+
+
+async def test_a_retry_after_within_the_bound_that_outlasts_what_is_left_of_it_is_told_as_still_unavailable(
+    serve: list[web.AppRunner],
+) -> None:
+    # Asked again after 1 s, then told 1 s again with about 0.5 s of the 1.5 s bound left.
+    hub = FlakyHub(unavailable=1_000, headers={"Retry-After": "1"})
+    async with HubRest(await _start(hub, serve), unavailable_for=1.5) as rest:
+        with pytest.raises(OperationFailed, match="not the leader") as caught:
+            await rest.json("/api/v1/resourceexports")
+    assert hub.seen == ["GET", "GET"]
+    assert "still unavailable" in str(caught.value)
+    assert "asks to be asked again" not in str(caught.value), "1 s is not past a 1.5 s bound"
