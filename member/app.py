@@ -267,7 +267,6 @@ class MemberApp:
         importer = ImportApplier(
             self.client,
             cluster_id=spec.cluster_id,
-            member_namespace=self.namespace,
             report=session.report_import_status,
             recorder=self.recorder,
             workers=self.options.import_workers,

@@ -67,7 +67,6 @@ class ImportApplier:
         client: KubeClient,
         *,
         cluster_id: str,
-        member_namespace: str,
         report: Report,
         recorder: EventRecorder | None = None,
         clock: Callable[[], datetime] = _utc_now,
@@ -82,9 +81,9 @@ class ImportApplier:
         longest wait between attempts at a blocked import. ``discovery_ttl``: seconds a discovery
         answer (is the ServiceImport CRD served, in which version?) is reused. ``workers``: imports
         written at once. ``registry``: where the work queue's metrics go (none: not counted).
-        ``caches``: the started import caches of ``member_namespace``'s cluster (the member's,
-        which outlive this importer and which others read too); the importer only reads them
-        and has them watch the optional kinds it writes."""
+        ``caches``: the member's started import caches (they name its Namespace; they outlive
+        this importer and others read them too); the importer only reads them and has them
+        watch the optional kinds it writes."""
         if workers < 1:
             raise ValueError("an importer needs at least one worker")
         self._caches = caches
@@ -92,7 +91,7 @@ class ImportApplier:
         self._ctx = ImportContext(
             client,
             cluster_id,
-            member_namespace,
+            caches.member_namespace,
             self._apis,
             clock,
             self._caches,

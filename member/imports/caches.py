@@ -308,6 +308,7 @@ class ImportCaches:
 
     def __init__(self, client: KubeClient, member_namespace: str) -> None:
         self._client = client
+        self._member_namespace = member_namespace
         self._on_change: OnChange = _ignore_change
         self._on_namespace: OnEvent = _ignore_event
         self._on_tier: OnEvent = _ignore_event
@@ -325,6 +326,11 @@ class ImportCaches:
             self._on_namespace(event)
 
         self.namespaces = Informer(client, NAMESPACES, handler=namespace_event)
+
+    @property
+    def member_namespace(self) -> str:
+        """The Namespace the member's ClusterInfoImports are watched (and written) in."""
+        return self._member_namespace
 
     def listen(self, on_change: OnChange, on_namespace: OnEvent, on_tier: OnEvent) -> Unlisten:
         """The importer's callbacks: ``on_change(import_name)`` when someone else changed one of

@@ -97,7 +97,6 @@ class Appliers:
         applier = ImportApplier(
             self.client,
             cluster_id=CLUSTER_ID,
-            member_namespace=MEMBER_NAMESPACE,
             recorder=EventRecorder(self.client, "mchub-member-test"),
             registry=registry,
             caches=caches,

@@ -206,7 +206,7 @@ async def test_a_second_importer_on_the_same_caches_is_refused_and_the_first_sti
     _, client, caches = cluster
 
     def importer() -> ImportApplier:
-        return ImportApplier(client, cluster_id="west", member_namespace="kube-system", report=Reports(), caches=caches)
+        return ImportApplier(client, cluster_id="west", report=Reports(), caches=caches)
 
     first = importer()
     await first.start()

@@ -39,9 +39,7 @@ async def test_exports_of_another_member_become_imported_objects_in_this_members
 
     caches = ImportCaches(member, MEMBER_NAMESPACE)
     await caches.start()
-    applier = ImportApplier(
-        member, cluster_id=CLUSTER_ID, member_namespace=MEMBER_NAMESPACE, report=report, caches=caches
-    )
+    applier = ImportApplier(member, cluster_id=CLUSTER_ID, report=report, caches=caches)
     await applier.start()
     try:
         west = await sessions.open(CLUSTER_ID, on_import_event=applier.handle)
