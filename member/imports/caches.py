@@ -400,7 +400,6 @@ class ImportCaches:
         """The kind of a CRD that may come and go, watched in the version ``spec`` names from
         now on (a watch of another version of it is stopped). Raises CachesStopped after stop()."""
         plural = spec.resource.qualified_name
-        self._refuse_if_stopped()
         current = self._optional.get(plural)
         if current is not None and current.resource == spec.resource and not current.failed:
             return current
@@ -431,7 +430,6 @@ class ImportCaches:
         """Antrea's Tiers, watched in ``resource``'s version from now on (a watch of another
         version, or one that failed, is replaced). Raises NotFound when they are not served,
         CachesStopped after stop()."""
-        self._refuse_if_stopped()
         current = self._tiers
         if current is not None and current.resource == resource and current.error is None:
             return current
