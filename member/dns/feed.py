@@ -56,7 +56,6 @@ class DnsFeed:
     ) -> None:
         """``caches``: the importer's, started; the feed only reads them (and asks them to watch
         the served ServiceImport version). ``client``: for discovery of that version."""
-        self.client = client
         self._apis = ApiDiscovery(client)
         self.caches = caches
         self.zone = zone
@@ -107,7 +106,6 @@ class DnsFeed:
             try:
                 kind = self.caches.watching(SERVICE_IMPORTS.qualified_name) or await self._watch_served()
             except CachesStopped:
-                self._first_look.set()
                 return  # the member stopped its caches: there is nothing more to follow
             self._first_look.set()
             if kind is None:

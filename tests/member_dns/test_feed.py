@@ -234,6 +234,18 @@ async def test_a_start_cancelled_midway_leaves_nothing_following_the_caches(clus
         assert _running(f"informer-{SERVICE_IMPORTS_V1BETA1.qualified_name}") == 1
 
 
+async def test_a_feed_started_on_stopped_caches_returns_and_follows_nothing(cluster: KubeClient) -> None:
+    await install_crds(cluster)
+    async with import_caches(cluster) as caches:
+        await caches.stop()  # the member is leaving
+        feed = DnsFeed(cluster, caches, ClustersetZone(), retry_interval=0.1)
+        async with asyncio.timeout(10):
+            await feed.start()  # the ServiceImport CRD is served, but the caches watch nothing more
+        assert _running("dns-feed-serviceimports") == 0
+        assert not feed.synced
+        await feed.stop()
+
+
 def _running(task_name: str) -> int:
     return sum(1 for task in asyncio.all_tasks() if task.get_name() == task_name and not task.done())
 
