@@ -7,8 +7,9 @@ commit takes it instead of converting the record again. A record is known by its
 deterministic encoding, so one changed since it was measured is converted afresh.
 
 A commit takes what it writes and forgets the rest: measures of a write the engine then refused,
-in part or whole. Meanwhile at most `budget` bytes of CRs (as JSON) are kept; a record measured
-past that is converted again when written, so a refused write never holds much memory.
+in part or whole. Meanwhile at most `budget` bytes are kept, counting each CR's JSON and its key
+(the record's encoding, about as large again); a record measured past that is converted again
+when written, so a refused write never holds much memory.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ class MeasuredCRs:
             return kept[1]
         cr = measured_cr(record, self._namespace, type(record))
         size = cr_bytes(cr)
-        if self._kept_bytes + size <= self._budget:
+        held = size + len(key[1])  # the key is the record's encoding: about as large again
+        if self._kept_bytes + held <= self._budget:
             self._kept[key] = (cr, size)
-            self._kept_bytes += size
+            self._kept_bytes += held
         return size
 
     def take(self, record: object, kind: RecordKind) -> tuple[dict[str, Any], int]:
@@ -49,9 +51,10 @@ class MeasuredCRs:
         size, for the commit that writes it: the one measured, or converted now. The CR is the
         caller's to change."""
         if isinstance(record, kind):
-            kept = self._kept.pop(_key(record), None)
+            key = _key(record)
+            kept = self._kept.pop(key, None)
             if kept is not None:
-                self._kept_bytes -= kept[1]
+                self._kept_bytes -= kept[1] + len(key[1])
                 return kept
         cr = measured_cr(record, self._namespace, kind)
         return cr, cr_bytes(cr)
