@@ -53,7 +53,7 @@ from agent.linux.ownership import NFT_FAMILY, NFT_POLICY_TABLE
 from agent.policy.model import Action, PortMatch
 from agent.policy.state import (
     NO_IDENTITY_VNI,
-    EgressRule,
+    CompiledRule,
     IngressRule,
     PolicyDatapath,
     ServiceDestination,
@@ -171,7 +171,7 @@ def _named(head: str, kind: str, elements: Iterable[str]) -> list[str]:
     return [*lines, "\t}"]
 
 
-def _rule_sets(prefix: str, compiled: IngressRule | EgressRule) -> tuple[list[str], str]:
+def _rule_sets(prefix: str, compiled: CompiledRule) -> tuple[list[str], str]:
     """The sets of one rule's sources and destinations (named ``<prefix>_src``, ``_dst``), and
     the match on them."""
     src, dst = f"{prefix}_src", f"{prefix}_dst"

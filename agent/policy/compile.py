@@ -33,10 +33,10 @@ from agent.policy.parse import parse_policy
 from agent.policy.state import (
     MAX_IDENTITY,
     CompiledPolicy,
-    CompiledRule,
     EgressRule,
     IngressRule,
     PolicyReport,
+    Rule,
     ServiceDestination,
     TierRules,
 )
@@ -146,7 +146,7 @@ def compile_policies(sources: PolicySources) -> CompiledPolicy:
     )
 
 
-def _tiers(rules: Mapping[str, list[CompiledRule]], tiers: Mapping[str, int]) -> tuple[TierRules[CompiledRule], ...]:
+def _tiers(rules: Mapping[str, list[Rule]], tiers: Mapping[str, int]) -> tuple[TierRules[Rule], ...]:
     return tuple(
         TierRules(name, tiers[name], tuple(r for r in found if r.sources and r.destinations))
         for name, found in sorted(rules.items(), key=lambda item: (tiers[item[0]], item[0]))

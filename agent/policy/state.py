@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from ipaddress import IPv4Address
-from typing import Generic, TypeVar
+from typing import Generic, TypeAlias, TypeVar
 
 from agent.policy.model import Action, PortMatch
 
@@ -65,20 +65,26 @@ class EgressRule:
     destinations: tuple[ServiceDestination, ...]
     origin: str
     """As IngressRule's."""
-    ports: tuple[()] = ()
-    """None of its own: a destination carries its ports (toServices refuses ``ports``)."""
+
+    @property
+    def ports(self) -> tuple[()]:
+        """None of its own: a destination carries its ports (toServices refuses ``ports``)."""
+        return ()
 
 
-CompiledRule = TypeVar("CompiledRule", IngressRule, EgressRule)
+CompiledRule: TypeAlias = IngressRule | EgressRule
+"""One nftables rule of either direction."""
+
+Rule = TypeVar("Rule", IngressRule, EgressRule)
 
 
 @dataclass(frozen=True)
-class TierRules(Generic[CompiledRule]):
+class TierRules(Generic[Rule]):
     """The rules of one Tier, in order; a Pass rule returns to the next Tier."""
 
     tier: str
     priority: int
-    rules: tuple[CompiledRule, ...]
+    rules: tuple[Rule, ...]
 
 
 @dataclass(frozen=True)
