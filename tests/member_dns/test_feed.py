@@ -26,6 +26,7 @@ from member.imports.caches import ImportCaches, served_service_import, service_i
 from member.imports.discovery import ApiDiscovery
 from sandbox.server import SandboxServer
 from tests.kubeenv.cluster import CRD_DIR, ensure_namespace, install_crds
+from tests.kubeenv.tasks import running_informers, running_tasks
 from tests.member_dns.objects import endpoint, endpoint_slice, service_import
 
 NAME = "nginx.web.svc.clusterset.local."
@@ -220,18 +221,18 @@ async def test_a_start_cancelled_midway_leaves_nothing_following_the_caches(clus
         feed = DnsFeed(cluster, caches, ClustersetZone(), retry_interval=0.1)
         start = asyncio.create_task(feed.start())
         await asyncio.sleep(0)  # subscribed, and looking for the served ServiceImport version
-        assert not start.done() and _running("dns-feed-serviceimports") == 1
+        assert not start.done() and running_tasks("dns-feed-serviceimports") == 1
         start.cancel()
         with pytest.raises(asyncio.CancelledError):
             await start
 
-        assert _running("dns-feed-serviceimports") == 0
+        assert running_tasks("dns-feed-serviceimports") == 0
         assert not feed.synced
         # The importer has the ServiceImports watched: their contents go to every subscriber at
         # once, and none of them to the feed that never started.
         await caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1))
         assert feed.zone.services == 0
-        assert _running(f"informer-{SERVICE_IMPORTS_V1BETA1.qualified_name}") == 1
+        assert running_informers(SERVICE_IMPORTS_V1BETA1) == 1
 
 
 async def test_a_feed_started_on_stopped_caches_returns_and_follows_nothing(cluster: KubeClient) -> None:
@@ -241,13 +242,9 @@ async def test_a_feed_started_on_stopped_caches_returns_and_follows_nothing(clus
         feed = DnsFeed(cluster, caches, ClustersetZone(), retry_interval=0.1)
         async with asyncio.timeout(10):
             await feed.start()  # the ServiceImport CRD is served, but the caches watch nothing more
-        assert _running("dns-feed-serviceimports") == 0
+        assert running_tasks("dns-feed-serviceimports") == 0
         assert not feed.synced
         await feed.stop()
-
-
-def _running(task_name: str) -> int:
-    return sum(1 for task in asyncio.all_tasks() if task.get_name() == task_name and not task.done())
 
 
 async def test_where_only_v1alpha1_is_served_the_dns_follows_the_version_the_importer_writes(

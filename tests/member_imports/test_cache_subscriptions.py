@@ -18,6 +18,7 @@ from member.imports.ownership import LABEL_IMPORTED_SERVICE, LABEL_MANAGED_BY, M
 from member.imports.policies import tier_resource
 from sandbox.server import SandboxServer
 from tests.kubeenv.cluster import ensure_namespace, install_crds, sandbox_cluster
+from tests.kubeenv.tasks import running_informers
 from tests.member_imports.conftest import Reports, eventually
 from tests.member_imports.messages import service_import
 
@@ -145,11 +146,6 @@ async def test_a_subscriber_follows_an_optional_kind_from_its_first_watch_throug
     assert seen.events[-1] == ("ADDED", "db")
 
 
-def running_watches(resource: str) -> int:
-    """Informers of ``resource`` (plural.group) still running in this loop."""
-    return sum(1 for task in asyncio.all_tasks() if task.get_name() == f"informer-{resource}" and not task.done())
-
-
 async def test_stopped_caches_refuse_to_watch_an_optional_kind_or_tiers_and_make_no_request(
     cluster: tuple[SandboxServer, KubeClient, ImportCaches],
 ) -> None:
@@ -162,7 +158,7 @@ async def test_stopped_caches_refuse_to_watch_an_optional_kind_or_tiers_and_make
     with pytest.raises(CachesStopped, match="stopped"):
         await caches.tiers(tier_resource("v1beta1"))
     assert client.metrics.total() == before
-    assert running_watches(SERVICE_IMPORTS) == 0
+    assert running_informers(SERVICE_IMPORTS_V1BETA1) == 0
 
 
 async def test_an_optional_kind_being_watched_when_the_caches_stop_is_stopped_too(
@@ -171,12 +167,12 @@ async def test_an_optional_kind_being_watched_when_the_caches_stop_is_stopped_to
     _, _, caches = cluster
     pending = asyncio.create_task(caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1)))
     await asyncio.sleep(0)  # its first list under way
-    assert running_watches(SERVICE_IMPORTS) == 1
+    assert running_informers(SERVICE_IMPORTS_V1BETA1) == 1
     await caches.stop()
 
     with pytest.raises(CachesStopped, match="stopped"):
         await pending
-    assert running_watches(SERVICE_IMPORTS) == 0
+    assert running_informers(SERVICE_IMPORTS_V1BETA1) == 0
     assert caches.watching(SERVICE_IMPORTS) is None
 
 
