@@ -194,10 +194,14 @@ class Engine:
 
     def removal_plan(self, cluster_id: str) -> MemberRemoval:
         """What remove_member would delete and change now (nothing is written)."""
+        return self._removal(cluster_id)[0]
+
+    def _removal(self, cluster_id: str) -> tuple[MemberRemoval, WriteBatch]:
+        """The removal's plan, and the write that deletes the member's exports."""
         owned = self.index.owned_by(cluster_id, admin=False)
         batch = self._regroup(deleted=owned, put=[])
         changed = sorted(i.import_name for i in batch.put_imports)
-        return MemberRemoval(cluster_id, sorted(owned), sorted(batch.delete_imports), changed)
+        return MemberRemoval(cluster_id, sorted(owned), sorted(batch.delete_imports), changed), batch
 
     async def remove_member(self, cluster_id: str, reason: str) -> MemberRemoval | None:
         """Remove a member's announce and every export it made, re-merging what they were part of.
@@ -207,10 +211,10 @@ class Engine:
         than believing exports the hub no longer has. None when there was nothing to remove.
         """
         async with self._lock:
-            plan = self.removal_plan(cluster_id)
+            plan, batch = self._removal(cluster_id)
             if cluster_id not in self.index.members and not plan.exports:
                 return None
-            batch = self._regroup_deletes(set(plan.exports), f"removing member {quote(cluster_id)}")
+            self._refuse_misfit(batch, f"removing member {quote(cluster_id)}")
             batch.delete_members.append(cluster_id)
             revision = await self._commit_and_publish_batch(batch)
         self.verdicts_bus.end(cluster_id, reason)
@@ -463,10 +467,14 @@ class Engine:
         """The write of deleting these exports; TooLarge (`cause` refused) if a record it puts
         does not fit: a delete can let skipped exports join (hub.engine_fit)."""
         batch = self._regroup(deleted=deleted, put=[])
+        self._refuse_misfit(batch, cause)
+        return batch
+
+    def _refuse_misfit(self, batch: WriteBatch, cause: str) -> None:
+        """TooLarge (`cause` refused) when a record the batch puts does not fit the store."""
         oversize = self._limits.first_misfit(batch)
         if oversize is not None:
             raise refusal(cause, oversize)
-        return batch
 
     async def _commit(self, batch: WriteBatch) -> int:
         return await _to_the_end(self._commit_now(batch))
