@@ -308,25 +308,21 @@ async def test_an_export_that_would_make_an_import_too_large_to_deliver_is_refus
 
 
 class SmallStore(SqliteStore):
-    """A SQLite store that holds records of at most LIMIT bytes, so records of a few addresses outgrow it."""
+    """A SQLite store that holds records of at most `limit` bytes (LIMIT unless a test sets
+    another), so records of a few addresses outgrow it."""
 
     LIMIT = 3000
+    limit: int | None = LIMIT
 
     @property
-    def max_record_bytes(self) -> int:
-        return self.LIMIT
+    def max_record_bytes(self) -> int | None:
+        return self.limit
 
 
 async def test_in_one_batch_the_first_export_that_does_not_fit_is_refused_and_those_before_it_are_written(
     tmp_path: Path,
 ) -> None:
-    config = HubConfig(data_dir=tmp_path)
-    engine = Engine(SmallStore(tmp_path / "hub"), config)
-    await engine.start()
-    try:
-        for cluster in ("east", "west"):
-            request = pb.AnnounceRequest(cluster_id=cluster, cluster_set_id=config.cluster_set_id)
-            await engine.announce(Identity(cluster_id=cluster), request)
+    async with small_engine(tmp_path, ("east", "west")) as engine:
         west = Identity(cluster_id="west")
         west_endpoints = big_endpoints("west", "default", "web", 30)
         assert SmallStore.LIMIT / 2 < west_endpoints.ByteSize() < SmallStore.LIMIT
@@ -359,18 +355,6 @@ async def test_in_one_batch_the_first_export_that_does_not_fit_is_refused_and_th
         answers, refusal = await engine.upsert_many(east, [(alone, 5)])
         assert answers == [] and isinstance(refusal, TooLarge)
         assert str(refusal).startswith(f"export {alone.export_name!r} is too large for the hub's store (")
-    finally:
-        await engine.store.close()
-
-
-class TunedStore(SqliteStore):
-    """A SQLite store whose limit the test sets (none at first)."""
-
-    limit: int | None = None
-
-    @property
-    def max_record_bytes(self) -> int | None:
-        return self.limit
 
 
 @contextlib.asynccontextmanager
@@ -428,7 +412,7 @@ async def test_an_export_that_fits_only_with_an_id_another_export_of_the_call_to
     # the ID the other took, one digit shorter: only the whole call's write shows it too large,
     # and it is still the export refused (engine_fit._blame's last resort).
     now = datetime(2024, 5, 1, tzinfo=UTC)
-    async with small_engine(tmp_path, store=TunedStore, clock=lambda: now) as engine:
+    async with small_engine(tmp_path, clock=lambda: now) as engine:
         east = Identity(cluster_id="east")
 
         def label(pods: str) -> pb.ResourceExport:
@@ -446,7 +430,7 @@ async def test_an_export_that_fits_only_with_an_id_another_export_of_the_call_to
             )
         )
         store = engine.store
-        assert isinstance(store, TunedStore)
+        assert isinstance(store, SmallStore)
         store.limit = stored.ByteSize()  # as the last export is stored with ID 9; with ID 10, a byte more
         answers, refusal = await engine.upsert_many(east, [(first, 9), (last, 10)])
         assert [a.export_name for a in answers] == [first.export_name]
