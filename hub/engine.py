@@ -23,9 +23,9 @@ from hub.config import HubConfig
 from hub.engine_fit import Planned, RecordLimits, fit, refusal
 from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, NotJoined, bounded, quote
 from hub.import_batch import ImportBatch
-from hub.import_status import ImportStatusBook, ImportStatusEntry
+from hub.import_status import ImportStatusBook, record_reports
 from hub.index import Index
-from hub.merge import MergeConfig, MergeContext, delivers_to, expected_export_name, validate_export
+from hub.merge import MergeConfig, MergeContext, expected_export_name, validate_export
 from hub.merge.ownership import ADMIN_OWNER, describe_owner, is_admin_export, owner_of
 from hub.regroup import regroup
 from hub.store.base import ImportChange, MemberRecord, Store, WriteBatch
@@ -437,26 +437,20 @@ class Engine:
     # ---- import status -------------------------------------------------------
 
     def report_import_status(self, who: Identity, req: pb.ReportImportStatusRequest) -> None:
-        if who.admin or req.cluster_id != who.cluster_id:
-            raise Forbidden(f"token belongs to {who.describe()}, not cluster {quote(req.cluster_id)}")
-        if not req.import_name:
-            raise InvalidRequest("import_name is required")
-        imp = self.index.imports.get(req.import_name)
-        if imp is not None and not delivers_to(imp, req.cluster_id):
-            # Not this member's import: acknowledged, kept nowhere. (A report about
-            # an import the hub does not hold is kept until an import of that name
-            # is deleted or the member is removed.)
-            log.debug(
-                "import status report ignored", extra={"clusterID": req.cluster_id, "import": quote(req.import_name)}
-            )
-            return
-        entry = ImportStatusEntry(req.succeeded, req.reason, req.message, self._clock())
-        self.import_status.record(req.import_name, req.cluster_id, entry)
-        if not req.succeeded:
-            log.warning(
-                "member could not apply import",
-                extra={"clusterID": req.cluster_id, "import": quote(req.import_name), "reason": quote(req.reason)},
-            )
+        self._check_reporter(who, req.cluster_id)
+        status = pb.ImportStatus(
+            import_name=req.import_name, succeeded=req.succeeded, reason=req.reason, message=req.message
+        )
+        record_reports(self.import_status, self.index.imports, req.cluster_id, [status], self._clock())
+
+    def report_import_statuses(self, who: Identity, req: pb.ReportImportStatusesRequest) -> None:
+        self._check_reporter(who, req.cluster_id)
+        record_reports(self.import_status, self.index.imports, req.cluster_id, req.statuses, self._clock())
+
+    @staticmethod
+    def _check_reporter(who: Identity, cluster_id: str) -> None:
+        if who.admin or cluster_id != who.cluster_id:
+            raise Forbidden(f"token belongs to {who.describe()}, not cluster {quote(cluster_id)}")
 
     # ---- internals -----------------------------------------------------------
 

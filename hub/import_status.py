@@ -7,12 +7,21 @@ ResourceImport status.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from hub.errors import InvalidRequest, quote
+from hub.merge import delivers_to
 from hub.store.base import WriteBatch
 from kube.conditions import format_time
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+# Reports in one ReportImportStatuses call (proto/mchub/v1/common_area.proto says so too).
+MAX_REPORTS_PER_CALL = 1000
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,40 @@ class ImportStatusBook(dict[str, dict[str, ImportStatusEntry]]):
                 reports.pop(cluster_id, None)
                 if not reports:
                     del self[name]
+
+
+def record_reports(
+    book: ImportStatusBook,
+    imports: Mapping[str, pb.ResourceImport],
+    cluster_id: str,
+    statuses: Sequence[pb.ImportStatus],
+    now: datetime,
+) -> None:
+    """Keep what a member (already authorised as ``cluster_id``) said about its imports; all or
+    nothing: InvalidRequest, and none kept, if a report is invalid or there are too many."""
+    if len(statuses) > MAX_REPORTS_PER_CALL:
+        raise InvalidRequest(f"{len(statuses)} reports in one call; at most {MAX_REPORTS_PER_CALL}")
+    for position, status in enumerate(statuses):
+        if not status.import_name:
+            raise InvalidRequest(f"import_name is required (report {position + 1} of {len(statuses)})")
+    for status in statuses:
+        imp = imports.get(status.import_name)
+        if imp is not None and not delivers_to(imp, cluster_id):
+            # Not this member's import: acknowledged, kept nowhere. (A report about an import
+            # the hub does not hold is kept until an import of that name is deleted or the
+            # member is removed.)
+            log.debug(
+                "import status report ignored", extra={"clusterID": cluster_id, "import": quote(status.import_name)}
+            )
+            continue
+        book.record(
+            status.import_name, cluster_id, ImportStatusEntry(status.succeeded, status.reason, status.message, now)
+        )
+        if not status.succeeded:
+            log.warning(
+                "member could not apply import",
+                extra={"clusterID": cluster_id, "import": quote(status.import_name), "reason": quote(status.reason)},
+            )
 
 
 def cluster_statuses(reports: dict[str, ImportStatusEntry]) -> list[dict[str, object]]:

@@ -23,5 +23,11 @@ class HubMetrics:
             "Import change events fanned out (per batch, not per watcher)",
             registry=r,
         )
+        self.status_report_calls = Counter(
+            "mchub_import_status_report_calls_total", "Import status report calls taken", ["method"], registry=r
+        )
+        self.status_reports = Counter(
+            "mchub_import_status_reports_total", "Import status reports taken (a call may carry several)", registry=r
+        )
         self.auth_failures = Counter("mchub_auth_failures_total", "Calls refused for a bad token", registry=r)
         self.store_revision = Gauge("mchub_store_revision", "Revision of the last committed write", registry=r)

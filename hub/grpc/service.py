@@ -167,7 +167,23 @@ class CommonAreaService:
             self._engine.report_import_status(who, request)
         except HubError as exc:
             await self._refuse(context, exc)
+        self._metrics.status_report_calls.labels(method="ReportImportStatus").inc()
+        self._metrics.status_reports.inc()
         return pb.ReportImportStatusResponse()
+
+    async def ReportImportStatuses(
+        self, request: pb.ReportImportStatusesRequest | Malformed, context: Context
+    ) -> pb.ReportImportStatusesResponse:
+        who = await self._identity(context)
+        await self._check_parsed(context, request)
+        assert isinstance(request, pb.ReportImportStatusesRequest)
+        try:
+            self._engine.report_import_statuses(who, request)
+        except HubError as exc:
+            await self._refuse(context, exc)
+        self._metrics.status_report_calls.labels(method="ReportImportStatuses").inc()
+        self._metrics.status_reports.inc(len(request.statuses))
+        return pb.ReportImportStatusesResponse()
 
     # ---- Export --------------------------------------------------------------
 
@@ -437,6 +453,11 @@ def handlers(service: CommonAreaService) -> grpc.GenericRpcHandler:
             service.ReportImportStatus,
             request_deserializer=lenient(pb.ReportImportStatusRequest),
             response_serializer=pb.ReportImportStatusResponse.SerializeToString,
+        ),
+        "ReportImportStatuses": grpc.unary_unary_rpc_method_handler(
+            service.ReportImportStatuses,
+            request_deserializer=lenient(pb.ReportImportStatusesRequest),
+            response_serializer=pb.ReportImportStatusesResponse.SerializeToString,
         ),
         "Leave": grpc.unary_unary_rpc_method_handler(
             service.Leave,

@@ -1,10 +1,18 @@
-"""ReportImportStatus, best effort: the latest report per import is sent, retried until it lands."""
+"""Import status reports, best effort: the latest report per import is sent, retried until it lands.
+
+Reports go in batches (ReportImportStatuses): whatever is pending when a call can go, up to
+a count and a size, so a burst of imports costs the hub a few calls instead of one per
+import. A hub that does not know the batched call (an older hub, during an upgrade) gets
+them one at a time (ReportImportStatus).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from dataclasses import dataclass
+
+import grpc
 
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
@@ -17,6 +25,10 @@ log = logging.getLogger(__name__)
 
 # More distinct imports than this waiting means the hub has been gone long; drop the oldest.
 _MAX_PENDING = 10_000
+# One call holds at most this many reports (the hub takes 1000) and about this many bytes (a
+# failure's message may be long; the hub takes 4 MiB messages by default).
+MAX_BATCH = 500
+MAX_BATCH_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -32,9 +44,12 @@ class ImportStatusReporter:
         self._cluster_id = cluster_id
         self._settings = settings
         # By import name: a newer report replaces one not yet sent.
-        self._pending: dict[str, pb.ReportImportStatusRequest] = {}
+        self._pending: dict[str, pb.ImportStatus] = {}
         self._activity = Pulse()
         self._sending = False
+        self._batched = True  # until the hub says it has no ReportImportStatuses
+        self.calls = 0
+        """Calls that delivered reports (tests and the benchmark count them)."""
 
     def report(self, import_name: str, succeeded: bool, reason: str = "", message: str = "") -> None:
         self._pending.pop(import_name, None)
@@ -42,8 +57,8 @@ class ImportStatusReporter:
             dropped = next(iter(self._pending))
             del self._pending[dropped]
             log.warning("import status report dropped", extra={"import": dropped})
-        self._pending[import_name] = pb.ReportImportStatusRequest(
-            cluster_id=self._cluster_id, import_name=import_name, succeeded=succeeded, reason=reason, message=message
+        self._pending[import_name] = pb.ImportStatus(
+            import_name=import_name, succeeded=succeeded, reason=reason, message=message
         )
         self._activity.fire()
 
@@ -60,27 +75,71 @@ class ImportStatusReporter:
             if not self._pending:
                 await self._activity.wait()
                 continue
-            name, request = next(iter(self._pending.items()))
-            del self._pending[name]
+            batch = self._take()
             self._sending = True
             try:
-                await stub.ReportImportStatus(
-                    request, timeout=self._settings.call_timeout, metadata=self._settings.metadata
-                )
+                await self._send(stub, batch)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 error = classify(exc)
-                if isinstance(error, PermanentHubError):
-                    log.warning("import status report refused", extra={"import": name, "code": error.code.name})
+                if error.code == grpc.StatusCode.UNIMPLEMENTED and self._batched:
+                    log.info("the hub takes import status reports one at a time")
+                    self._batched = False
+                    self._put_back(batch)
                     continue
-                # Put it back unless a newer report for the same import came meanwhile.
-                self._pending.setdefault(name, request)
+                if isinstance(error, PermanentHubError):
+                    log.warning(
+                        "import status reports refused",
+                        extra={"imports": len(batch), "first": batch[0][0], "code": error.code.name},
+                    )
+                    continue
+                self._put_back(batch)
                 delay = backoff.next_delay()
-                log.info("import status report failed", extra={"import": name, "retryInSeconds": round(delay, 3)})
+                log.info(
+                    "import status reports failed",
+                    extra={"imports": len(batch), "first": batch[0][0], "retryInSeconds": round(delay, 3)},
+                )
                 await asyncio.sleep(delay)
                 continue
             finally:
                 self._sending = False
                 self._activity.fire()
             backoff.reset()
+
+    def _take(self) -> list[tuple[str, pb.ImportStatus]]:
+        """The oldest pending reports, as many as one call may carry (at least one)."""
+        batch: list[tuple[str, pb.ImportStatus]] = []
+        size = 0
+        limit = MAX_BATCH if self._batched else 1
+        for name, status in self._pending.items():
+            size += status.ByteSize()
+            if batch and (len(batch) >= limit or size > MAX_BATCH_BYTES):
+                break
+            batch.append((name, status))
+        for name, _ in batch:
+            del self._pending[name]
+        return batch
+
+    def _put_back(self, batch: list[tuple[str, pb.ImportStatus]]) -> None:
+        """Unsent reports wait again, unless a newer one about the same import came meanwhile."""
+        for name, status in batch:
+            self._pending.setdefault(name, status)
+
+    async def _send(self, stub: pb_grpc.CommonAreaServiceAsyncStub, batch: list[tuple[str, pb.ImportStatus]]) -> None:
+        timeout, metadata = self._settings.call_timeout, self._settings.metadata
+        if self._batched:
+            request = pb.ReportImportStatusesRequest(cluster_id=self._cluster_id, statuses=[s for _, s in batch])
+            await stub.ReportImportStatuses(request, timeout=timeout, metadata=metadata)
+            self.calls += 1
+            return
+        for name, status in batch:
+            single = pb.ReportImportStatusRequest(
+                cluster_id=self._cluster_id,
+                import_name=name,
+                succeeded=status.succeeded,
+                reason=status.reason,
+                message=status.message,
+            )
+            await stub.ReportImportStatus(single, timeout=timeout, metadata=metadata)
+            self.calls += 1

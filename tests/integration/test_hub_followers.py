@@ -141,6 +141,11 @@ async def test_a_follower_never_accepts_a_write(leader: HubApp, follower: HubApp
             "ReportImportStatus": east.stub.ReportImportStatus(
                 pb.ReportImportStatusRequest(cluster_id="east", import_name="x", succeeded=True)
             ),
+            "ReportImportStatuses": east.stub.ReportImportStatuses(
+                pb.ReportImportStatusesRequest(
+                    cluster_id="east", statuses=[pb.ImportStatus(import_name="x", succeeded=True)]
+                )
+            ),
         }
         for name, call in calls.items():
             with pytest.raises(grpc.aio.AioRpcError) as refused:

@@ -1,8 +1,12 @@
-"""ReportImportStatus: what members report lives exactly as long as the import it is about."""
+"""ReportImportStatus(es): what members report lives exactly as long as the import it is about."""
 
 from __future__ import annotations
 
+import grpc
+import pytest
+
 from hub.app import HubApp
+from hub.import_status import MAX_REPORTS_PER_CALL
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.integration.hubclient import Member, MemberFactory, service_export
@@ -56,3 +60,54 @@ async def test_reports_of_a_removed_member_go_with_it(hub: HubApp, connect: Memb
     await _report(west, imported)
     await hub.engine.forget_member("west")
     assert set(hub.engine.import_status[imported]) == {"east"}
+
+
+def _statuses(
+    member: Member, *reports: pb.ImportStatus, cluster_id: str | None = None
+) -> pb.ReportImportStatusesRequest:
+    return pb.ReportImportStatusesRequest(cluster_id=cluster_id or member.cluster_id, statuses=reports)
+
+
+async def test_several_reports_in_one_call_are_kept_as_one_each(hub: HubApp, connect: MemberFactory) -> None:
+    east, west = await connect("east"), await connect("west")
+    session = east.export_session()
+    for name in ("web", "db"):
+        await session.upsert(service_export("east", "default", name))
+    web, db = names.service_import_name("default", "web"), names.service_import_name("default", "db")
+    await west.stub.ReportImportStatuses(
+        _statuses(
+            west,
+            pb.ImportStatus(import_name=web, succeeded=True),
+            pb.ImportStatus(import_name=db, succeeded=False, reason="ServiceConflict", message="taken"),
+        )
+    )
+    assert hub.engine.import_status[web]["west"].succeeded
+    failed = hub.engine.import_status[db]["west"]
+    assert (failed.succeeded, failed.reason, failed.message) == (False, "ServiceConflict", "taken")
+
+
+@pytest.mark.parametrize(
+    ("cluster_id", "reports", "code"),
+    [
+        ("east", [pb.ImportStatus(import_name="a", succeeded=True)], grpc.StatusCode.PERMISSION_DENIED),
+        (
+            "west",
+            [pb.ImportStatus(import_name="a", succeeded=True), pb.ImportStatus(succeeded=True)],
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+        (
+            "west",
+            [pb.ImportStatus(import_name=f"i{n}", succeeded=True) for n in range(MAX_REPORTS_PER_CALL + 1)],
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+    ],
+    ids=["another cluster's ID", "a report without import name", "too many reports"],
+)
+async def test_a_call_with_a_bad_report_keeps_none_of_them(
+    hub: HubApp, connect: MemberFactory, cluster_id: str, reports: list[pb.ImportStatus], code: grpc.StatusCode
+) -> None:
+    west = await connect("west")
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await west.stub.ReportImportStatuses(_statuses(west, *reports, cluster_id=cluster_id))
+    assert refused.value.code() == code
+    assert hub.engine.import_status == {}

@@ -42,7 +42,7 @@ async def test_reflection_lists_and_describes_the_services_for_a_caller_with_a_t
     token = hub.admin_token if who == "admin" else hub.tokens.create("member-east", cluster_id="east")
     services, methods, fields = await asyncio.to_thread(reflect, hub.grpc_target, hub.ca_cert.read_bytes(), token)
     assert {COMMON_AREA, HEALTH, REFLECTION} <= set(services)
-    assert methods == {"Announce", "Export", "WatchImports", "ReportImportStatus", "Leave"}
+    assert methods == {"Announce", "Export", "WatchImports", "ReportImportStatus", "ReportImportStatuses", "Leave"}
     assert {"sequence", "sync_begin", "upsert", "delete"} <= fields
 
 

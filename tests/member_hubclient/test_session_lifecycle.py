@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import grpc
 import pytest
 
 from hub.app import HubApp
 from hub.auth.identity import Identity
+from hub.grpc.service import CommonAreaService
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient import ConnectionState, HubSession
 from tests.integration.hubclient import service_export
@@ -134,3 +137,41 @@ def _is_client_task(task: asyncio.Task[object]) -> bool:
     code = getattr(task.get_coro(), "cr_code", None)
     filename = code.co_filename if code is not None else ""
     return "member/hubclient" in filename or "grpc/aio/_call" in filename or "grpc/aio/_channel" in filename
+
+
+def _report_calls(hub: HubApp, method: str) -> float:
+    value = hub.metrics.registry.get_sample_value("mchub_import_status_report_calls_total", {"method": method})
+    return value or 0.0
+
+
+async def test_a_burst_of_import_status_reports_goes_in_a_few_calls(sessions: SessionFactory, hub: HubApp) -> None:
+    session = await sessions.open("east")
+    await _connected(session)
+    for index in range(1200):
+        session.report_import_status(f"default-svc-{index}-service", index % 2 == 0, "Succeeded")
+    async with asyncio.timeout(WAIT):
+        await session.wait_reports_sent()
+    assert len(hub.engine.import_status) == 1200
+    assert hub.engine.import_status["default-svc-1199-service"]["east"].succeeded is False
+    assert 3 <= _report_calls(hub, "ReportImportStatuses") <= 4  # 500 to a call at most
+    assert _report_calls(hub, "ReportImportStatus") == 0
+
+
+async def test_a_hub_without_batched_reports_gets_them_one_at_a_time(
+    sessions: SessionFactory, hubs: HubRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What an older hub answers for a method it does not have: UNIMPLEMENTED."""
+
+    async def unimplemented(_self: object, _request: object, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+
+    monkeypatch.setattr(CommonAreaService, "ReportImportStatuses", unimplemented)
+    hub = await hubs.start()  # its service answers with the method above
+    session = await sessions.open("east")
+    await _connected(session)
+    for index in range(3):
+        session.report_import_status(f"default-svc-{index}-service", True, "Succeeded")
+    async with asyncio.timeout(WAIT):
+        await session.wait_reports_sent()
+    assert sorted(hub.engine.import_status) == [f"default-svc-{index}-service" for index in range(3)]
+    assert _report_calls(hub, "ReportImportStatus") == 3

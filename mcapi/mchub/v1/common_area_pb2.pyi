@@ -3,7 +3,7 @@
 isort:skip_file
 The wire contract between the leader hub and its members.
 
-One service, five calls. Every call carries `authorization: Bearer <token>`;
+One service, six calls. Every call carries `authorization: Bearer <token>`;
 a token maps to one member cluster ID or to the admin.
 """
 
@@ -993,6 +993,77 @@ class ReportImportStatusResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ReportImportStatusResponse: _TypeAlias = ReportImportStatusResponse  # noqa: Y015
+
+@_typing.final
+class ReportImportStatusesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CLUSTER_ID_FIELD_NUMBER: _builtins.int
+    STATUSES_FIELD_NUMBER: _builtins.int
+    cluster_id: _builtins.str
+    """The caller's cluster ID; it must be the one its token names."""
+    @_builtins.property
+    def statuses(self) -> _containers.RepeatedCompositeFieldContainer[Global___ImportStatus]: ...
+    def __init__(
+        self,
+        *,
+        cluster_id: _builtins.str = ...,
+        statuses: _abc.Iterable[Global___ImportStatus] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id", "statuses", b"statuses"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReportImportStatusesRequest: _TypeAlias = ReportImportStatusesRequest  # noqa: Y015
+
+@_typing.final
+class ReportImportStatusesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReportImportStatusesResponse: _TypeAlias = ReportImportStatusesResponse  # noqa: Y015
+
+@_typing.final
+class ImportStatus(_message.Message):
+    """How a member applied one import (ReportImportStatusRequest without the
+    cluster ID).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IMPORT_NAME_FIELD_NUMBER: _builtins.int
+    SUCCEEDED_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    import_name: _builtins.str
+    succeeded: _builtins.bool
+    reason: _builtins.str
+    message: _builtins.str
+    def __init__(
+        self,
+        *,
+        import_name: _builtins.str = ...,
+        succeeded: _builtins.bool = ...,
+        reason: _builtins.str = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["import_name", b"import_name", "message", b"message", "reason", b"reason", "succeeded", b"succeeded"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ImportStatus: _TypeAlias = ImportStatus  # noqa: Y015
 
 @_typing.final
 class LeaveRequest(_message.Message):

@@ -56,6 +56,11 @@ class CommonAreaServiceStub:
                 request_serializer=mchub_dot_v1_dot_common__area__pb2.ReportImportStatusRequest.SerializeToString,
                 response_deserializer=mchub_dot_v1_dot_common__area__pb2.ReportImportStatusResponse.FromString,
                 _registered_method=True)
+        self.ReportImportStatuses = channel.unary_unary(
+                '/mchub.v1.CommonAreaService/ReportImportStatuses',
+                request_serializer=mchub_dot_v1_dot_common__area__pb2.ReportImportStatusesRequest.SerializeToString,
+                response_deserializer=mchub_dot_v1_dot_common__area__pb2.ReportImportStatusesResponse.FromString,
+                _registered_method=True)
         self.Leave = channel.unary_unary(
                 '/mchub.v1.CommonAreaService/Leave',
                 request_serializer=mchub_dot_v1_dot_common__area__pb2.LeaveRequest.SerializeToString,
@@ -129,6 +134,17 @@ class CommonAreaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportImportStatuses(self, request, context):
+        """ReportImportStatuses is ReportImportStatus for several imports at once: a
+        member that applied a burst of imports tells the hub in a few calls, not
+        one per import. At most 1000 reports in a call. All or nothing: a call with
+        an invalid report (no import name, another cluster's ID) is refused and
+        keeps none of them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Leave(self, request, context):
         """Leave takes the calling member out of the ClusterSet: the hub deletes its
         announce (MemberClusterAnnounce), every export it made and what was merged
@@ -174,6 +190,11 @@ def add_CommonAreaServiceServicer_to_server(servicer, server):
                     servicer.ReportImportStatus,
                     request_deserializer=mchub_dot_v1_dot_common__area__pb2.ReportImportStatusRequest.FromString,
                     response_serializer=mchub_dot_v1_dot_common__area__pb2.ReportImportStatusResponse.SerializeToString,
+            ),
+            'ReportImportStatuses': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportImportStatuses,
+                    request_deserializer=mchub_dot_v1_dot_common__area__pb2.ReportImportStatusesRequest.FromString,
+                    response_serializer=mchub_dot_v1_dot_common__area__pb2.ReportImportStatusesResponse.SerializeToString,
             ),
             'Leave': grpc.unary_unary_rpc_method_handler(
                     servicer.Leave,
@@ -291,6 +312,33 @@ class CommonAreaService:
             '/mchub.v1.CommonAreaService/ReportImportStatus',
             mchub_dot_v1_dot_common__area__pb2.ReportImportStatusRequest.SerializeToString,
             mchub_dot_v1_dot_common__area__pb2.ReportImportStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportImportStatuses(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mchub.v1.CommonAreaService/ReportImportStatuses',
+            mchub_dot_v1_dot_common__area__pb2.ReportImportStatusesRequest.SerializeToString,
+            mchub_dot_v1_dot_common__area__pb2.ReportImportStatusesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,7 +3,7 @@
 isort:skip_file
 The wire contract between the leader hub and its members.
 
-One service, five calls. Every call carries `authorization: Bearer <token>`;
+One service, six calls. Every call carries `authorization: Bearer <token>`;
 a token maps to one member cluster ID or to the admin.
 """
 
@@ -83,6 +83,13 @@ class CommonAreaServiceStub:
     """
     ReportImportStatus: _grpc.UnaryUnaryMultiCallable[_common_area_pb2.ReportImportStatusRequest, _common_area_pb2.ReportImportStatusResponse]
     """ReportImportStatus tells the hub whether a member could apply an import."""
+    ReportImportStatuses: _grpc.UnaryUnaryMultiCallable[_common_area_pb2.ReportImportStatusesRequest, _common_area_pb2.ReportImportStatusesResponse]
+    """ReportImportStatuses is ReportImportStatus for several imports at once: a
+    member that applied a burst of imports tells the hub in a few calls, not
+    one per import. At most 1000 reports in a call. All or nothing: a call with
+    an invalid report (no import name, another cluster's ID) is refused and
+    keeps none of them.
+    """
     Leave: _grpc.UnaryUnaryMultiCallable[_common_area_pb2.LeaveRequest, _common_area_pb2.LeaveResponse]
     """Leave takes the calling member out of the ClusterSet: the hub deletes its
     announce (MemberClusterAnnounce), every export it made and what was merged
@@ -154,6 +161,13 @@ class CommonAreaServiceAsyncStub(CommonAreaServiceStub):
     """
     ReportImportStatus: _aio.UnaryUnaryMultiCallable[_common_area_pb2.ReportImportStatusRequest, _common_area_pb2.ReportImportStatusResponse]  # type: ignore[assignment]
     """ReportImportStatus tells the hub whether a member could apply an import."""
+    ReportImportStatuses: _aio.UnaryUnaryMultiCallable[_common_area_pb2.ReportImportStatusesRequest, _common_area_pb2.ReportImportStatusesResponse]  # type: ignore[assignment]
+    """ReportImportStatuses is ReportImportStatus for several imports at once: a
+    member that applied a burst of imports tells the hub in a few calls, not
+    one per import. At most 1000 reports in a call. All or nothing: a call with
+    an invalid report (no import name, another cluster's ID) is refused and
+    keeps none of them.
+    """
     Leave: _aio.UnaryUnaryMultiCallable[_common_area_pb2.LeaveRequest, _common_area_pb2.LeaveResponse]  # type: ignore[assignment]
     """Leave takes the calling member out of the ClusterSet: the hub deletes its
     announce (MemberClusterAnnounce), every export it made and what was merged
@@ -246,6 +260,19 @@ class CommonAreaServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_common_area_pb2.ReportImportStatusResponse, _abc.Awaitable[_common_area_pb2.ReportImportStatusResponse]]:
         """ReportImportStatus tells the hub whether a member could apply an import."""
+
+    @_abc_1.abstractmethod
+    def ReportImportStatuses(
+        self,
+        request: _common_area_pb2.ReportImportStatusesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_common_area_pb2.ReportImportStatusesResponse, _abc.Awaitable[_common_area_pb2.ReportImportStatusesResponse]]:
+        """ReportImportStatuses is ReportImportStatus for several imports at once: a
+        member that applied a burst of imports tells the hub in a few calls, not
+        one per import. At most 1000 reports in a call. All or nothing: a call with
+        an invalid report (no import name, another cluster's ID) is refused and
+        keeps none of them.
+        """
 
     @_abc_1.abstractmethod
     def Leave(
