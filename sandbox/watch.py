@@ -50,6 +50,10 @@ def _encode(event_type: str, obj: Any) -> bytes:
 
 
 class _Stream:
+    """Events are encoded one by one and written in batches: whatever is queued when the stream
+    wakes goes out in one chunk (a real apiserver's watch is as cheap per event as a write is
+    not; one write per event would make the sandbox's watches cost a third of a write each)."""
+
     def __init__(self, ctx: ApiContext, req: WatchRequest, response: web.StreamResponse) -> None:
         self.ctx, self.req, self.response = ctx, req, response
 
@@ -64,8 +68,12 @@ class _Stream:
             )
         return api_obj
 
-    async def send(self, event_type: str, obj: Obj) -> None:
-        await self.response.write(_encode(event_type, self._render(obj)))
+    def encode(self, event_type: str, obj: Obj) -> bytes:
+        return _encode(event_type, self._render(obj))
+
+    async def write(self, chunks: list[bytes]) -> None:
+        if chunks:
+            await self.response.write(b"".join(chunks))
 
     async def bookmark(self, annotations: dict[str, str] | None = None) -> None:
         if not self.req.allow_bookmarks or self.req.table:
@@ -77,26 +85,27 @@ class _Stream:
             _encode("BOOKMARK", {"kind": self.req.rt.kind, "apiVersion": self.req.rt.api_version, "metadata": meta})
         )
 
-    async def deliver(self, event: StoredEvent) -> None:
+    def encode_event(self, event: StoredEvent) -> bytes | None:
+        """The event as this watch reports it (None: its selectors hide it)."""
         now_match = self.req.matches(event.object)
         if event.type == "ADDED":
-            if now_match:
-                await self.send("ADDED", event.object)
-            return
+            return self.encode("ADDED", event.object) if now_match else None
         if event.type == "DELETED":
-            if now_match:
-                await self.send("DELETED", event.object)
-            return
+            return self.encode("DELETED", event.object) if now_match else None
         was_match = event.previous is not None and self.req.matches(event.previous)
         if now_match and was_match:
-            await self.send("MODIFIED", event.object)
-        elif now_match:
-            await self.send("ADDED", event.object)
-        elif was_match and event.previous is not None:
+            return self.encode("MODIFIED", event.object)
+        if now_match:
+            return self.encode("ADDED", event.object)
+        if was_match and event.previous is not None:
             # As the watch cache does: the object as it last matched, at the change's resourceVersion.
             left = {**event.previous, "metadata": {**event.previous["metadata"]}}
             left["metadata"]["resourceVersion"] = event.object["metadata"]["resourceVersion"]
-            await self.send("DELETED", left)
+            return self.encode("DELETED", left)
+        return None
+
+    async def deliver(self, events: list[StoredEvent]) -> None:
+        await self.write([e for e in map(self.encode_event, events) if e is not None])
 
 
 async def serve_watch(request: web.Request, ctx: ApiContext, req: WatchRequest) -> web.StreamResponse:
@@ -128,6 +137,11 @@ async def serve_watch(request: web.Request, ctx: ApiContext, req: WatchRequest) 
         store.unsubscribe(watcher)
 
 
+# Initial events go out this many to a chunk: one write per event costs, one for thousands holds
+# them all in memory at once.
+_INITIAL_CHUNK = 256
+
+
 async def _stream_events(
     stream: _Stream,
     queue: asyncio.Queue[StoredEvent | None],
@@ -138,13 +152,23 @@ async def _stream_events(
     if expired is not None:
         await stream.response.write(_encode("ERROR", expired.to_status()))
         return
-    for obj in initial:
-        await stream.send("ADDED", obj)
+    for start in range(0, len(initial), _INITIAL_CHUNK):
+        await stream.write([stream.encode("ADDED", obj) for obj in initial[start : start + _INITIAL_CHUNK]])
     if stream.req.send_initial_events:
         await stream.bookmark({"k8s.io/initial-events-end": "true"})
-    for event in backlog:
-        await stream.deliver(event)
+    await stream.deliver(backlog)
     await _follow(stream, queue, stream.ctx.bookmark_interval, stream.req.timeout_seconds)
+
+
+def _queued(queue: asyncio.Queue[StoredEvent | None], first: StoredEvent) -> tuple[list[StoredEvent], bool]:
+    """``first`` and the events queued behind it; True when the end marker (None) came too."""
+    events = [first]
+    while not queue.empty():
+        event = queue.get_nowait()
+        if event is None:
+            return events, True
+        events.append(event)
+    return events, False
 
 
 async def _follow(
@@ -157,19 +181,28 @@ async def _follow(
     if deadline is not None and deadline - 2 > start:
         next_bookmark = min(next_bookmark, deadline - 2)
     while True:
-        now = time.monotonic()
-        wait = next_bookmark - now
-        if deadline is not None:
-            wait = min(wait, deadline - now)
-        try:
-            event = await asyncio.wait_for(queue.get(), timeout=max(wait, 0))
-        except TimeoutError:
-            if deadline is not None and time.monotonic() >= deadline:
-                return
-            if queue.empty():
-                await stream.bookmark()
-            next_bookmark = time.monotonic() + interval
-            continue
+        if queue.empty():
+            now = time.monotonic()
+            wait = next_bookmark - now
+            if deadline is not None:
+                wait = min(wait, deadline - now)
+            try:
+                async with asyncio.timeout(max(wait, 0)):
+                    event = await queue.get()
+            except TimeoutError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return
+                if queue.empty():
+                    await stream.bookmark()
+                next_bookmark = time.monotonic() + interval
+                continue
+        elif deadline is not None and time.monotonic() >= deadline:
+            return
+        else:
+            event = queue.get_nowait()
         if event is None:
             return
-        await stream.deliver(event)
+        events, ended = _queued(queue, event)
+        await stream.deliver(events)
+        if ended:
+            return
