@@ -41,6 +41,7 @@ from hub.store.base import (
     StoreError,
     WriteBatch,
 )
+from kube.waiting import until_set_or_done
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -159,9 +160,7 @@ class Follower:
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="hub-follower")
-        waiter = asyncio.create_task(self.synced.wait())
-        await asyncio.wait({self._task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
+        await until_set_or_done(self.synced, self._task)
         if self._task.done() and not self.synced.is_set():
             self._task.result()  # raises what stopped it
 

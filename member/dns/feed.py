@@ -23,6 +23,7 @@ import logging
 from kube.client import KubeClient, WatchEvent
 from kube.errors import KubeError
 from kube.resources import ENDPOINT_SLICES, SERVICE_IMPORTS, Obj
+from kube.waiting import until_set_or_done
 from mcapi import names
 from member.dns.zone import ClustersetZone
 from member.imports.caches import (
@@ -73,15 +74,12 @@ class DnsFeed:
             self.caches.subscribe(SERVICE_IMPORTS.qualified_name, self._on_service_import),
         ]
         self._imports_task = asyncio.create_task(self._follow_service_imports(), name="dns-feed-serviceimports")
-        first_look = asyncio.ensure_future(self._first_look.wait())
         try:
-            await asyncio.wait({first_look, self._imports_task}, return_when=asyncio.FIRST_COMPLETED)
+            await until_set_or_done(self._first_look, self._imports_task)
         except BaseException:
             # Cancelled on the way: nothing may go on following the caches (nor start a watch).
             await self.stop()
             raise
-        finally:
-            first_look.cancel()
 
     async def stop(self) -> None:
         task, self._imports_task = self._imports_task, None
