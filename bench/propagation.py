@@ -370,6 +370,7 @@ async def burst(count: int, importers: int, plots: Path | None) -> dict[str, Any
                 assert member is not None
                 await joined_and_synced(member)
             before = {n: clusterset.clusters[n].client.metrics.counts() for n in cluster_names}
+            reports_before = status_reports(clusterset.hub)
             wanted = {f"burst-{i}" for i in range(count)}
             cpu_start, start = time.process_time(), time.perf_counter()
             await export_all(exporter, wanted)
@@ -384,6 +385,9 @@ async def burst(count: int, importers: int, plots: Path | None) -> dict[str, Any
                 await member.importer.settled()
             deltas = {n: grown(before[n], clusterset.clusters[n].client.metrics.counts()) for n in cluster_names}
             held = {n: watches[n].held(wanted, start) for n in cluster_names}
+            every = [c.member.session for c in clusterset.clusters.values() if c.member and c.member.session]
+            await asyncio.gather(*(session.wait_reports_sent() for session in every))
+            reports = grown(reports_before, status_reports(clusterset.hub))
 
             # The floor, with mchub stopped: the user's objects into the exporter as above, and the
             # objects mchub writes straight into every cluster that imports them (the exporter imports
@@ -430,7 +434,21 @@ async def burst(count: int, importers: int, plots: Path | None) -> dict[str, Any
         "burst_reads_per_service": per["reads_per_service"],
         "burst_failed_requests": per["failed_requests"],
         "burst_requests_by_kind": by_verb_resource(total),
+        # Every member (the exporter too) reports each import it applied once; in batches.
+        "burst_status_reports": reports.get(("reports", "", ""), 0.0),
+        "burst_status_report_calls": reports.get(("calls", "", ""), 0.0),
     }
+
+
+def status_reports(hub: Any) -> Counts:
+    """Import status reports the hub took, and the calls they came in."""
+    registry = hub.metrics.registry
+    calls = sum(
+        registry.get_sample_value("mchub_import_status_report_calls_total", {"method": method}) or 0.0
+        for method in ("ReportImportStatus", "ReportImportStatuses")
+    )
+    taken = registry.get_sample_value("mchub_import_status_reports_total") or 0.0
+    return {("calls", "", ""): calls, ("reports", "", ""): taken}
 
 
 # ---- real kube-apiservers -----------------------------------------------------------------
@@ -848,6 +866,8 @@ def report(r: dict[str, Any]) -> str:
             f"  requests per imported Service {r['burst_requests_per_service']:.2f} "
             f"(writes {r['burst_writes_per_service']:.2f}, reads {r['burst_reads_per_service']:.3f}, "
             f"failed {int(r['burst_failed_requests'])})",
+            f"  import status reports to the hub {int(r['burst_status_reports'])} "
+            f"in {int(r['burst_status_report_calls'])} calls",
         ]
     if "real_converge_seconds" in r:
         by = ", ".join(f"{n} {s:.1f} s" for n, s in r["real_converge_by_importer"].items())
