@@ -10,6 +10,11 @@ that happened while the watch was down is still seen as DELETED.
 Connection failures, 5xx and 429 are retried with capped, jittered backoff; any
 other error (403, 404 because the CRD is missing, ...) stops the informer and is
 raised to its owner by ``run()``, ``wait()``, ``wait_synced()`` and event iterators.
+
+Cached objects keep no ``metadata.managedFields`` (as client-go's TransformStripManagedFields):
+server-side apply's bookkeeping, which no reader of a cache uses, is often the larger part of a
+small object's JSON and of the dicts and lists the garbage collector scans. A PUT of a cached
+object, which then carries none, leaves the server's managedFields as they were.
 """
 
 from __future__ import annotations
@@ -37,6 +42,15 @@ _RETRYABLE = (ConnectionFailed, ServerError, TooManyRequests)
 def cache_key(obj: Obj) -> CacheKey:
     meta = obj.get("metadata", {})
     return (meta.get("namespace") or "", meta.get("name", ""))
+
+
+def drop_managed_fields(obj: Obj) -> Obj:
+    """``obj`` without metadata.managedFields, taken out in place: only for an object nobody else
+    holds yet (one just decoded from a list or a watch)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
 
 
 def _version(obj: Obj) -> str:
@@ -234,7 +248,7 @@ class Informer:
         )
         self._failures = 0
         self.relists += 1
-        fresh = {cache_key(obj): obj for obj in listed.items}
+        fresh = {cache_key(obj): drop_managed_fields(obj) for obj in listed.items}
         changes: list[WatchEvent] = []
         for key, obj in fresh.items():
             old = self._cache.get(key)
@@ -280,6 +294,7 @@ class Informer:
                     self._resource_version = version
                 if event.type == "BOOKMARK":
                     continue
+                drop_managed_fields(event.object)
                 if event.type == "DELETED":
                     self._cache.pop(cache_key(event.object), None)
                 else:

@@ -8,6 +8,9 @@ it is newer, and an object this process deleted is hidden until the watch report
 deletion. resourceVersions of one API server are etcd revisions (integers) and are compared
 as such; a value that is not an integer is never taken as newer than the informer's.
 
+Kept objects have no metadata.managedFields, as the informer's have none (kube.informer says
+why): what a cache holds does not depend on whether a write or the watch brought it.
+
 Only objects the informer selects belong here: a write the watch never echoes would be kept
 until a later event of that name.
 """
@@ -30,6 +33,15 @@ def _rv(obj: Obj | None) -> int | None:
 
 def _uid(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def _without_managed_fields(obj: Obj) -> Obj:
+    # The server's answer belongs to whoever wrote (it may return it on): new top-level and
+    # metadata dicts without managedFields, sharing everything else, instead of changing it.
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {key: value for key, value in meta.items() if key != "managedFields"}}
 
 
 def _newer(mine: Obj, than: Obj | None) -> bool:
@@ -80,7 +92,7 @@ class WriteThroughCache:
         if version is not None:
             self._own_versions.setdefault(key, set()).add(version)
         if _newer(obj, self.informer.get(key[1], key[0] or None)) and _newer(obj, self._written.get(key)):
-            self._written[key] = obj
+            self._written[key] = _without_managed_fields(obj)
         # A tombstone hides only the object we deleted: a new one of that name (another uid) shows.
 
     def deleted(self, obj: Obj) -> None:
