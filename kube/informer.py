@@ -29,6 +29,7 @@ from kube.backoff import Backoff
 from kube.client import KubeClient, WatchEvent
 from kube.errors import ConnectionFailed, Gone, ServerError, TooManyRequests
 from kube.resources import Obj, Resource, object_ref
+from kube.waiting import until_set_or_done
 
 log = logging.getLogger(__name__)
 
@@ -179,12 +180,7 @@ class Informer:
 
     async def wait_synced(self) -> None:
         """Until the first list is in the cache; raises instead if the informer failed first."""
-        task = self.start()
-        synced = asyncio.ensure_future(self.synced.wait())
-        try:
-            await asyncio.wait({synced, task}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            synced.cancel()
+        await until_set_or_done(self.synced, self.start())
         if not self.synced.is_set():
             await self.wait()
             raise RuntimeError("informer stopped before it synced")
