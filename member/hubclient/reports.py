@@ -47,9 +47,8 @@ class ImportStatusReporter:
         self._pending: dict[str, pb.ImportStatus] = {}
         self._activity = Pulse()
         self._sending = False
-        self._batched = True  # until the hub says it has no ReportImportStatuses
-        self.calls = 0
-        """Calls that delivered reports (tests and the benchmark count them)."""
+        # Until the hub says it has no ReportImportStatuses; then one at a time until a restart.
+        self._batched = True
 
     def report(self, import_name: str, succeeded: bool, reason: str = "", message: str = "") -> None:
         self._pending.pop(import_name, None)
@@ -131,9 +130,8 @@ class ImportStatusReporter:
         if self._batched:
             request = pb.ReportImportStatusesRequest(cluster_id=self._cluster_id, statuses=[s for _, s in batch])
             await stub.ReportImportStatuses(request, timeout=timeout, metadata=metadata)
-            self.calls += 1
             return
-        for name, status in batch:
+        for name, status in batch:  # one, unless batched
             single = pb.ReportImportStatusRequest(
                 cluster_id=self._cluster_id,
                 import_name=name,
@@ -142,4 +140,3 @@ class ImportStatusReporter:
                 message=status.message,
             )
             await stub.ReportImportStatus(single, timeout=timeout, metadata=metadata)
-            self.calls += 1
