@@ -607,6 +607,18 @@ class MemberProcess:
                 out.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
         return out
 
+    async def quiet_counts(self, within: float = 60, quiet: float = 1.0) -> Counts:
+        """Its request counts once they have not changed for ``quiet`` seconds."""
+        deadline = time.monotonic() + within
+        last = await self.counts()
+        while time.monotonic() < deadline:
+            await asyncio.sleep(quiet)
+            now = await self.counts()
+            if now == last:
+                return now
+            last = now
+        raise TimeoutError(f"member {self.cluster} still making requests after {within}s")
+
     async def counts(self) -> Counts:
         samples = (await self.metrics()).get("rest_client_requests_total", {})
         out: Counts = {}
@@ -684,7 +696,9 @@ async def real_burst(count: int, importers: int, limit: Limit, plots: Path | Non
         for name in importer_names:
             watches[name] = ImportWatch(await connect(envtest.kubeconfigs[name]), REAL_NAMESPACE)
             await watches[name].start()
-        before = {name: await members[name].counts() for name in members}
+        # Ready means connected; the tail of joining (the ClusterSet's status, the first look at
+        # the imported kinds) may still be on its way: count from when every member is quiet.
+        before = {name: await members[name].quiet_counts() for name in members}
 
         wanted = {f"svc-{i}" for i in range(count)}
         start = time.perf_counter()
