@@ -25,10 +25,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hub.import_status import ImportStatusEntry, cluster_statuses
-from hub.queue_worker import QueueWorker
 from kube.client import KubeClient, PatchType
 from kube.errors import KubeError, NotFound
 from kube.events import EventRecorder
+from kube.queue_worker import QueueWorker
 from kube.resources import RESOURCE_IMPORTS, Obj
 from kube.workqueue import WorkQueue
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -94,7 +94,7 @@ class ImportOutcomeWriter:
         self._pending.clear()
 
     async def _reconcile(self, name: str) -> None:
-        """The worker's turn at one import (hub.queue_worker). A failed write is
+        """The worker's turn at one import (kube.queue_worker). A failed write is
         logged and not retried: the next report about the import writes its status again."""
         try:
             await self._write(name, self._pending.pop(name, []))

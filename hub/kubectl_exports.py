@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 from hub.auth.identity import ADMIN
 from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, quote
 from hub.merge.ownership import ADMIN_OWNER
-from hub.queue_worker import QueueWorker
 from hub.store.base import StoreError
 from hub.store.kube_authorship import Authorship, authorship, spec_kind
 from kube.client import KubeClient, PatchType, WatchEvent
@@ -48,6 +47,7 @@ from kube.conditions import format_time
 from kube.errors import KubeError, NotFound, TemporaryError
 from kube.events import EventRecorder
 from kube.informer import Informer
+from kube.queue_worker import QueueWorker
 from kube.resources import RESOURCE_EXPORTS, Obj, name_of
 from kube.workqueue import ItemBackoff, WorkQueue
 from mcapi import names

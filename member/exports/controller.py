@@ -28,8 +28,9 @@ from prometheus_client import CollectorRegistry
 from kube.client import KubeClient, WatchEvent
 from kube.errors import NotFound, PermanentError
 from kube.informer import Informer, cache_key
+from kube.queue_worker import QueueWorker
 from kube.resources import ENDPOINTS, SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1, SERVICES, Resource
-from kube.workqueue import WorkQueue, run_reconciler
+from kube.workqueue import WorkQueue
 from kube.writecache import WriteThroughCache
 from mcapi import names
 from mcapi.config import EndpointIPType
@@ -82,7 +83,6 @@ class ServiceExportController:
         self._client = client
         self._cluster_id = cluster_id
         self._ip_type = ip_type
-        self._workers = workers
         self._queue: WorkQueue[Key] = WorkQueue(f"serviceexport-{cluster_id}", registry=registry)
         self._resource: Resource = SERVICE_EXPORTS
         self._service_exports: Informer | None = None
@@ -90,7 +90,7 @@ class ServiceExportController:
         self._services: Informer | None = None
         self._endpoints: Informer | None = None
         self._sink: ExportSink | None = None
-        self._worker: asyncio.Task[None] | None = None
+        self._worker: QueueWorker[Key] = QueueWorker(self._queue, self._reconcile, workers=workers)
         # Keys whose exports the session holds; export name -> its ServiceExport.
         self._exported: set[Key] = set()
         self._owners: dict[str, Key] = {}
@@ -140,18 +140,12 @@ class ServiceExportController:
         """Start reconciling into ``sink`` (the started session); every ServiceExport gets its status."""
         assert self._service_exports is not None
         self._sink = sink
-        self._worker = asyncio.create_task(
-            run_reconciler(self._queue, self._reconcile, workers=self._workers), name=self._queue.name
-        )
+        self._worker.start()
         for obj in self._service_exports.list():
             self._queue.add(_key(obj))
 
     async def stop(self) -> None:
-        self._queue.shutdown()
-        if self._worker is not None:
-            self._worker.cancel()
-            await asyncio.gather(self._worker, return_exceptions=True)
-            self._worker = None
+        await self._worker.close()
         for informer in self._informers():
             await informer.stop()
         self._sink = None

@@ -30,8 +30,9 @@ from kube.conditions import find_condition
 from kube.errors import NotFound
 from kube.events import EventRecorder
 from kube.informer import Informer
+from kube.queue_worker import QueueWorker
 from kube.resources import CLUSTER_INFO_IMPORTS, GATEWAYS, NODES, Obj, name_of
-from kube.workqueue import WorkQueue, run_reconciler
+from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.config import MultiClusterConfig
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -84,7 +85,7 @@ class GatewayController:
         self._nodes: Informer | None = None
         self._gateways: Informer | None = None
         self._imports: Informer | None = None
-        self._worker: asyncio.Task[None] | None = None
+        self._worker: QueueWorker[Key] = QueueWorker(self._queue, self._reconcile)
         self._ranges: ClusterRanges | None = None
         self._active: Candidate | None = None
         self._report: ReportStatus | None = None
@@ -129,7 +130,7 @@ class GatewayController:
             await self._reconcile_election()
         except Exception as err:  # the worker retries it
             log.warning("gatewayElectionDeferred", extra={"namespace": self._namespace, "error": str(err)})
-        self._worker = asyncio.create_task(run_reconciler(self._queue, self._reconcile), name=self._queue.name)
+        self._worker.start()
         self._queue.add(ELECTION)
         self._queue.add(OVERLAP)
 
@@ -146,11 +147,7 @@ class GatewayController:
         self._publisher.detach()
 
     async def stop(self) -> None:
-        self._queue.shutdown()
-        if self._worker is not None:
-            self._worker.cancel()
-            await asyncio.gather(self._worker, return_exceptions=True)
-            self._worker = None
+        await self._worker.close()
         for informer in self._informers():
             await informer.stop()
         self._publisher.detach()

@@ -21,7 +21,6 @@ Each import's outcome is reported to the hub only when it changes.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -31,8 +30,9 @@ from prometheus_client import CollectorRegistry
 from kube.client import KubeClient, WatchEvent
 from kube.errors import TemporaryError
 from kube.events import EventRecorder
+from kube.queue_worker import QueueWorker
 from kube.resources import name_of
-from kube.workqueue import ItemBackoff, WorkQueue, run_reconciler
+from kube.workqueue import ItemBackoff, WorkQueue
 from mcapi.convert.errors import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient.events import Delete, ImportEvent, Resumed, Synced, Upsert
@@ -99,7 +99,6 @@ class ImportApplier:
         )
         self._report_to = report
         self._recorder = recorder if recorder is not None else EventRecorder(client, EVENT_COMPONENT)
-        self._workers = workers
         backoff = ItemBackoff(base=min(0.05, retry_interval), cap=retry_interval)
         self._queue: WorkQueue[str] = WorkQueue(f"imports-{cluster_id}", backoff=backoff, registry=registry)
         self._desired: dict[str, pb.ResourceImport] = {}  # the latest Upsert of every import
@@ -109,7 +108,7 @@ class ImportApplier:
         self._deleted: set[str] = set()
         self._reported: dict[str, Outcome] = {}
         self._warned: dict[str, str] = {}  # import -> uid of the user's object we put a Warning on
-        self._task: asyncio.Task[None] | None = None
+        self._worker: QueueWorker[str] = QueueWorker(self._queue, self._reconcile, workers=workers)
         self._unlisten: Unlisten | None = None  # while bound to the caches
 
     # ---- lifecycle -----------------------------------------------------------
@@ -117,22 +116,16 @@ class ImportApplier:
     async def start(self) -> None:
         """Listen to the caches, have them watch the optional kinds served now, then start the
         workers. Raises RuntimeError while another importer listens to the same caches."""
-        if self._task is not None:
+        if self._worker.running:
             return
         self._unlisten = self._caches.listen(self._on_object_changed, self._on_namespace, self._on_tier)
         # Policies may have been imported before a restart: watch them when Antrea serves them.
         await watched_policies(self._ctx)
         await self._ctx.service_imports()
-        self._task = asyncio.create_task(
-            run_reconciler(self._queue, self._reconcile, workers=self._workers), name=self._queue.name
-        )
+        self._worker.start()
 
     async def stop(self) -> None:
-        self._queue.shutdown()
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await self._worker.close()
         await self._apis.close()
         unlisten, self._unlisten = self._unlisten, None
         if unlisten is not None:

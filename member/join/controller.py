@@ -10,7 +10,6 @@ session being torn down. What joining means (the hub session, exports, imports) 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -18,6 +17,7 @@ from typing import Any, Protocol
 from kube.client import KubeClient, WatchEvent
 from kube.errors import KubeError, NotFound, PermanentError, TemporaryError
 from kube.informer import Informer
+from kube.queue_worker import QueueWorker
 from kube.resources import (
     CLUSTER_CLAIMS,
     CLUSTER_CLAIMS_V1ALPHA1,
@@ -27,7 +27,7 @@ from kube.resources import (
     Resource,
     name_of,
 )
-from kube.workqueue import WorkQueue, run_reconciler
+from kube.workqueue import WorkQueue
 from member.hubclient import HubEndpoint
 from member.join.credentials import read_endpoint
 from member.join.discovery import first_served
@@ -65,7 +65,7 @@ class ClusterSetController:
         self._informers: list[Informer] = []
         self._cluster_sets: Informer | None = None
         self._claims: Informer | None = None
-        self._worker: asyncio.Task[None] | None = None
+        self._worker: QueueWorker[str] = QueueWorker(self._queue, self._reconcile)
         self._resource: Resource = CLUSTER_SETS
         # What we joined with (None: not joined), and why we could not join the ClusterSet seen.
         self._joined: tuple[JoinSpec, HubEndpoint] | None = None
@@ -99,18 +99,12 @@ class ClusterSetController:
         except BaseException:
             await self._stop_informers()
             raise
-        self._worker = asyncio.create_task(
-            run_reconciler(self._queue, self._reconcile, workers=1), name=f"clusterset-{ns}"
-        )
+        self._worker.start()
         self._queue.add(KEY_MEMBERSHIP)
 
     async def stop(self) -> None:
         """Stop watching; the membership itself is left to the caller (a process stop is not a leave)."""
-        self._queue.shutdown()
-        if self._worker is not None:
-            self._worker.cancel()
-            await asyncio.gather(self._worker, return_exceptions=True)
-            self._worker = None
+        await self._worker.close()
         await self._stop_informers()
 
     async def _stop_informers(self) -> None:

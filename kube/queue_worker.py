@@ -1,15 +1,14 @@
-"""Workers for a keyed work queue that run only once there is work, until closed.
+"""The workers of a keyed work queue as one task: started once, closed with the queue.
 
-The hub's writers beside the engine (hub.import_outcomes, hub.kubectl_exports) are handed
-keys from callbacks that must not block, often before or without an event loop task of their
-own: the first key starts kube.workqueue.run_reconciler on the queue, and close shuts the
-queue down (queued keys and pending retries dropped, later keys ignored) and ends the workers.
+A controller starts them (`start`) when it is ready, or lets the first key start them
+(`add`: the hub's writers beside its engine are handed keys from callbacks that must not
+block, often before any task of their own exists). `close` shuts the queue down (queued keys
+and pending retries dropped, later keys ignored) and ends the workers.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
@@ -33,14 +32,19 @@ class QueueWorker(Generic[K]):
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    def start(self) -> None:
+        """Start the workers, unless they run or the queue was closed."""
+        if self.closed or self.running:
+            return
+        work = run_reconciler(self.queue, self._reconcile, workers=self._workers)
+        self._task = asyncio.get_running_loop().create_task(work, name=self.queue.name)
+
     def add(self, key: K) -> None:
         """Queue `key` (nothing once closed), starting the workers if they are not running."""
         if self.closed:
             return
         self.queue.add(key)
-        if not self.running:
-            work = run_reconciler(self.queue, self._reconcile, workers=self._workers)
-            self._task = asyncio.get_running_loop().create_task(work, name=self.queue.name)
+        self.start()
 
     async def settled(self) -> None:
         """Until every key added so far was handled, retries included."""
@@ -51,5 +55,6 @@ class QueueWorker(Generic[K]):
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            # asyncio.wait, not await: the workers' end is not the caller's error, and a
+            # cancellation of the caller still reaches the caller.
+            await asyncio.wait({task})
