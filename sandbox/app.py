@@ -10,7 +10,7 @@ from aiohttp import web
 from sandbox import discovery, errors, openapi
 from sandbox.context import ApiContext
 from sandbox.handlers import USER_KEY, ResourceHandler, json_response
-from sandbox.routing import resolve, split_group_version
+from sandbox.routing import builtin_group_version, resolve, split_group_version
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,13 @@ async def errors_as_status(request: web.Request, handler: Handler) -> web.Stream
         return await handler(request)
     except errors.ApiError as exc:
         return json_response(exc.to_status(), exc.code)
+    except errors.PageNotFound:
+        return web.Response(
+            status=404,
+            text="404 page not found\n",
+            content_type="text/plain",
+            headers={"X-Content-Type-Options": "nosniff"},
+        )
     except web.HTTPException:
         raise
     except Exception:
@@ -63,7 +70,7 @@ def _discovery(ctx: ApiContext, path: str) -> web.Response | None:
     if len(segments) == 2 and segments[0] == "apis":
         group = discovery.api_group(ctx, segments[1])
         if group is None:
-            raise errors.unknown_resource()
+            raise errors.PageNotFound()
         return json_response(group)
     if segments[:2] == ["openapi", "v3"]:
         parsed = split_group_version("/" + "/".join(segments[2:]))
@@ -85,14 +92,14 @@ async def dispatch(request: web.Request) -> web.StreamResponse:
             return answer
     parsed = split_group_version(path)
     if parsed is None:
-        raise errors.unknown_resource()
+        raise errors.PageNotFound()
     gv, rest = parsed
     if not rest:
         if request.method != "GET":
             raise errors.method_not_allowed()
         resources = discovery.api_resource_list(ctx, gv.group, gv.version)
         if resources is None:
-            raise errors.unknown_resource()
+            raise errors.unknown_path(builtin_group_version(ctx.catalog, gv))
         return json_response(resources)
     target = resolve(ctx.catalog, gv, rest)
     return await ResourceHandler(ctx).handle(request, target)

@@ -171,6 +171,16 @@ def unknown_resource() -> ApiError:
     return ApiError(404, "NotFound", "the server could not find the requested resource", {})
 
 
+class PageNotFound(Exception):
+    """A path no handler serves: the apiserver's fallback answers a plain-text 404 (not a Status).
+    Under /apis that is a group/version only CRDs serve when no served CRD matches the path."""
+
+
+def unknown_path(builtin: bool) -> Exception:
+    """404 for a path in a group/version: a Status where built-in kinds are served, else plain."""
+    return unknown_resource() if builtin else PageNotFound()
+
+
 def method_not_allowed() -> ApiError:
     return ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
 

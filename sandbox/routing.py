@@ -35,6 +35,11 @@ def split_group_version(path: str) -> tuple[GroupVersion, list[str]] | None:
     return None
 
 
+def builtin_group_version(catalog: ResourceCatalog, gv: GroupVersion) -> bool:
+    """Whether built-in kinds serve this group/version (the core group always answers)."""
+    return gv.group == "" or any(not rt.from_crd for rt in catalog.in_group_version(gv.group, gv.version))
+
+
 def resolve(catalog: ResourceCatalog, gv: GroupVersion, rest: list[str]) -> ResourcePath:
     namespace: str | None = None
     if len(rest) >= 3 and rest[0] == "namespaces" and not (len(rest) == 3 and rest[2] in _NAMESPACE_SUBRESOURCES):
@@ -43,13 +48,14 @@ def resolve(catalog: ResourceCatalog, gv: GroupVersion, rest: list[str]) -> Reso
         raise errors.unknown_resource()
     rt = catalog.lookup(gv.group, gv.version, rest[0])
     if rt is None:
-        raise errors.unknown_resource()
+        raise errors.unknown_path(builtin_group_version(catalog, gv))
     name = rest[1] if len(rest) > 1 else None
     subresource = rest[2] if len(rest) > 2 else None
+    # A CRD named in the other scope is no match for the CRD handler: the fallback answers.
     if namespace is not None and not rt.namespaced:
-        raise errors.unknown_resource()
+        raise errors.unknown_path(not rt.from_crd)
     if rt.namespaced and namespace is None and name is not None:
-        raise errors.unknown_resource()
+        raise errors.unknown_path(not rt.from_crd)
     if subresource is not None and subresource not in rt.subresources:
         raise errors.unknown_resource()
     return ResourcePath(rt, namespace, name, subresource)

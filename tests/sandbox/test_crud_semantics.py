@@ -6,6 +6,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.sandbox.cluster import Cluster
+from tests.sandbox.probe_crd import ProbeCRD
 
 
 def configmap(name: str, **data: str) -> client.V1ConfigMap:
@@ -117,3 +118,34 @@ async def test_requests_without_a_valid_token_are_401(cluster: Cluster) -> None:
 async def test_the_initial_namespaces_exist(cluster: Cluster) -> None:
     names = {ns.metadata.name for ns in (await cluster.core.list_namespace()).items}
     assert {"default", "kube-system"} <= names
+
+
+async def test_paths_nothing_serves_are_answered_as_the_apiserver_answers_them(
+    cluster: Cluster, probe_crd: ProbeCRD, namespace: str
+) -> None:
+    """Found on kube-apiserver v1.28: a path in a group/version that only CRDs serve, which no
+    served CRD matches (a deleted one, another resource, a scope the CRD does not have), is
+    answered by the server's fallback: a plain-text 404. Built-in groups, and a matched CRD's
+    bad subresource, answer a NotFound Status."""
+    crd_version = f"/apis/{probe_crd.group}/{probe_crd.version}"
+    plain = [
+        "/apis/nope.example.io/v1/things",
+        "/apis/nope.example.io",
+        f"{crd_version}/namespaces/{namespace}/nopes",
+        f"{crd_version}/{probe_crd.plural}/x",  # a Namespaced CRD named without its Namespace
+        f"{crd_version}/namespaces/{namespace}",
+    ]
+    status = [
+        f"/api/v1/namespaces/{namespace}/nopes",
+        "/apis/apps/v1/nopes",
+        f"/apis/apps/v1/namespaces/{namespace}",
+        f"{crd_version}/namespaces/{namespace}/{probe_crd.plural}/x/nope",
+    ]
+    for path in plain:
+        answer = await cluster.request("GET", path)
+        assert (answer.status, answer.body) == (404, "404 page not found\n"), path
+    for path in status:
+        answer = await cluster.request("GET", path)
+        assert answer.status == 404, path
+        assert isinstance(answer.body, dict) and answer.body["kind"] == "Status", (path, answer.body)
+        assert answer.body["reason"] == "NotFound", path
