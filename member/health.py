@@ -8,51 +8,13 @@ cannot reach its hub). With a registry, /metrics shows it (Prometheus text forma
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from prometheus_client import CollectorRegistry
 
-from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from kube.probe_server import ProbeServer, Readiness
 
-Readiness = Callable[[], tuple[bool, str]]
+__all__ = ["HealthServer", "Readiness"]
 
 
-class HealthServer:
+class HealthServer(ProbeServer):
     def __init__(self, address: str, readiness: Readiness, registry: CollectorRegistry | None = None) -> None:
-        host, _, port = address.rpartition(":")
-        self._host = host.strip("[]") or "0.0.0.0"
-        self._port = int(port)
-        self._readiness = readiness
-        self._registry = registry
-        self._runner: web.AppRunner | None = None
-        self.port = 0
-
-    async def start(self) -> None:
-        app = web.Application()
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/readyz", self._readyz)
-        if self._registry is not None:
-            app.router.add_get("/metrics", self._metrics)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self._host, self._port)
-        await site.start()
-        sockets = getattr(site._server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else self._port
-        self._runner = runner
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def _healthz(self, _: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def _readyz(self, _: web.Request) -> web.Response:
-        ready, why = self._readiness()
-        return web.Response(status=200 if ready else 503, text=why or ("ok" if ready else "not ready"))
-
-    async def _metrics(self, _: web.Request) -> web.Response:
-        assert self._registry is not None
-        body = generate_latest(self._registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        super().__init__(address, readiness=readiness, registry=registry, what="health address")
