@@ -7,9 +7,11 @@ In one process (hub, sandbox API servers and members together, ``mchub_cli.local
 - a burst: M Services exported at once by one cluster, until every one of K importers holds
   all M ServiceImports, next to the floor: with mchub stopped, the same API writes without it —
   the user's M Services, Endpoints and ServiceExports into the exporter, and what a member
-  writes per imported Service (Service, Endpoints, EndpointSlice, ServiceImport and its status)
-  straight into every cluster that imports it (the K importers and the exporter, which imports
-  its own export as MCS says), with the member's concurrency (its import workers per cluster);
+  writes per imported Service (Service, Endpoints, EndpointSlice, ServiceImport and its status;
+  the very objects, built by the member's own functions from the hub's imports of the run,
+  renamed: ``bench.floor_objects``) straight into every cluster that imports it (the K importers
+  and the exporter, which imports its own export as MCS says), with the member's concurrency
+  (its import workers per cluster);
   and the API requests each importer's member made per imported Service, read from its own
   counter (rest_client_requests_total).
 
@@ -43,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,10 @@ import aiohttp
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+# The repository's root, so that bench.floor_objects imports however this file is run.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.floor_objects import ImportTemplates, fetch_templates, imported_service, write_imported
 from hub.auth.tokens import TokenStore
 from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists, NotFound
@@ -133,36 +139,6 @@ def _direct_import(name: str) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"type": "ClusterSetIP", "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
     }
-
-
-def _direct_slice(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
-        "metadata": {"name": f"antrea-mc-{name}-bench", "labels": {"kubernetes.io/service-name": f"antrea-mc-{name}"}},
-        "addressType": "IPv4",
-        "endpoints": [{"addresses": ["10.10.0.1"]}],
-        "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
-    }
-
-
-async def write_direct(client: KubeClient, names_: Sequence[str], concurrency: int, namespace: str) -> None:
-    """The floor: per Service what an importer writes (a selectorless Service, its Endpoints and
-    EndpointSlice, the ServiceImport and its status), ``concurrency`` Services at a time."""
-    semaphore = asyncio.Semaphore(concurrency)
-
-    async def one(name: str) -> None:
-        async with semaphore:
-            local = f"antrea-mc-{name}"
-            selectorless = {**_service(local), "spec": {**_service(local)["spec"], "selector": None}}
-            await client.create(SERVICES, selectorless, namespace=namespace)
-            await client.create(ENDPOINTS, _endpoints(local), namespace=namespace)
-            await client.create(ENDPOINT_SLICES, _direct_slice(name), namespace=namespace)
-            await client.create(SERVICE_IMPORTS_V1BETA1, _direct_import(name), namespace=namespace)
-            status = {"status": {"clusters": [{"cluster": "floor"}]}}
-            await client.patch_status(SERVICE_IMPORTS_V1BETA1, name, status, namespace)
-
-    await asyncio.gather(*(one(n) for n in names_))
 
 
 # ---- watching the importers ---------------------------------------------------------------
@@ -392,17 +368,23 @@ async def burst(count: int, importers: int, plots: Path | None) -> dict[str, Any
             # The floor, with mchub stopped: the user's objects into the exporter as above, and the
             # objects mchub writes straight into every cluster that imports them (the exporter imports
             # its own Services too), each with the member's concurrency.
+            hub = clusterset.hub
+            assert hub is not None and hub.ca_cert is not None
+            templates = await fetch_templates(hub.rest_url, str(hub.ca_cert), hub.admin_token, NAMESPACE, "burst-0")
             for name in clusterset.clusters:
                 await clusterset.stop_member(name)
             assert clusterset.hub is not None
             await clusterset.hub.stop()
             clusterset.hub = None
-            floor_names = [f"x{i}" for i in range(count)]
-            importing = [watches[n].client for n in cluster_names] + [exporter]
+            importing = {n: watches[n].client for n in cluster_names} | {"bench-exporter": exporter}
+            objects = {
+                cluster: [imported_service(templates, f"x{i}", NAMESPACE, cluster) for i in range(count)]
+                for cluster in importing
+            }
             floor_cpu_start, floor_start = time.process_time(), time.perf_counter()
             await asyncio.gather(
                 export_all(exporter, {f"user-{i}" for i in range(count)}),
-                *(write_direct(client, floor_names, IMPORT_WORKERS, NAMESPACE) for client in importing),
+                *(write_imported(client, objects[c], IMPORT_WORKERS) for c, client in importing.items()),
             )
             floor = time.perf_counter() - floor_start
             floor_cpu = time.process_time() - floor_cpu_start
@@ -525,19 +507,22 @@ def free_port() -> int:
 
 
 async def start_child(*args: str, ready: str, log: Path) -> tuple[asyncio.subprocess.Process, str]:
-    """A child process, once it printed a line containing ``ready`` (returned); its stderr goes to ``log``."""
+    """A child process, once it printed a line containing ``ready``; returns what it printed until
+    then (that line last); its stderr goes to ``log``."""
     with log.open("ab") as errors:
         process = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=errors, cwd=ROOT)
     assert process.stdout is not None
+    printed = ""
     while True:
         line = (await asyncio.wait_for(process.stdout.readline(), 120)).decode()
+        printed += line
         if not line:
             tail = log.read_text(errors="replace")[-2000:]
             raise RuntimeError(f"{' '.join(args[3:6])} exited before it was ready: {tail}")
         if ready in line:
             # Keep its stdout drained, or a chatty child would block on a full pipe.
             asyncio.get_running_loop().create_task(_drain(process))
-            return process, line.strip()
+            return process, printed.strip()
 
 
 async def _drain(process: asyncio.subprocess.Process) -> None:
@@ -681,12 +666,13 @@ async def real_burst(count: int, importers: int, limit: Limit, plots: Path | Non
         store = TokenStore(data / "tokens.db")
         tokens = {name: store.create(f"member-{name}", cluster_id=name) for name in envtest.kubeconfigs}
         store.close()
-        hub, line = await start_child(
+        hub, printed = await start_child(
             sys.executable, "-m", "mchub_cli.main", "--log-level", "WARNING", "hub",
             "--data-dir", str(data), "--grpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0",
-            ready="gRPC on", log=data / "hub.log",
+            ready="REST on", log=data / "hub.log",
         )  # fmt: skip
-        target = line.split("gRPC on ", 1)[1].split()[0]
+        target = printed.split("gRPC on ", 1)[1].split()[0]
+        rest_url = printed.split("REST on ", 1)[1].split()[0]
         ca = (data / "tls" / "ca.crt").read_bytes()
         for name, kubeconfig in envtest.kubeconfigs.items():
             await join_real(clients[name], name, tokens[name], ca, target)
@@ -719,11 +705,13 @@ async def real_burst(count: int, importers: int, limit: Limit, plots: Path | Non
         exporter = summarize(deltas["exporter"], count)
 
         restart = await restart_unchanged(members[importer_names[0]], expected_keys=2 * count)
+        admin_token = (data / "admin.token").read_text().strip()
+        templates = await fetch_templates(rest_url, str(data / "tls" / "ca.crt"), admin_token, REAL_NAMESPACE, "svc-0")
         for member in members.values():
             await member.stop()
         await stop_child(hub)
         hub = None
-        floor = await real_floor(envtest, clients["exporter"], count, limit)
+        floor = await real_floor(envtest, clients["exporter"], templates, count, limit)
     finally:
         for watch in watches.values():
             await watch.stop()
@@ -788,16 +776,21 @@ async def restart_unchanged(member: MemberProcess, expected_keys: int) -> dict[s
     }
 
 
-async def real_floor(envtest: Envtest, exporter: KubeClient, count: int, limit: Limit) -> float:
+async def real_floor(
+    envtest: Envtest, exporter: KubeClient, templates: ImportTemplates, count: int, limit: Limit
+) -> float:
     """With mchub stopped: the user's objects into the exporter as in the run, and the objects
     the members write straight into every cluster that imports them (the exporter too), by one
     process each (as the members are) with a member's import workers and QPS limit."""
     script = str(Path(__file__).resolve())
     with contextlib.suppress(AlreadyExists):
         await exporter.create(NAMESPACES, {"metadata": {"name": FLOOR_NAMESPACE}})
+    imports = envtest.directory.parent / "floor-imports.json"
+    imports.write_text(json.dumps(templates.to_json()))
     writers = []
-    for kubeconfig in envtest.kubeconfigs.values():
+    for cluster, kubeconfig in envtest.kubeconfigs.items():
         args = ["-P", script, "--floor-writer", str(kubeconfig), "--floor-count", str(count)]
+        args += ["--floor-imports", str(imports), "--floor-cluster", cluster]
         args += ["--real-kube-api-qps", str(limit.qps), "--real-kube-api-burst", str(limit.burst)]
         process = await asyncio.create_subprocess_exec(sys.executable, *args, cwd=ROOT, stdout=asyncio.subprocess.PIPE)
         writers.append(process)
@@ -814,7 +807,9 @@ async def real_floor(envtest: Envtest, exporter: KubeClient, count: int, limit: 
     return time.perf_counter() - start
 
 
-async def floor_writer(kubeconfig: Path, count: int, limit: Limit) -> None:
+async def floor_writer(kubeconfig: Path, imports: Path, cluster: str, count: int, limit: Limit) -> None:
+    templates = ImportTemplates.from_json(json.loads(imports.read_text()))
+    objects = [imported_service(templates, f"floor-{i}", FLOOR_NAMESPACE, cluster) for i in range(count)]
     client = await connect(kubeconfig, qps=limit.qps, burst=limit.burst)
     go = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, go.set)
@@ -822,7 +817,7 @@ async def floor_writer(kubeconfig: Path, count: int, limit: Limit) -> None:
         await client.create(NAMESPACES, {"metadata": {"name": FLOOR_NAMESPACE}})
     print("ready", flush=True)
     await go.wait()
-    await write_direct(client, [f"floor-{i}" for i in range(count)], IMPORT_WORKERS, FLOOR_NAMESPACE)
+    await write_imported(client, objects, IMPORT_WORKERS)
     await client.close()
 
 
@@ -947,10 +942,18 @@ if __name__ == "__main__":
     parser.add_argument("--plots", type=Path, default=RESULTS, help="where the PNGs go (default bench/results)")
     parser.add_argument("--floor-writer", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--floor-count", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--floor-imports", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--floor-cluster", default="", help=argparse.SUPPRESS)
     cli = parser.parse_args()
     if cli.floor_writer is not None:
         asyncio.run(
-            floor_writer(cli.floor_writer, cli.floor_count, Limit(cli.real_kube_api_qps, cli.real_kube_api_burst))
+            floor_writer(
+                cli.floor_writer,
+                cli.floor_imports,
+                cli.floor_cluster,
+                cli.floor_count,
+                Limit(cli.real_kube_api_qps, cli.real_kube_api_burst),
+            )
         )
         sys.exit(0)
     figures = asyncio.run(main(cli))
