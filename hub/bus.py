@@ -59,6 +59,16 @@ class Subscription(Generic[T]):
             self.held -= self.weight(item)
         return item
 
+    def ready(self) -> list[T | None]:
+        """What is queued now, in order, without waiting (None last once it has overflowed)."""
+        items: list[T | None] = []
+        while not self.queue.empty():
+            item = self.queue.get_nowait()
+            if item is not None:
+                self.held -= self.weight(item)
+            items.append(item)
+        return items
+
 
 class Bus(Generic[T]):
     """Broadcast to every subscriber of a topic (a cluster ID, or "" for all)."""

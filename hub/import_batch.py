@@ -15,6 +15,8 @@ class ImportBatch:
     # The history the batch belongs to ("": the epoch of the engine that published it). A
     # follower changes its epoch in place, and a batch queued before must keep its own.
     epoch: str = ""
-    # Each change as sent, made once for all watchers: (position, delivered to the watcher) ->
-    # the upsert (delivered) or the delete (deleted, or no longer meant for that member).
+    # Each change as watchers see it, made once for all of them: (position, delivered to the
+    # watcher) -> the upsert (delivered) or the delete (deleted, or no longer meant for that
+    # member); and the same as a message of its own (``hub.grpc.watch_messages``).
+    made: dict[tuple[int, bool], pb.ImportChange] = field(default_factory=dict, compare=False, repr=False)
     responses: dict[tuple[int, bool], pb.WatchImportsResponse] = field(default_factory=dict, compare=False, repr=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -16,8 +17,8 @@ from hub.errors import HubError, InvalidRequest, bounded, quote
 from hub.grpc.codes import status_code
 from hub.grpc.export_bracket import SyncBracket
 from hub.grpc.lenient import Malformed, lenient
+from hub.grpc.watch_messages import batched_deltas, batched_snapshot, single_deltas
 from hub.import_batch import ImportBatch
-from hub.merge import delivers_to
 from hub.merge.ownership import ADMIN_OWNER
 from hub.metrics import HubMetrics
 from hub.store.base import EpochMismatch, RevisionCompacted, RevisionInFuture, StoreError
@@ -346,26 +347,20 @@ class CommonAreaService:
                 except StoreError as exc:
                     await context.abort(grpc.StatusCode.UNAVAILABLE, _store_failed(exc))
                 while True:
-                    batch = await sub.get()
-                    if batch is None:
+                    # A batched watcher takes what queued behind the first item too.
+                    items = [await sub.get()]
+                    if request.batched:
+                        items += sub.ready()
+                    responses, last, overflowed = self._answer(engine, items, audience, request.batched, last)
+                    for response in responses:
+                        yield response
+                    if overflowed:
                         if engine.imports_bus.closed:
                             await context.abort(grpc.StatusCode.UNAVAILABLE, "hub shutting down; resume later")
                         await context.abort(
-                            grpc.StatusCode.ABORTED,
-                            "watch fell behind; resume from your last revision",
+                            grpc.StatusCode.ABORTED, "watch fell behind; resume from your last revision"
                         )
                         return
-                    if not batch.changes:
-                        # A bookmark tick: everything up to the engine's revision was sent.
-                        last = max(last, batch.revision)
-                        yield pb.WatchImportsResponse(epoch=engine.epoch, revision=last, bookmark=pb.Bookmark())
-                        continue
-                    if batch.revision <= last:
-                        continue
-                    for response in self._deltas(engine, batch, audience):
-                        yield response
-                    last = batch.revision
-                    self._metrics.imports_sent.inc(len(batch.changes))
         finally:
             self._metrics.watchers.dec()
 
@@ -388,36 +383,67 @@ class CommonAreaService:
                     by_revision: dict[int, list[Any]] = {}
                     for change in changes:
                         by_revision.setdefault(change.revision, []).append(change)
-                    for revision, group in sorted(by_revision.items()):
-                        for response in self._deltas(engine, ImportBatch(revision, group, engine.epoch), audience):
-                            yield response
+                    batches = [ImportBatch(r, group, engine.epoch) for r, group in sorted(by_revision.items())]
+                    for response in self._deltas(engine, batches, audience, request.batched, request.revision):
+                        yield response
                     return
         # A snapshot, read without awaiting so it is consistent with its revision.
         revision = engine.watch_revision
         imports = engine.index.imports_for(audience)
-        for imp in imports:
-            yield pb.WatchImportsResponse(epoch=engine.epoch, revision=revision, upsert=imp)
+        if request.batched:
+            for response in batched_snapshot(imports, engine.epoch, revision):
+                yield response
+        else:
+            for imp in imports:
+                yield pb.WatchImportsResponse(epoch=engine.epoch, revision=revision, upsert=imp)
         yield pb.WatchImportsResponse(epoch=engine.epoch, revision=revision, synced=pb.Synced(reason=reason))
 
+    def _answer(
+        self, engine: Engine, items: list[ImportBatch | None], audience: str | None, batched: bool, last: int
+    ) -> tuple[list[pb.WatchImportsResponse], int, bool]:
+        """What to send for items taken from the watch's subscription, in order: their changes
+        (those not sent yet), bookmarks for the ticks; the revision sent in full after them; and
+        True when the subscription overflowed (the watch ends after what came before)."""
+        responses: list[pb.WatchImportsResponse] = []
+        changed: list[ImportBatch] = []
+
+        def flush() -> None:
+            nonlocal last, changed
+            responses.extend(self._deltas(engine, changed, audience, batched, last))
+            self._metrics.imports_sent.inc(sum(len(b.changes) for b in changed))
+            last = max([last, *(b.revision for b in changed)])
+            changed = []
+
+        for item in items:
+            if item is None:
+                flush()
+                return responses, last, True
+            if item.changes:
+                if item.revision > last:
+                    changed.append(item)
+                continue
+            # A bookmark tick: everything up to the engine's revision was sent.
+            flush()
+            last = max(last, item.revision)
+            responses.append(pb.WatchImportsResponse(epoch=engine.epoch, revision=last, bookmark=pb.Bookmark()))
+        flush()
+        return responses, last, False
+
     @staticmethod
-    def _deltas(engine: Engine, batch: ImportBatch, audience: str | None) -> list[pb.WatchImportsResponse]:
-        # The epoch of the history that made the batch, even if another serves by now (take-over).
-        epoch = batch.epoch or engine.epoch
-        made = batch.responses  # shared by every watcher of the batch (they only read them)
-        responses = []
-        for n, change in enumerate(batch.changes):
-            imp = change.resource
-            delivered = imp is not None and (audience is None or delivers_to(imp, audience))
-            response = made.get((n, delivered))
-            if response is None:
-                if delivered:
-                    response = pb.WatchImportsResponse(epoch=epoch, revision=batch.revision, upsert=imp)
-                else:
-                    # Deleted, or no longer meant for this member: it must drop it.
-                    delete = pb.ImportDelete(import_name=change.import_name)
-                    response = pb.WatchImportsResponse(epoch=epoch, revision=batch.revision, delete=delete)
-                made[(n, delivered)] = response
-            responses.append(response)
+    def _deltas(
+        engine: Engine, batches: list[ImportBatch], audience: str | None, batched: bool, complete: int
+    ) -> list[pb.WatchImportsResponse]:
+        """The batches' changes as messages; ``complete``: the revision sent in full before them."""
+        responses: list[pb.WatchImportsResponse] = []
+        # The epoch of the history that made a batch, even if another serves by now (take-over):
+        # a message holds the changes of one epoch.
+        for epoch, group in itertools.groupby(batches, key=lambda b: b.epoch or engine.epoch):
+            same_epoch = list(group)
+            if batched:
+                responses += batched_deltas(same_epoch, epoch, audience, complete)
+            else:
+                responses += (r for b in same_epoch for r in single_deltas(b, epoch, audience))
+            complete = same_epoch[-1].revision
         return responses
 
 

@@ -5,6 +5,10 @@ complete (the hub sends changes in revision order), but other changes of r may s
 their way; so the position becomes r-1, and r itself once a bookmark or Synced says so.
 Resuming from r-1 re-delivers all of r, which is harmless: applying is idempotent. During
 a snapshot the position does not move at all (a snapshot cut short must start over).
+
+The member asks for batches: a Changes message carries several changes, each applied as if it
+had come alone, and then moves the position to the message's revision (complete up to there).
+A hub that does not batch sends the single form, which is read as before.
 """
 
 from __future__ import annotations
@@ -113,7 +117,7 @@ class ImportWatch:
         self.streams_opened += 1
         self._snapshot, self._live = None, False
         request = pb.WatchImportsRequest(
-            cluster_id=self._cluster_id, epoch=self._position.epoch, revision=self._position.revision
+            cluster_id=self._cluster_id, epoch=self._position.epoch, revision=self._position.revision, batched=True
         )
         call = self._stub.WatchImports(request, metadata=self._settings.metadata)
         try:
@@ -146,29 +150,43 @@ class ImportWatch:
                 self._advance(event.revision)
             return False
         if kind == "upsert":
-            if not self._live and self._snapshot is None:
-                self._snapshot = set()
-            name = event.upsert.import_name
-            await self._deliver(Upsert(event.upsert))
-            if self._known is not None:
-                self._known.add(name)
-            if self._snapshot is not None:
-                self._snapshot.add(name)
-            else:
-                self._advance(event.revision - 1)
+            await self._upsert(event.upsert, event.revision)
             return False
         if kind == "delete":
-            name = event.delete.import_name
-            # The hub also says "delete" for changes to imports never meant for this member.
-            if self._known is None or name in self._known:
-                await self._deliver(Delete(name))
-                if self._known is not None:
-                    self._known.discard(name)
+            await self._delete(event.delete.import_name, event.revision)
+            return False
+        if kind == "changes":
+            for change in event.changes.changes:
+                if change.HasField("upsert"):
+                    await self._upsert(change.upsert, change.revision)
+                else:
+                    await self._delete(change.delete.import_name, change.revision)
             if self._snapshot is None:
-                self._advance(event.revision - 1)
+                self._advance(event.revision)
             return False
         log.warning("unknown import watch event", extra={"event": kind or ""})
         return False
+
+    async def _upsert(self, resource: pb.ResourceImport, revision: int) -> None:
+        if not self._live and self._snapshot is None:
+            self._snapshot = set()
+        name = resource.import_name
+        await self._deliver(Upsert(resource))
+        if self._known is not None:
+            self._known.add(name)
+        if self._snapshot is not None:
+            self._snapshot.add(name)
+        else:
+            self._advance(revision - 1)
+
+    async def _delete(self, name: str, revision: int) -> None:
+        # The hub also says "delete" for changes to imports never meant for this member.
+        if self._known is None or name in self._known:
+            await self._deliver(Delete(name))
+            if self._known is not None:
+                self._known.discard(name)
+        if self._snapshot is None:
+            self._advance(revision - 1)
 
     async def _synced(self, event: pb.WatchImportsResponse) -> bool:
         names = frozenset(self._snapshot or ())

@@ -125,9 +125,11 @@ class Member:
         answers = [await session.upsert(e) for e in exports]
         return answers
 
-    def watch(self, epoch: str = "", revision: int = 0) -> AsyncIterator[pb.WatchImportsResponse]:
+    def watch(
+        self, epoch: str = "", revision: int = 0, *, batched: bool = False
+    ) -> AsyncIterator[pb.WatchImportsResponse]:
         call = self.stub.WatchImports(
-            pb.WatchImportsRequest(cluster_id=self.cluster_id, epoch=epoch, revision=revision)
+            pb.WatchImportsRequest(cluster_id=self.cluster_id, epoch=epoch, revision=revision, batched=batched)
         )
         return call.__aiter__()
 
@@ -168,6 +170,8 @@ async def read_until_synced(
         kind = event.WhichOneof("event")
         if kind == "upsert":
             snapshot[event.upsert.import_name] = event.upsert
+        elif kind == "changes":
+            snapshot.update((c.upsert.import_name, c.upsert) for c in event.changes.changes)
         elif kind == "synced":
             return snapshot, event
     raise AssertionError("watch ended before SYNCED")

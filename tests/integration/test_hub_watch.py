@@ -107,3 +107,82 @@ async def test_a_cluster_info_import_is_not_delivered_to_the_cluster_it_describe
     west_view, _ = await read_until_synced(west.watch())
     assert names.cluster_info_import_name("east") not in east_view
     assert west_view[names.cluster_info_import_name("east")].cluster_info.service_cidr == "10.96.0.0/12"
+
+
+def _flattened(response: pb.WatchImportsResponse) -> list[tuple[str, int, str]]:
+    """(kind, revision, import name) of each change a message carries, in either form."""
+    kind = response.WhichOneof("event")
+    if kind == "changes":
+        return [
+            (c.WhichOneof("change") or "", c.revision, c.upsert.import_name or c.delete.import_name)
+            for c in response.changes.changes
+        ]
+    if kind in ("upsert", "delete"):
+        return [(kind, response.revision, response.upsert.import_name or response.delete.import_name)]
+    return []
+
+
+async def _read_changes(
+    stream: AsyncIterator[pb.WatchImportsResponse], count: int
+) -> tuple[list[tuple[str, int, str]], list[pb.WatchImportsResponse]]:
+    """The next ``count`` changes (bookmarks skipped) and the messages that carried them."""
+    changes: list[tuple[str, int, str]] = []
+    messages = []
+    while len(changes) < count:
+        response = await asyncio.wait_for(anext(stream), 5)
+        if _flattened(response):
+            messages.append(response)
+            changes += _flattened(response)
+    return changes, messages
+
+
+async def test_a_batched_watcher_gets_the_snapshot_in_one_message_and_the_same_changes_as_one_per_message(
+    connect: MemberFactory,
+) -> None:
+    east, west = await connect("east"), await connect("west")
+    await east.export(*(service_export("east", "default", f"svc-{i}") for i in range(40)))
+    plain, batched = west.watch(), west.watch(batched=True)
+    plain_snapshot, plain_synced = await read_until_synced(plain)
+    first = await asyncio.wait_for(anext(batched), 5)
+    assert first.WhichOneof("event") == "changes"
+    assert len(first.changes.changes) == 80  # a ServiceImport and an Endpoints import each
+    assert {c.revision for c in first.changes.changes} == {first.revision}
+    batched_snapshot, batched_synced = await read_until_synced(batched)
+    assert batched_snapshot == {}  # all of it came in the first message
+    assert {c.upsert.import_name for c in first.changes.changes} == set(plain_snapshot)
+    assert batched_synced.revision == plain_synced.revision == first.revision
+
+    session = east.export_session()
+    for i in range(10):
+        await session.upsert(service_export("east", "default", f"more-{i}"))
+    await session.delete(names.service_export_name("east", "default", "svc-0"))
+    plain_changes, _ = await _read_changes(plain, 22)
+    batched_changes, messages = await _read_changes(batched, 22)
+    assert batched_changes == plain_changes
+    assert [kind for kind, _, _ in batched_changes] == ["upsert"] * 20 + ["delete"] * 2
+    assert all(m.WhichOneof("event") == "changes" for m in messages)
+    # Each message's revision is complete: the last change it carries is of that revision.
+    assert all(m.revision == m.changes.changes[-1].revision for m in messages)
+
+
+async def test_a_batched_watcher_resumes_from_a_message_revision_with_exactly_what_came_after_it(
+    connect: MemberFactory,
+) -> None:
+    east, west = await connect("east"), await connect("west")
+    session = east.export_session()
+    await session.upsert(service_export("east", "default", "first"))
+    stream = west.watch(batched=True)
+    _, synced = await read_until_synced(stream)
+    await session.upsert(service_export("east", "default", "second"))
+    _, [applied] = await _read_changes(stream, 1)
+
+    await session.upsert(service_export("east", "default", "third"))
+    await session.delete(names.service_export_name("east", "default", "first"))
+    resumed = west.watch(synced.epoch, applied.revision, batched=True)
+    assert (await anext(resumed)).WhichOneof("event") == "resumed"
+    changes, messages = await _read_changes(resumed, 4)
+    assert [(kind, name) for kind, _, name in changes if name.endswith("-service")] == [
+        ("upsert", names.service_import_name("default", "third")),
+        ("delete", names.service_import_name("default", "first")),
+    ]
+    assert len(messages) == 1  # the missed changes are ready together: one message

@@ -809,21 +809,30 @@ class WatchImportsRequest(_message.Message):
     CLUSTER_ID_FIELD_NUMBER: _builtins.int
     EPOCH_FIELD_NUMBER: _builtins.int
     REVISION_FIELD_NUMBER: _builtins.int
+    BATCHED_FIELD_NUMBER: _builtins.int
     cluster_id: _builtins.str
     epoch: _builtins.str
     """Empty for a first watch."""
     revision: _builtins.int
     """The last revision the member applied."""
+    batched: _builtins.bool
+    """The watcher reads Changes: the hub may send the changes that are ready
+    together (a snapshot's imports, the changes of one or more revisions) in
+    one message, so a burst costs a few messages, not one per import. A hub
+    that predates the field sends one change per message; a watcher that asks
+    must read both forms.
+    """
     def __init__(
         self,
         *,
         cluster_id: _builtins.str = ...,
         epoch: _builtins.str = ...,
         revision: _builtins.int = ...,
+        batched: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id", "epoch", b"epoch", "revision", b"revision"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batched", b"batched", "cluster_id", b"cluster_id", "epoch", b"epoch", "revision", b"revision"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -904,6 +913,65 @@ class Resumed(_message.Message):
 Global___Resumed: _TypeAlias = Resumed  # noqa: Y015
 
 @_typing.final
+class ImportChange(_message.Message):
+    """ImportChange is one upsert or delete of a Changes message."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REVISION_FIELD_NUMBER: _builtins.int
+    UPSERT_FIELD_NUMBER: _builtins.int
+    DELETE_FIELD_NUMBER: _builtins.int
+    revision: _builtins.int
+    """The revision of the change; for a snapshot item, the snapshot's revision."""
+    @_builtins.property
+    def upsert(self) -> Global___ResourceImport: ...
+    @_builtins.property
+    def delete(self) -> Global___ImportDelete: ...
+    def __init__(
+        self,
+        *,
+        revision: _builtins.int = ...,
+        upsert: Global___ResourceImport | None = ...,
+        delete: Global___ImportDelete | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["change", b"change", "delete", b"delete", "upsert", b"upsert"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["change", b"change", "delete", b"delete", "revision", b"revision", "upsert", b"upsert"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_change: _TypeAlias = _typing.Literal["upsert", "delete"]  # noqa: Y015
+    _WhichOneofArgType_change: _TypeAlias = _typing.Literal["change", b"change"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_change) -> _WhichOneofReturnType_change | None: ...
+
+Global___ImportChange: _TypeAlias = ImportChange  # noqa: Y015
+
+@_typing.final
+class Changes(_message.Message):
+    """Changes carries several changes, in the order they are applied (revision
+    order). In a snapshot they are snapshot items; after it, the message's
+    revision is the last revision all of whose changes this message and the
+    ones before it carried (a revision whose changes go on in the next message
+    is not complete yet).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHANGES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___ImportChange]: ...
+    def __init__(
+        self,
+        *,
+        changes: _abc.Iterable[Global___ImportChange] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changes", b"changes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Changes: _TypeAlias = Changes  # noqa: Y015
+
+@_typing.final
 class WatchImportsResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -914,6 +982,7 @@ class WatchImportsResponse(_message.Message):
     SYNCED_FIELD_NUMBER: _builtins.int
     BOOKMARK_FIELD_NUMBER: _builtins.int
     RESUMED_FIELD_NUMBER: _builtins.int
+    CHANGES_FIELD_NUMBER: _builtins.int
     epoch: _builtins.str
     revision: _builtins.int
     """Revision of this event; for a snapshot item, the snapshot's revision."""
@@ -927,6 +996,10 @@ class WatchImportsResponse(_message.Message):
     def bookmark(self) -> Global___Bookmark: ...
     @_builtins.property
     def resumed(self) -> Global___Resumed: ...
+    @_builtins.property
+    def changes(self) -> Global___Changes:
+        """Only to a watcher that asked for batches (WatchImportsRequest batched)."""
+
     def __init__(
         self,
         *,
@@ -937,12 +1010,13 @@ class WatchImportsResponse(_message.Message):
         synced: Global___Synced | None = ...,
         bookmark: Global___Bookmark | None = ...,
         resumed: Global___Resumed | None = ...,
+        changes: Global___Changes | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bookmark", b"bookmark", "delete", b"delete", "event", b"event", "resumed", b"resumed", "synced", b"synced", "upsert", b"upsert"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bookmark", b"bookmark", "changes", b"changes", "delete", b"delete", "event", b"event", "resumed", b"resumed", "synced", b"synced", "upsert", b"upsert"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bookmark", b"bookmark", "delete", b"delete", "epoch", b"epoch", "event", b"event", "resumed", b"resumed", "revision", b"revision", "synced", b"synced", "upsert", b"upsert"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bookmark", b"bookmark", "changes", b"changes", "delete", b"delete", "epoch", b"epoch", "event", b"event", "resumed", b"resumed", "revision", b"revision", "synced", b"synced", "upsert", b"upsert"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["upsert", "delete", "synced", "bookmark", "resumed"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["upsert", "delete", "synced", "bookmark", "resumed", "changes"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 

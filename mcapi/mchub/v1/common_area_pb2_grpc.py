@@ -121,7 +121,8 @@ class CommonAreaServiceServicer:
     def WatchImports(self, request, context):
         """WatchImports sends a snapshot and a SYNCED marker, or, when (epoch,
         revision) can be resumed, exactly the changes after revision; then deltas
-        and periodic bookmarks.
+        and periodic bookmarks. A watcher that asks for batches (WatchImportsRequest
+        batched) gets changes that are ready together in one message (Changes).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

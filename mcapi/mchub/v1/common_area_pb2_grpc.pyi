@@ -79,7 +79,8 @@ class CommonAreaServiceStub:
     WatchImports: _grpc.UnaryStreamMultiCallable[_common_area_pb2.WatchImportsRequest, _common_area_pb2.WatchImportsResponse]
     """WatchImports sends a snapshot and a SYNCED marker, or, when (epoch,
     revision) can be resumed, exactly the changes after revision; then deltas
-    and periodic bookmarks.
+    and periodic bookmarks. A watcher that asks for batches (WatchImportsRequest
+    batched) gets changes that are ready together in one message (Changes).
     """
     ReportImportStatus: _grpc.UnaryUnaryMultiCallable[_common_area_pb2.ReportImportStatusRequest, _common_area_pb2.ReportImportStatusResponse]
     """ReportImportStatus tells the hub whether a member could apply an import."""
@@ -157,7 +158,8 @@ class CommonAreaServiceAsyncStub(CommonAreaServiceStub):
     WatchImports: _aio.UnaryStreamMultiCallable[_common_area_pb2.WatchImportsRequest, _common_area_pb2.WatchImportsResponse]  # type: ignore[assignment]
     """WatchImports sends a snapshot and a SYNCED marker, or, when (epoch,
     revision) can be resumed, exactly the changes after revision; then deltas
-    and periodic bookmarks.
+    and periodic bookmarks. A watcher that asks for batches (WatchImportsRequest
+    batched) gets changes that are ready together in one message (Changes).
     """
     ReportImportStatus: _aio.UnaryUnaryMultiCallable[_common_area_pb2.ReportImportStatusRequest, _common_area_pb2.ReportImportStatusResponse]  # type: ignore[assignment]
     """ReportImportStatus tells the hub whether a member could apply an import."""
@@ -250,7 +252,8 @@ class CommonAreaServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_common_area_pb2.WatchImportsResponse], _abc.AsyncIterator[_common_area_pb2.WatchImportsResponse]]:
         """WatchImports sends a snapshot and a SYNCED marker, or, when (epoch,
         revision) can be resumed, exactly the changes after revision; then deltas
-        and periodic bookmarks.
+        and periodic bookmarks. A watcher that asks for batches (WatchImportsRequest
+        batched) gets changes that are ready together in one message (Changes).
         """
 
     @_abc_1.abstractmethod

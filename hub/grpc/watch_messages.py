@@ -1,0 +1,123 @@
+"""A watch's import changes as WatchImportsResponse messages.
+
+Two forms. The single form sends each change alone (an upsert or a delete), as every member
+reads it. The batched form, for a watcher that asked (WatchImportsRequest.batched), packs the
+changes that are ready together (a snapshot's imports, the commits queued behind the one being
+sent) into Changes messages of at most ``MAX_BATCH_CHANGES`` changes and ``MAX_BATCH_BYTES``:
+a burst of thousands of imports is a few messages, not one per import, for the hub, the
+transport and the member alike. A change larger than a batch may be goes alone in the single
+form, so no message is larger than the one import in it (the hub refuses imports that a
+message could not carry).
+
+A batched message's revision is the last revision whose changes it and the messages before it
+carried in full: the watcher's resume position after applying it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+from hub.import_batch import ImportBatch
+from hub.merge import delivers_to
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+# Well under the 4 MiB a member's channel takes by default.
+MAX_BATCH_BYTES = 1024 * 1024
+MAX_BATCH_CHANGES = 1000
+
+
+def _change(batch: ImportBatch, n: int, audience: str | None) -> pb.ImportChange:
+    """Change n of the batch as this watcher must see it, made once for all watchers alike: the
+    upsert (delivered to it) or the delete (deleted, or no longer meant for that member)."""
+    change = batch.changes[n]
+    imp = change.resource
+    delivered = imp is not None and (audience is None or delivers_to(imp, audience))
+    made = batch.made.get((n, delivered))
+    if made is None:
+        if delivered:
+            made = pb.ImportChange(revision=batch.revision, upsert=imp)
+        else:
+            made = pb.ImportChange(revision=batch.revision, delete=pb.ImportDelete(import_name=change.import_name))
+        batch.made[(n, delivered)] = made
+    return made
+
+
+def _single(epoch: str, change: pb.ImportChange) -> pb.WatchImportsResponse:
+    if change.HasField("upsert"):
+        return pb.WatchImportsResponse(epoch=epoch, revision=change.revision, upsert=change.upsert)
+    return pb.WatchImportsResponse(epoch=epoch, revision=change.revision, delete=change.delete)
+
+
+def single_deltas(batch: ImportBatch, epoch: str, audience: str | None) -> list[pb.WatchImportsResponse]:
+    """The batch's changes one per message, each made once for every watcher of the batch."""
+    responses = []
+    for n in range(len(batch.changes)):
+        change = _change(batch, n, audience)
+        key = (n, change.HasField("upsert"))
+        response = batch.responses.get(key)
+        if response is None:
+            response = _single(epoch, change)
+            batch.responses[key] = response
+        responses.append(response)
+    return responses
+
+
+def _entry_bytes(size: int) -> int:
+    """What a change of ``size`` bytes adds to a Changes message: its tag, its length, itself."""
+    length = 1
+    while size >= 0x80 << (7 * (length - 1)):
+        length += 1
+    return 1 + length + size
+
+
+class _Packer:
+    """Changes, in order, into messages no larger than a batch may be."""
+
+    def __init__(self, epoch: str) -> None:
+        self._epoch = epoch
+        self._pending: list[pb.ImportChange] = []
+        self._bytes = 0
+
+    def add(self, change: pb.ImportChange, revision: int) -> Iterator[pb.WatchImportsResponse]:
+        """Add a change; yields what had to go first. ``revision``: the message revision of
+        what is pending before this change (complete up to there)."""
+        size = _entry_bytes(change.ByteSize())
+        if size > MAX_BATCH_BYTES:
+            yield from self.flush(revision)
+            yield _single(self._epoch, change)
+            return
+        if self._pending and (self._bytes + size > MAX_BATCH_BYTES or len(self._pending) >= MAX_BATCH_CHANGES):
+            yield from self.flush(revision)
+        self._pending.append(change)
+        self._bytes += size
+
+    def flush(self, revision: int) -> Iterator[pb.WatchImportsResponse]:
+        if not self._pending:
+            return
+        response = pb.WatchImportsResponse(epoch=self._epoch, revision=revision)
+        response.changes.changes.extend(self._pending)
+        self._pending, self._bytes = [], 0
+        yield response
+
+
+def batched_deltas(
+    batches: Sequence[ImportBatch], epoch: str, audience: str | None, complete: int
+) -> Iterator[pb.WatchImportsResponse]:
+    """The changes of these batches (in revision order) in as few messages as fit. ``complete``:
+    the revision every change before the first batch belongs to."""
+    packer = _Packer(epoch)
+    for batch in batches:
+        for n in range(len(batch.changes)):
+            yield from packer.add(_change(batch, n, audience), complete)
+        complete = batch.revision
+    yield from packer.flush(complete)
+
+
+def batched_snapshot(
+    imports: Iterable[pb.ResourceImport], epoch: str, revision: int
+) -> Iterator[pb.WatchImportsResponse]:
+    """A snapshot's imports (all at ``revision``) in as few messages as fit."""
+    packer = _Packer(epoch)
+    for imp in imports:
+        yield from packer.add(pb.ImportChange(revision=revision, upsert=imp), revision)
+    yield from packer.flush(revision)
