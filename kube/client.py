@@ -499,21 +499,35 @@ class KubeClient:
             query=query,
             client_timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout),
         )
+        # Read what has arrived, not a line at a time: a burst of events is one read, and the
+        # inactivity timer is armed once per read, not once per event.
+        partial: list[bytes] = []  # the start of a line whose end has not arrived yet
         try:
             while True:
                 try:
                     async with asyncio.timeout(inactivity_timeout):
-                        line = await response.content.readline()
+                        chunk = await response.content.readany()
                 except TimeoutError:
                     log.info("watchInactive", extra={"resource": resource.qualified_name, "path": path})
                     return
                 except (aiohttp.ClientError, OSError) as err:
                     raise ConnectionFailed(f"watch {path}: {err!r}") from err
-                if not line:
+                if not chunk:
+                    last = b"".join(partial)
+                    if last.strip():
+                        yield self._event(resource, last)
                     return
-                if not line.strip():
-                    continue
-                yield self._event(resource, line)
+                start = 0
+                while (end := chunk.find(b"\n", start)) != -1:
+                    line = chunk[start:end]
+                    if partial:
+                        line = b"".join([*partial, line])
+                        partial = []
+                    start = end + 1
+                    if line.strip():
+                        yield self._event(resource, line)
+                if start < len(chunk):
+                    partial.append(chunk[start:])
         finally:
             response.close()
 

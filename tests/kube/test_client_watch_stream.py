@@ -1,0 +1,93 @@
+"""KubeClient.watch reads the stream as it arrives: several events in one read, one event over
+many reads, blank lines, and a last event the server ended without a newline."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+
+import pytest
+from aiohttp import web
+from kubernetes_asyncio.client import Configuration
+
+from kube.client import KubeClient, WatchEvent
+from kube.errors import ConnectionFailed
+from kube.resources import CONFIG_MAPS
+
+
+def _event(event_type: str, name: str, padding: int = 0) -> bytes:
+    obj = {"metadata": {"name": name, "resourceVersion": "1"}, "data": {"pad": "x" * padding}}
+    return json.dumps({"type": event_type, "object": obj}).encode()
+
+
+class ChunkedWatchServer:
+    """Answers a watch with ``chunks``, each written (and flushed) on its own, then ends it."""
+
+    def __init__(self, chunks: Sequence[bytes]) -> None:
+        self.chunks = chunks
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for chunk in self.chunks:
+            await response.write(chunk)
+            await asyncio.sleep(0.01)  # each its own read on the client's side
+        await response.write_eof()
+        return response
+
+    async def __aenter__(self) -> ChunkedWatchServer:
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", self.handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+
+async def _watched(chunks: Sequence[bytes]) -> list[WatchEvent]:
+    async with ChunkedWatchServer(chunks) as server:
+        kube = KubeClient.from_configuration(Configuration(host=server.url))
+        try:
+            return [event async for event in kube.watch(CONFIG_MAPS, "default", resource_version="1")]
+        finally:
+            await kube.close()
+
+
+def _names(events: list[WatchEvent]) -> list[tuple[str, str]]:
+    return [(e.type, e.object["metadata"]["name"]) for e in events]
+
+
+async def test_several_events_in_one_read_are_each_delivered() -> None:
+    burst = b"\n".join(_event("ADDED", f"cm-{i}") for i in range(5)) + b"\n"
+    assert _names(await _watched([burst])) == [("ADDED", f"cm-{i}") for i in range(5)]
+
+
+async def test_an_event_split_over_many_reads_is_delivered_whole_with_what_shares_its_reads() -> None:
+    big = _event("MODIFIED", "big", padding=300_000)
+    stream = _event("ADDED", "before") + b"\n" + big + b"\n" + _event("DELETED", "after") + b"\n"
+    pieces = [stream[i : i + 7_000] for i in range(0, len(stream), 7_000)]
+    events = await _watched(pieces)
+    assert _names(events) == [("ADDED", "before"), ("MODIFIED", "big"), ("DELETED", "after")]
+    assert len(events[1].object["data"]["pad"]) == 300_000
+
+
+async def test_blank_lines_are_skipped_and_a_last_event_without_a_newline_is_delivered() -> None:
+    chunks = [b"\n", _event("ADDED", "a") + b"\n\n", b"  \n", _event("ADDED", "b")]
+    assert _names(await _watched(chunks)) == [("ADDED", "a"), ("ADDED", "b")]
+
+
+@pytest.mark.parametrize("garbage", [b"{not json}\n", b'{"type": "ADDED"}\n'])
+async def test_an_undecodable_event_fails_the_watch_as_a_connection_failure(garbage: bytes) -> None:
+    with pytest.raises(ConnectionFailed):
+        await _watched([_event("ADDED", "a") + b"\n", garbage])
