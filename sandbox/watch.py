@@ -45,6 +45,10 @@ class WatchRequest:
     include_object: str
 
 
+# How many encoded events a sandbox keeps for the watches that have yet to send them.
+_SHARED_LINES = 4096
+
+
 def _encode(event_type: str, obj: Any) -> bytes:
     return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
@@ -89,20 +93,36 @@ class _Stream:
         """The event as this watch reports it (None: its selectors hide it)."""
         now_match = self.req.matches(event.object)
         if event.type == "ADDED":
-            return self.encode("ADDED", event.object) if now_match else None
+            return self._shared(event, "ADDED", event.object) if now_match else None
         if event.type == "DELETED":
-            return self.encode("DELETED", event.object) if now_match else None
+            return self._shared(event, "DELETED", event.object) if now_match else None
         was_match = event.previous is not None and self.req.matches(event.previous)
         if now_match and was_match:
-            return self.encode("MODIFIED", event.object)
+            return self._shared(event, "MODIFIED", event.object)
         if now_match:
-            return self.encode("ADDED", event.object)
+            return self._shared(event, "ADDED", event.object)
         if was_match and event.previous is not None:
             # As the watch cache does: the object as it last matched, at the change's resourceVersion.
             left = {**event.previous, "metadata": {**event.previous["metadata"]}}
             left["metadata"]["resourceVersion"] = event.object["metadata"]["resourceVersion"]
-            return self.encode("DELETED", left)
+            return self._shared(event, "LEFT", left)
         return None
+
+    def _shared(self, event: StoredEvent, shown_as: str, obj: Obj) -> bytes:
+        """Encoded once per version for every plain watch of the event (a table is per watch:
+        its columns and the object in it depend on the request)."""
+        event_type = "DELETED" if shown_as == "LEFT" else shown_as
+        if self.req.table:
+            return self.encode(event_type, obj)
+        lines = self.ctx.watch_lines
+        rt = self.req.rt
+        key = (event.revision, shown_as, f"{rt.plural}.{rt.group}", rt.version)
+        line = lines.get(key)
+        if line is None:
+            line = lines[key] = self.encode(event_type, obj)
+            if len(lines) > _SHARED_LINES:
+                lines.popitem(last=False)
+        return line
 
     async def deliver(self, events: list[StoredEvent]) -> None:
         await self.write([e for e in map(self.encode_event, events) if e is not None])

@@ -156,3 +156,23 @@ async def test_a_watch_allowing_bookmarks_gets_a_bookmark_before_it_times_out(cl
             break
     assert bookmark is not None
     assert int(bookmark["object"]["metadata"]["resourceVersion"]) >= int(changed.metadata.resource_version)
+
+
+async def test_watches_of_one_resource_each_see_a_change_as_their_selection_makes_it(
+    cluster: Cluster, namespace: str
+) -> None:
+    core = cluster.core
+    created = await core.create_namespaced_config_map(
+        namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="mover", labels={"team": "a"}))
+    )
+    path, version = f"/api/v1/namespaces/{namespace}/configmaps", created.metadata.resource_version
+    plain = [cluster.watch(path, {"resourceVersion": version, "timeoutSeconds": "10"}) for _ in range(2)]
+    selected = cluster.watch(path, {"resourceVersion": version, "labelSelector": "team=a", "timeoutSeconds": "10"})
+    moved = await core.patch_namespaced_config_map("mover", namespace, {"metadata": {"labels": {"team": "b"}}})
+    async with asyncio.timeout(10):
+        first, second, left = [await anext(aiter(s)) for s in (*plain, selected)]
+    assert first == second
+    assert first["type"] == "MODIFIED" and first["object"]["metadata"]["labels"] == {"team": "b"}
+    assert left["type"] == "DELETED" and left["object"]["metadata"]["labels"] == {"team": "a"}
+    assert first["object"]["metadata"]["resourceVersion"] == left["object"]["metadata"]["resourceVersion"]
+    assert left["object"]["metadata"]["resourceVersion"] == moved.metadata.resource_version

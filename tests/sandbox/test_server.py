@@ -1,4 +1,5 @@
-"""The SandboxServer itself: several in one loop, prompt shutdown, the CLI entry point."""
+"""The SandboxServer itself: several in one loop, prompt shutdown, watch events encoded once, the
+CLI entry point."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from typing import Any
 import yaml
 from kubernetes_asyncio import client, config
 
-from sandbox import cli
+from kube.client import connect
+from kube.resources import CONFIG_MAPS
+from sandbox import cli, watch
 from sandbox.server import SandboxServer
 
 
@@ -68,6 +71,35 @@ async def test_stopping_ends_open_watches_promptly(tmp_path: Path) -> None:
                 pass
     finally:
         await api.close()
+
+
+async def test_an_event_is_encoded_once_for_every_plain_watch_of_it(tmp_path: Path, monkeypatch: Any) -> None:
+    encoded: list[str] = []
+    original = watch._encode
+
+    def counting(event_type: str, obj: Any) -> bytes:
+        encoded.append(f"{event_type} {obj['metadata']['name']}")
+        return original(event_type, obj)
+
+    monkeypatch.setattr(watch, "_encode", counting)
+    server = SandboxServer("shared", work_dir=tmp_path)
+    await server.start()
+    kube = await connect(server.kubeconfig_path)
+    try:
+        listed = await kube.list(CONFIG_MAPS, "default")
+        streams = [kube.watch(CONFIG_MAPS, "default", resource_version=listed.resource_version) for _ in range(3)]
+        pending = [asyncio.ensure_future(anext(s)) for s in streams]
+        await asyncio.sleep(0.2)  # the three watches are open
+        await kube.create(CONFIG_MAPS, {"metadata": {"name": "once"}}, "default")
+        async with asyncio.timeout(5):
+            events = await asyncio.gather(*pending)
+        assert {(e.type, e.object["metadata"]["name"]) for e in events} == {("ADDED", "once")}
+        assert encoded == ["ADDED once"]
+        for stream in streams:
+            await stream.aclose()
+    finally:
+        await kube.close()
+        await server.stop()
 
 
 async def test_the_cli_runs_a_sandbox_until_cancelled(tmp_path: Path) -> None:
