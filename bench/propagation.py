@@ -1,8 +1,9 @@
 """Propagation of exported Services to importing members, next to floors measured in the same run.
 
 In one process (hub, sandbox API servers and members together, ``mchub_cli.localset``):
-- latency from a ServiceExport created in west to the ServiceImport visible in east, p50/p99
-  over N Services created one after another, next to the floor: a ServiceImport written
+- latency from a Service exported in west (its Service, Endpoints and ServiceExport created one
+  after another, the clock started before the first) to the ServiceImport visible in east,
+  p50/p99 over N Services one after another, next to the floor: a ServiceImport written
   straight into east's API server and seen by the same watch;
 - a burst: M Services exported at once by one cluster, until every one of K importers holds
   all M ServiceImports, next to the floor: with mchub stopped, the same API writes without it —
@@ -852,7 +853,8 @@ def report(r: dict[str, Any]) -> str:
     ]
     if "latency_p50_ms" in r:
         lines += [
-            f"ServiceExport created -> ServiceImport visible, {int(r['latency_services'])} Services one by one:",
+            f"Service, Endpoints and ServiceExport created -> ServiceImport visible, {int(r['latency_services'])} "
+            "Services one by one:",
             f"  mchub   p50 {r['latency_p50_ms']:7.1f} ms   p99 {r['latency_p99_ms']:7.1f} ms",
             f"  floor   p50 {r['floor_p50_ms']:7.1f} ms   p99 {r['floor_p99_ms']:7.1f} ms"
             "  (a ServiceImport written straight into the importer)",
