@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
 import pytest
@@ -12,6 +13,7 @@ from aiohttp import web
 
 from ctl.access import HubAccess, HubRest
 from ctl.errors import OperationFailed
+from tests.loopback_http import serving
 
 NOT_LEADER = {"kind": "Status", "reason": "ServiceUnavailable", "message": "this hub replica is not the leader"}
 
@@ -37,26 +39,18 @@ class FlakyHub:
 
 
 @pytest.fixture
-async def serve() -> AsyncIterator[list[web.AppRunner]]:
-    runners: list[web.AppRunner] = []
-    yield runners
-    for runner in runners:
-        await runner.cleanup()
+async def serve() -> AsyncIterator[AsyncExitStack]:
+    """Where the test's stand-in hubs are served until it ends."""
+    async with AsyncExitStack() as servers:
+        yield servers
 
 
-async def _start(hub: FlakyHub, runners: list[web.AppRunner]) -> HubAccess:
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", hub.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    runners.append(runner)
-    port = runner.addresses[0][1]
-    return HubAccess(f"http://127.0.0.1:{port}", "token")
+async def _start(hub: FlakyHub, servers: AsyncExitStack) -> HubAccess:
+    url = await servers.enter_async_context(serving(hub.handle))
+    return HubAccess(url, "token")
 
 
-async def test_a_read_is_asked_again_until_the_hub_answers(serve: list[web.AppRunner]) -> None:
+async def test_a_read_is_asked_again_until_the_hub_answers(serve: AsyncExitStack) -> None:
     hub = FlakyHub(unavailable=2)
     async with HubRest(await _start(hub, serve)) as rest:
         items = await rest.items("/api/v1/resourceexports")
@@ -64,7 +58,7 @@ async def test_a_read_is_asked_again_until_the_hub_answers(serve: list[web.AppRu
     assert hub.seen == ["GET", "GET", "GET"]
 
 
-async def test_a_write_is_asked_again_until_the_hub_answers(serve: list[web.AppRunner]) -> None:
+async def test_a_write_is_asked_again_until_the_hub_answers(serve: AsyncExitStack) -> None:
     hub = FlakyHub(unavailable=1)
     async with HubRest(await _start(hub, serve)) as rest:
         await rest.write("DELETE", "/api/v1/clusters/west")
@@ -72,7 +66,7 @@ async def test_a_write_is_asked_again_until_the_hub_answers(serve: list[web.AppR
 
 
 async def test_a_hub_that_stays_unavailable_fails_with_its_own_message_after_the_bound(
-    serve: list[web.AppRunner],
+    serve: AsyncExitStack,
 ) -> None:
     hub = FlakyHub(unavailable=1_000)
     async with HubRest(await _start(hub, serve), unavailable_for=0.6) as rest:
@@ -83,7 +77,7 @@ async def test_a_hub_that_stays_unavailable_fails_with_its_own_message_after_the
     assert 4 <= len(hub.seen) <= 12
 
 
-async def test_a_hub_that_fails_otherwise_than_503_is_not_asked_again(serve: list[web.AppRunner]) -> None:
+async def test_a_hub_that_fails_otherwise_than_503_is_not_asked_again(serve: AsyncExitStack) -> None:
     hub = FlakyHub(unavailable=1, status=500)
     async with HubRest(await _start(hub, serve)) as rest:
         with pytest.raises(OperationFailed, match="500"):
@@ -91,7 +85,7 @@ async def test_a_hub_that_fails_otherwise_than_503_is_not_asked_again(serve: lis
     assert hub.seen == ["GET"]
 
 
-async def test_a_503_is_asked_again_no_sooner_than_its_retry_after(serve: list[web.AppRunner]) -> None:
+async def test_a_503_is_asked_again_no_sooner_than_its_retry_after(serve: AsyncExitStack) -> None:
     hub = FlakyHub(unavailable=1, headers={"Retry-After": "1"})
     async with HubRest(await _start(hub, serve)) as rest:
         items = await rest.items("/api/v1/resourceexports")
@@ -101,7 +95,7 @@ async def test_a_503_is_asked_again_no_sooner_than_its_retry_after(serve: list[w
     assert hub.arrivals[1] - hub.arrivals[0] >= 0.99
 
 
-async def test_a_503_whose_retry_after_is_beyond_the_bound_fails_at_once(serve: list[web.AppRunner]) -> None:
+async def test_a_503_whose_retry_after_is_beyond_the_bound_fails_at_once(serve: AsyncExitStack) -> None:
     hub = FlakyHub(unavailable=1_000, headers={"Retry-After": "30"})
     loop = asyncio.get_running_loop()
     async with HubRest(await _start(hub, serve)) as rest:
@@ -115,7 +109,7 @@ async def test_a_503_whose_retry_after_is_beyond_the_bound_fails_at_once(serve: 
 
 
 async def test_a_retry_after_within_the_bound_that_outlasts_what_is_left_of_it_is_told_as_still_unavailable(
-    serve: list[web.AppRunner],
+    serve: AsyncExitStack,
 ) -> None:
     # Asked again after 1 s, then told 1 s again with about 0.5 s of the 1.5 s bound left.
     hub = FlakyHub(unavailable=1_000, headers={"Retry-After": "1"})

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
@@ -17,6 +16,7 @@ from kube.errors import NotFound, ServerError
 from kube.ratelimit import TokenBucket
 from kube.resources import CONFIG_MAPS, SERVICE_IMPORTS
 from sandbox.server import SandboxServer
+from tests.loopback_http import serving
 
 
 def test_requests_are_described_by_their_kubernetes_verb_and_resource() -> None:
@@ -103,8 +103,6 @@ class ThrottlingServer:
         self.throttled = throttled
         self.status = status
         self.requests = 0
-        self.url = ""
-        self._runner: web.AppRunner | None = None
 
     async def handle(self, _: web.Request) -> web.Response:
         self.requests += 1
@@ -113,33 +111,10 @@ class ThrottlingServer:
             return web.json_response(body, status=self.status, headers={"Retry-After": "0.1"})
         return web.json_response({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})
 
-    async def start(self) -> None:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
 
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-
-@pytest.fixture
-async def throttling() -> AsyncIterator[ThrottlingServer]:
-    server = ThrottlingServer(throttled=2)
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-async def test_a_throttled_request_is_sent_again_after_the_servers_retry_after(throttling: ThrottlingServer) -> None:
-    async with KubeClient.from_configuration(Configuration(host=throttling.url)) as kube:
+async def test_a_throttled_request_is_sent_again_after_the_servers_retry_after() -> None:
+    throttling = ThrottlingServer(throttled=2)
+    async with serving(throttling.handle) as url, KubeClient.from_configuration(Configuration(host=url)) as kube:
         started = time.monotonic()
         created = await kube.create(CONFIG_MAPS, {"metadata": {"name": "a"}}, namespace="default")
         assert created["metadata"]["name"] == "a"
@@ -150,14 +125,10 @@ async def test_a_throttled_request_is_sent_again_after_the_servers_retry_after(t
 
 async def test_a_server_error_is_not_retried_by_the_client() -> None:
     server = ThrottlingServer(throttled=1, status=503)
-    await server.start()
-    try:
-        async with KubeClient.from_configuration(Configuration(host=server.url)) as kube:
-            with pytest.raises(ServerError):
-                await kube.get(SERVICE_IMPORTS, "a", "default")
-        assert server.requests == 1
-    finally:
-        await server.stop()
+    async with serving(server.handle) as url, KubeClient.from_configuration(Configuration(host=url)) as kube:
+        with pytest.raises(ServerError):
+            await kube.get(SERVICE_IMPORTS, "a", "default")
+    assert server.requests == 1
 
 
 async def test_without_a_proxy_for_its_server_a_client_looks_nothing_up_in_the_environment(

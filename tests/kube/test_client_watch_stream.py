@@ -14,6 +14,7 @@ from kubernetes_asyncio.client import Configuration
 from kube.client import KubeClient, WatchEvent
 from kube.errors import ConnectionFailed
 from kube.resources import CONFIG_MAPS
+from tests.loopback_http import Handler, serving
 
 
 def _event(event_type: str, name: str, padding: int = 0) -> bytes:
@@ -21,43 +22,25 @@ def _event(event_type: str, name: str, padding: int = 0) -> bytes:
     return json.dumps({"type": event_type, "object": obj}).encode()
 
 
-class ChunkedWatchServer:
-    """Answers a watch with ``chunks``, each written (and flushed) on its own, then ends it."""
+def _answering_with(chunks: Sequence[bytes]) -> Handler:
+    """A watch answered with ``chunks``, each written (and flushed) on its own, then ended."""
 
-    def __init__(self, chunks: Sequence[bytes]) -> None:
-        self.chunks = chunks
-        self.url = ""
-        self._runner: web.AppRunner | None = None
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
         await response.prepare(request)
-        for chunk in self.chunks:
+        for chunk in chunks:
             await response.write(chunk)
             await asyncio.sleep(0.01)  # each its own read on the client's side
         await response.write_eof()
         return response
 
-    async def __aenter__(self) -> ChunkedWatchServer:
-        app = web.Application()
-        app.router.add_get("/{tail:.*}", self.handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        assert self._runner is not None
-        await self._runner.cleanup()
+    return handle
 
 
 async def _watched(chunks: Sequence[bytes]) -> list[WatchEvent]:
-    async with ChunkedWatchServer(chunks) as server:
-        kube = KubeClient.from_configuration(Configuration(host=server.url))
+    async with serving(_answering_with(chunks)) as url:
+        kube = KubeClient.from_configuration(Configuration(host=url))
         try:
             return [event async for event in kube.watch(CONFIG_MAPS, "default", resource_version="1")]
         finally:
