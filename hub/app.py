@@ -232,6 +232,7 @@ class HubApp:
             self.is_leader,
             serves_watches=self.serves_watches,
             leader_hint=self.leader_hint,
+            max_message_bytes=limit,
         )
         server.add_generic_rpc_handlers((handlers(service),))
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)

@@ -59,13 +59,17 @@ class Subscription(Generic[T]):
             self.held -= self.weight(item)
         return item
 
-    def ready(self) -> list[T | None]:
-        """What is queued now, in order, without waiting (None last once it has overflowed)."""
+    def ready(self, max_weight: int) -> list[T | None]:
+        """What is queued now, in order, without waiting, until it weighs ``max_weight`` (None
+        last once it has overflowed): the rest stays queued and counted against the limit."""
         items: list[T | None] = []
-        while not self.queue.empty():
+        taken = 0
+        while taken < max_weight and not self.queue.empty():
             item = self.queue.get_nowait()
             if item is not None:
-                self.held -= self.weight(item)
+                weight = self.weight(item)
+                self.held -= weight
+                taken += weight
             items.append(item)
         return items
 

@@ -17,6 +17,7 @@ class ImportBatch:
     epoch: str = ""
     # Each change as watchers see it, made once for all of them: (position, delivered to the
     # watcher) -> the upsert (delivered) or the delete (deleted, or no longer meant for that
-    # member); and the same as a message of its own (``hub.grpc.watch_messages``).
-    made: dict[tuple[int, bool], pb.ImportChange] = field(default_factory=dict, compare=False, repr=False)
+    # member) with its size in a batch; and the same as a message of its own
+    # (``hub.grpc.watch_messages``). A batched message holds copies of the changes it carries.
+    made: dict[tuple[int, bool], tuple[pb.ImportChange, int]] = field(default_factory=dict, compare=False, repr=False)
     responses: dict[tuple[int, bool], pb.WatchImportsResponse] = field(default_factory=dict, compare=False, repr=False)

@@ -47,6 +47,8 @@ PropagationPolicy = Literal["Foreground", "Background", "Orphan"]
 # A 429 (API Priority and Fairness, max-in-flight) means the request was not served: sending it
 # again after the server's Retry-After is safe for every verb. client-go also tries 10 times.
 MAX_THROTTLED_RETRIES = 10
+# An object is at most about 1.5 MiB in etcd; a watch line far longer than any is a broken stream.
+MAX_WATCH_EVENT_BYTES = 32 * 1024 * 1024
 _THROTTLED_DEFAULT_DELAY = 1.0
 _VERB_OF_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -502,6 +504,7 @@ class KubeClient:
         # Read what has arrived, not a line at a time: a burst of events is one read, and the
         # inactivity timer is armed once per read, not once per event.
         partial: list[bytes] = []  # the start of a line whose end has not arrived yet
+        partial_bytes = 0
         try:
             while True:
                 try:
@@ -522,12 +525,15 @@ class KubeClient:
                     line = chunk[start:end]
                     if partial:
                         line = b"".join([*partial, line])
-                        partial = []
+                        partial, partial_bytes = [], 0
                     start = end + 1
                     if line.strip():
                         yield self._event(resource, line)
                 if start < len(chunk):
                     partial.append(chunk[start:])
+                    partial_bytes += len(chunk) - start
+                    if partial_bytes > MAX_WATCH_EVENT_BYTES:
+                        raise ConnectionFailed(f"watch {path}: an event longer than {MAX_WATCH_EVENT_BYTES} bytes")
         finally:
             response.close()
 

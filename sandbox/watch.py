@@ -45,10 +45,6 @@ class WatchRequest:
     include_object: str
 
 
-# How many encoded events a sandbox keeps for the watches that have yet to send them.
-_SHARED_LINES = 4096
-
-
 def _encode(event_type: str, obj: Any) -> bytes:
     return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
@@ -119,9 +115,8 @@ class _Stream:
         key = (event.revision, shown_as, f"{rt.plural}.{rt.group}", rt.version)
         line = lines.get(key)
         if line is None:
-            line = lines[key] = self.encode(event_type, obj)
-            if len(lines) > _SHARED_LINES:
-                lines.popitem(last=False)
+            line = self.encode(event_type, obj)
+            lines.put(key, line)
         return line
 
     async def deliver(self, events: list[StoredEvent]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from hub.errors import HubError, InvalidRequest, bounded, quote
 from hub.grpc.codes import status_code
 from hub.grpc.export_bracket import SyncBracket
 from hub.grpc.lenient import Malformed, lenient
-from hub.grpc.watch_messages import batched_deltas, batched_snapshot, single_deltas
+from hub.grpc.watch_messages import MAX_BATCH_CHANGES, batch_bytes, batched_deltas, batched_snapshot, single_deltas
 from hub.import_batch import ImportBatch
 from hub.merge.ownership import ADMIN_OWNER
 from hub.metrics import HubMetrics
@@ -49,6 +49,14 @@ _BATCH_LIMIT = 256
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
+@dataclass
+class _Sent:
+    """Where a watch stands: the revision it sent in full; whether its subscription overflowed."""
+
+    revision: int
+    overflowed: bool = False
+
+
 class CommonAreaService:
     def __init__(
         self,
@@ -59,9 +67,12 @@ class CommonAreaService:
         *,
         serves_watches: Callable[[], bool] | None = None,
         leader_hint: Callable[[], str] | None = None,
+        max_message_bytes: int,
     ) -> None:
         # The engine is replaced when this replica (re)gains the leader Lease, or follows anew.
         self._current_engine = engine
+        # The largest message this server sends (its channel's limit): batches of imports fit it.
+        self._max_message_bytes = max_message_bytes
         self._auth = authenticator
         self._metrics = metrics
         # Whether this replica takes writes (with the kube store, it holds the Lease).
@@ -346,15 +357,16 @@ class CommonAreaService:
                         yield response
                 except StoreError as exc:
                     await context.abort(grpc.StatusCode.UNAVAILABLE, _store_failed(exc))
+                sent = _Sent(last)
                 while True:
-                    # A batched watcher takes what queued behind the first item too.
+                    # A batched watcher takes what queued behind the first item too, about one
+                    # message's worth at a time (the rest stays counted against its limit).
                     items = [await sub.get()]
                     if request.batched:
-                        items += sub.ready()
-                    responses, last, overflowed = self._answer(engine, items, audience, request.batched, last)
-                    for response in responses:
+                        items += sub.ready(MAX_BATCH_CHANGES)
+                    for response in self._answer(engine, items, audience, self._batch_bytes(request), sent):
                         yield response
-                    if overflowed:
+                    if sent.overflowed:
                         if engine.imports_bus.closed:
                             await context.abort(grpc.StatusCode.UNAVAILABLE, "hub shutting down; resume later")
                         await context.abort(
@@ -384,67 +396,81 @@ class CommonAreaService:
                     for change in changes:
                         by_revision.setdefault(change.revision, []).append(change)
                     batches = [ImportBatch(r, group, engine.epoch) for r, group in sorted(by_revision.items())]
-                    for response in self._deltas(engine, batches, audience, request.batched, request.revision):
+                    limit = self._batch_bytes(request)
+                    for response in self._deltas(engine, batches, audience, limit, request.revision):
                         yield response
                     return
         # A snapshot, read without awaiting so it is consistent with its revision.
         revision = engine.watch_revision
         imports = engine.index.imports_for(audience)
-        if request.batched:
-            for response in batched_snapshot(imports, engine.epoch, revision):
+        limit = self._batch_bytes(request)
+        if limit is not None:
+            for response in batched_snapshot(imports, engine.epoch, revision, limit):
                 yield response
         else:
             for imp in imports:
                 yield pb.WatchImportsResponse(epoch=engine.epoch, revision=revision, upsert=imp)
         yield pb.WatchImportsResponse(epoch=engine.epoch, revision=revision, synced=pb.Synced(reason=reason))
 
+    def _batch_bytes(self, request: pb.WatchImportsRequest) -> int | None:
+        """How large a batch may be for this watch (None: it reads one change per message)."""
+        if not request.batched:
+            return None
+        return batch_bytes(self._max_message_bytes, request.max_message_bytes)
+
     def _answer(
-        self, engine: Engine, items: list[ImportBatch | None], audience: str | None, batched: bool, last: int
-    ) -> tuple[list[pb.WatchImportsResponse], int, bool]:
-        """What to send for items taken from the watch's subscription, in order: their changes
-        (those not sent yet), bookmarks for the ticks; the revision sent in full after them; and
-        True when the subscription overflowed (the watch ends after what came before)."""
-        responses: list[pb.WatchImportsResponse] = []
+        self,
+        engine: Engine,
+        items: list[ImportBatch | None],
+        audience: str | None,
+        batch_limit: int | None,
+        sent: _Sent,
+    ) -> Iterator[pb.WatchImportsResponse]:
+        """What to send for items taken from the watch's subscription, in order, each message
+        made when the one before was taken: their changes (those not sent yet), bookmarks for the
+        ticks. ``sent`` follows the revision sent in full, and whether the subscription
+        overflowed (the watch ends after what came before)."""
         changed: list[ImportBatch] = []
-
-        def flush() -> None:
-            nonlocal last, changed
-            responses.extend(self._deltas(engine, changed, audience, batched, last))
-            self._metrics.imports_sent.inc(sum(len(b.changes) for b in changed))
-            last = max([last, *(b.revision for b in changed)])
-            changed = []
-
         for item in items:
-            if item is None:
-                flush()
-                return responses, last, True
-            if item.changes:
-                if item.revision > last:
+            if item is not None and item.changes:
+                if item.revision > sent.revision:
                     changed.append(item)
                 continue
+            yield from self._changed(engine, changed, audience, batch_limit, sent)
+            changed = []
+            if item is None:
+                sent.overflowed = True
+                return
             # A bookmark tick: everything up to the engine's revision was sent.
-            flush()
-            last = max(last, item.revision)
-            responses.append(pb.WatchImportsResponse(epoch=engine.epoch, revision=last, bookmark=pb.Bookmark()))
-        flush()
-        return responses, last, False
+            sent.revision = max(sent.revision, item.revision)
+            yield pb.WatchImportsResponse(epoch=engine.epoch, revision=sent.revision, bookmark=pb.Bookmark())
+        yield from self._changed(engine, changed, audience, batch_limit, sent)
+
+    def _changed(
+        self, engine: Engine, batches: list[ImportBatch], audience: str | None, batch_limit: int | None, sent: _Sent
+    ) -> Iterator[pb.WatchImportsResponse]:
+        """Batches published since the watch began (counted: resumed ones are not)."""
+        yield from self._deltas(engine, batches, audience, batch_limit, sent.revision)
+        self._metrics.imports_sent.inc(sum(len(b.changes) for b in batches))
+        sent.revision = max([sent.revision, *(b.revision for b in batches)])
 
     @staticmethod
     def _deltas(
-        engine: Engine, batches: list[ImportBatch], audience: str | None, batched: bool, complete: int
-    ) -> list[pb.WatchImportsResponse]:
-        """The batches' changes as messages; ``complete``: the revision sent in full before them."""
-        responses: list[pb.WatchImportsResponse] = []
+        engine: Engine, batches: list[ImportBatch], audience: str | None, batch_limit: int | None, complete: int
+    ) -> Iterator[pb.WatchImportsResponse]:
+        """The batches' changes as messages, one per change or in batches of ``batch_limit``
+        bytes; ``complete``: the revision sent in full before them."""
         # The epoch of the history that made a batch, even if another serves by now (take-over):
-        # a message holds the changes of one epoch.
-        for epoch, group in itertools.groupby(batches, key=lambda b: b.epoch or engine.epoch):
+        # a message holds the changes of one epoch, and a new epoch's revisions start anew.
+        for n, (epoch, group) in enumerate(itertools.groupby(batches, key=lambda b: b.epoch or engine.epoch)):
             same_epoch = list(group)
-            if batched:
-                responses += batched_deltas(same_epoch, epoch, audience, complete)
+            if n:
+                complete = same_epoch[0].revision - 1  # another history: nothing of it was sent
+            if batch_limit is None:
+                for batch in same_epoch:
+                    yield from single_deltas(batch, epoch, audience)
             else:
-                responses += (r for b in same_epoch for r in single_deltas(b, epoch, audience))
-            complete = same_epoch[-1].revision
-        return responses
+                yield from batched_deltas(same_epoch, epoch, audience, complete, batch_limit)
 
 
 def _store_failed(error: StoreError) -> str:

@@ -3,11 +3,12 @@
 Two forms. The single form sends each change alone (an upsert or a delete), as every member
 reads it. The batched form, for a watcher that asked (WatchImportsRequest.batched), packs the
 changes that are ready together (a snapshot's imports, the commits queued behind the one being
-sent) into Changes messages of at most ``MAX_BATCH_CHANGES`` changes and ``MAX_BATCH_BYTES``:
-a burst of thousands of imports is a few messages, not one per import, for the hub, the
-transport and the member alike. A change larger than a batch may be goes alone in the single
-form, so no message is larger than the one import in it (the hub refuses imports that a
-message could not carry).
+sent) into Changes messages of at most ``MAX_BATCH_CHANGES`` changes and ``MAX_BATCH_BYTES``,
+or less when the watcher or the hub takes smaller messages (``batch_bytes``): a burst of
+thousands of imports is a few messages, not one per import, for the hub, the transport and
+the member alike. A change larger than a batch may be goes alone in the single form, so no
+message is larger than the one import in it (the hub refuses imports that a message could not
+carry).
 
 A batched message's revision is the last revision whose changes it and the messages before it
 carried in full: the watcher's resume position after applying it.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
+from hub.engine_fit import WATCH_ENVELOPE_BYTES
 from hub.import_batch import ImportBatch
 from hub.merge import delivers_to
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -26,19 +28,27 @@ MAX_BATCH_BYTES = 1024 * 1024
 MAX_BATCH_CHANGES = 1000
 
 
-def _change(batch: ImportBatch, n: int, audience: str | None) -> pb.ImportChange:
-    """Change n of the batch as this watcher must see it, made once for all watchers alike: the
-    upsert (delivered to it) or the delete (deleted, or no longer meant for that member)."""
+def batch_bytes(hub_limit: int, watcher_limit: int) -> int:
+    """How large a batch may be for a watcher that takes messages of ``watcher_limit`` bytes (0:
+    any) from a hub that sends at most ``hub_limit``: the message around it must fit both."""
+    limit = min(hub_limit, watcher_limit) if watcher_limit else hub_limit
+    return max(1, min(MAX_BATCH_BYTES, limit - WATCH_ENVELOPE_BYTES))
+
+
+def _change(batch: ImportBatch, n: int, audience: str | None) -> tuple[pb.ImportChange, int]:
+    """Change n of the batch as this watcher must see it, and its size in a batch; made once
+    for all watchers alike: the upsert (delivered to it) or the delete (deleted, or no longer
+    meant for that member)."""
     change = batch.changes[n]
     imp = change.resource
     delivered = imp is not None and (audience is None or delivers_to(imp, audience))
     made = batch.made.get((n, delivered))
     if made is None:
         if delivered:
-            made = pb.ImportChange(revision=batch.revision, upsert=imp)
+            message = pb.ImportChange(revision=batch.revision, upsert=imp)
         else:
-            made = pb.ImportChange(revision=batch.revision, delete=pb.ImportDelete(import_name=change.import_name))
-        batch.made[(n, delivered)] = made
+            message = pb.ImportChange(revision=batch.revision, delete=pb.ImportDelete(import_name=change.import_name))
+        made = batch.made[(n, delivered)] = (message, _entry_bytes(message.ByteSize()))
     return made
 
 
@@ -52,7 +62,7 @@ def single_deltas(batch: ImportBatch, epoch: str, audience: str | None) -> list[
     """The batch's changes one per message, each made once for every watcher of the batch."""
     responses = []
     for n in range(len(batch.changes)):
-        change = _change(batch, n, audience)
+        change, _ = _change(batch, n, audience)
         key = (n, change.HasField("upsert"))
         response = batch.responses.get(key)
         if response is None:
@@ -71,22 +81,22 @@ def _entry_bytes(size: int) -> int:
 
 
 class _Packer:
-    """Changes, in order, into messages no larger than a batch may be."""
+    """Changes, in order, into messages of at most ``max_bytes`` of changes."""
 
-    def __init__(self, epoch: str) -> None:
+    def __init__(self, epoch: str, max_bytes: int) -> None:
         self._epoch = epoch
+        self._max_bytes = max_bytes
         self._pending: list[pb.ImportChange] = []
         self._bytes = 0
 
-    def add(self, change: pb.ImportChange, revision: int) -> Iterator[pb.WatchImportsResponse]:
-        """Add a change; yields what had to go first. ``revision``: the message revision of
-        what is pending before this change (complete up to there)."""
-        size = _entry_bytes(change.ByteSize())
-        if size > MAX_BATCH_BYTES:
+    def add(self, change: pb.ImportChange, size: int, revision: int) -> Iterator[pb.WatchImportsResponse]:
+        """Add a change of ``size`` bytes in a batch; yields what had to go first. ``revision``:
+        the message revision of what is pending before this change (complete up to there)."""
+        if size > self._max_bytes:
             yield from self.flush(revision)
             yield _single(self._epoch, change)
             return
-        if self._pending and (self._bytes + size > MAX_BATCH_BYTES or len(self._pending) >= MAX_BATCH_CHANGES):
+        if self._pending and (self._bytes + size > self._max_bytes or len(self._pending) >= MAX_BATCH_CHANGES):
             yield from self.flush(revision)
         self._pending.append(change)
         self._bytes += size
@@ -101,23 +111,26 @@ class _Packer:
 
 
 def batched_deltas(
-    batches: Sequence[ImportBatch], epoch: str, audience: str | None, complete: int
+    batches: Sequence[ImportBatch], epoch: str, audience: str | None, complete: int, max_bytes: int = MAX_BATCH_BYTES
 ) -> Iterator[pb.WatchImportsResponse]:
-    """The changes of these batches (in revision order) in as few messages as fit. ``complete``:
-    the revision every change before the first batch belongs to."""
-    packer = _Packer(epoch)
+    """The changes of these batches (in revision order) in as few messages as fit, each made when
+    the one before was taken. ``complete``: the revision every change before the first batch
+    belongs to; ``max_bytes``: of changes in a message (``batch_bytes``)."""
+    packer = _Packer(epoch, max_bytes)
     for batch in batches:
         for n in range(len(batch.changes)):
-            yield from packer.add(_change(batch, n, audience), complete)
+            change, size = _change(batch, n, audience)
+            yield from packer.add(change, size, complete)
         complete = batch.revision
     yield from packer.flush(complete)
 
 
 def batched_snapshot(
-    imports: Iterable[pb.ResourceImport], epoch: str, revision: int
+    imports: Iterable[pb.ResourceImport], epoch: str, revision: int, max_bytes: int = MAX_BATCH_BYTES
 ) -> Iterator[pb.WatchImportsResponse]:
     """A snapshot's imports (all at ``revision``) in as few messages as fit."""
-    packer = _Packer(epoch)
+    packer = _Packer(epoch, max_bytes)
     for imp in imports:
-        yield from packer.add(pb.ImportChange(revision=revision, upsert=imp), revision)
+        change = pb.ImportChange(revision=revision, upsert=imp)
+        yield from packer.add(change, _entry_bytes(change.ByteSize()), revision)
     yield from packer.flush(revision)

@@ -199,7 +199,11 @@ class HubSession:
                 self._consumer,
                 self._tracker,
                 WatchSettings(
-                    cfg.initial_backoff, cfg.max_backoff, cfg.permanent_retry_delay, self._endpoint.call_metadata()
+                    cfg.initial_backoff,
+                    cfg.max_backoff,
+                    cfg.permanent_retry_delay,
+                    self._endpoint.call_metadata(),
+                    max_message_bytes=cfg.max_message_bytes,
                 ),
                 position=self._watch_from,
                 known_imports=self._known_imports,

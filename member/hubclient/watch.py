@@ -38,6 +38,8 @@ class WatchSettings:
     max_backoff: float
     permanent_retry_delay: float
     metadata: CallMetadata = ()  # the token, on every call
+    # The largest message the member's channel takes: the hub keeps batches under it.
+    max_message_bytes: int = 0
 
 
 class ImportApplyError(Exception):
@@ -117,7 +119,11 @@ class ImportWatch:
         self.streams_opened += 1
         self._snapshot, self._live = None, False
         request = pb.WatchImportsRequest(
-            cluster_id=self._cluster_id, epoch=self._position.epoch, revision=self._position.revision, batched=True
+            cluster_id=self._cluster_id,
+            epoch=self._position.epoch,
+            revision=self._position.revision,
+            batched=True,
+            max_message_bytes=self._settings.max_message_bytes,
         )
         call = self._stub.WatchImports(request, metadata=self._settings.metadata)
         try:

@@ -70,7 +70,7 @@ async def _queued_changes_keep_their_epoch(old_store: Store, new_store: Store, t
     await new.start()
     assert old.epoch != new.epoch
     serving = [old]
-    service = CommonAreaService(lambda: serving[0], _West(), HubMetrics())
+    service = CommonAreaService(lambda: serving[0], _West(), HubMetrics(), max_message_bytes=4 * 1024 * 1024)
     watch = cast(
         AsyncGenerator[pb.WatchImportsResponse, None],
         service.WatchImports(pb.WatchImportsRequest(cluster_id="west"), cast(Context, _Context())),

@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import Configuration
 
+from kube import client as client_module
 from kube.client import KubeClient, WatchEvent
 from kube.errors import ConnectionFailed
 from kube.resources import CONFIG_MAPS
@@ -68,6 +69,15 @@ async def test_an_event_split_over_many_reads_is_delivered_whole_with_what_share
 async def test_blank_lines_are_skipped_and_a_last_event_without_a_newline_is_delivered() -> None:
     chunks = [b"\n", _event("ADDED", "a") + b"\n\n", b"  \n", _event("ADDED", "b")]
     assert _names(await _watched(chunks)) == [("ADDED", "a"), ("ADDED", "b")]
+
+
+async def test_a_line_longer_than_any_event_fails_the_watch_instead_of_growing_without_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(client_module, "MAX_WATCH_EVENT_BYTES", 50_000)
+    endless = [b"x" * 20_000 for _ in range(5)]
+    with pytest.raises(ConnectionFailed, match="longer than 50000 bytes"):
+        await _watched([_event("ADDED", "a") + b"\n", *endless])
 
 
 @pytest.mark.parametrize("garbage", [b"{not json}\n", b'{"type": "ADDED"}\n'])

@@ -193,3 +193,16 @@ async def test_a_watch_that_fell_behind_resumes_without_a_snapshot(sessions: Ses
     tail = [e for e in recorder.since(mark) if not getattr(e, "import_name", "").endswith("-endpoints")]
     assert _kinds(tail) == ["Resumed", "Upsert"]
     assert west.watch_streams_opened == 2
+
+
+async def test_a_member_whose_channel_takes_small_messages_gets_batches_that_fit_it(
+    sessions: SessionFactory, hub: HubApp
+) -> None:
+    # 1,500 Services' imports are about 250 KB: more than the member's 64 KiB messages, so its
+    # snapshot comes in several batches, each under its limit (not one it would refuse forever).
+    await _exporter(sessions, *(f"svc-{i}" for i in range(1500)))
+    recorder = ImportRecorder()
+    west = await sessions.open("west", on_import_event=recorder, config={"max_message_bytes": 64 * 1024})
+    synced = await _synced(recorder)
+    assert len(synced.names) == 3000
+    assert west._watch is not None and west._watch.streams_opened == 1

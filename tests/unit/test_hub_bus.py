@@ -32,14 +32,17 @@ async def test_a_batch_larger_than_the_limit_still_reaches_a_watcher_that_keeps_
         assert not watcher.overflowed and watcher.held == 0
 
 
-async def test_ready_takes_what_is_queued_without_waiting_and_releases_its_weight() -> None:
+async def test_ready_takes_what_is_queued_up_to_a_weight_without_waiting_and_releases_it() -> None:
     bus: Bus[ImportBatch] = Bus(10, lambda batch: len(batch.changes) or 1)
     with bus.subscribe() as watcher:
-        assert watcher.ready() == []
+        assert watcher.ready(100) == []
         bus.publish(_batch(1, 2))
         bus.publish(_batch(2, 3))
-        assert watcher.ready() == [_batch(1, 2), _batch(2, 3)]
+        bus.publish(_batch(3, 1))
+        assert watcher.ready(4) == [_batch(1, 2), _batch(2, 3)]  # taken until it weighs 4 or more
+        assert watcher.held == 1
+        assert watcher.ready(100) == [_batch(3, 1)]
         assert watcher.held == 0
-        bus.publish(_batch(3, 6))
-        bus.publish(_batch(4, 6))  # over the limit: the end marker comes last
-        assert watcher.ready() == [_batch(3, 6), None]
+        bus.publish(_batch(4, 6))
+        bus.publish(_batch(5, 6))  # over the limit: the end marker comes last
+        assert watcher.ready(100) == [_batch(4, 6), None]

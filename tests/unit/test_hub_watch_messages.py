@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from hub.engine_fit import WATCH_ENVELOPE_BYTES
 from hub.grpc import watch_messages
-from hub.grpc.watch_messages import batched_deltas, batched_snapshot, single_deltas
+from hub.grpc.watch_messages import MAX_BATCH_BYTES, batch_bytes, batched_deltas, batched_snapshot, single_deltas
 from hub.import_batch import ImportBatch
 from hub.store.base import ImportChange
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -79,13 +80,11 @@ def test_a_batch_holds_at_most_max_batch_changes_and_a_split_revision_is_not_com
     assert [name for _, _, name in _changes(messages)] == list("abcdefg")
 
 
-def test_a_batch_stays_under_max_batch_bytes_and_a_larger_change_goes_alone_in_the_single_form(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(watch_messages, "MAX_BATCH_BYTES", 1000)
+def test_a_batch_stays_under_its_byte_limit_and_a_larger_change_goes_alone_in_the_single_form() -> None:
     small = [_batch(r, f"s{r}", padding=250) for r in (20, 21, 22, 23)]
     large = _batch(24, "large", padding=2000)
-    messages = list(batched_deltas([*small, large, _batch(25, "t", padding=10)], EPOCH, None, complete=19))
+    changes = [*small, large, _batch(25, "t", padding=10)]
+    messages = list(batched_deltas(changes, EPOCH, None, complete=19, max_bytes=1000))
     assert [m.WhichOneof("event") for m in messages] == ["changes", "changes", "upsert", "changes"]
     assert all(m.changes.ByteSize() <= 1000 for m in messages if m.WhichOneof("event") == "changes")
     assert [len(m.changes.changes) for m in messages] == [3, 1, 0, 1]
@@ -108,9 +107,19 @@ def test_a_changes_message_is_as_large_as_its_entries_say() -> None:
     assert watch_messages._entry_bytes(127) == 129 and watch_messages._entry_bytes(128) == 131
 
 
-def test_a_change_is_made_once_for_every_watcher_of_its_batch() -> None:
+def test_a_change_is_built_and_measured_once_per_batch_whatever_the_number_of_watchers() -> None:
     batch = _batch(30, "a")
     first = next(iter(batched_deltas([batch], EPOCH, "west", 29))).changes.changes[0]
     again = next(iter(batched_deltas([batch], EPOCH, "east", 29))).changes.changes[0]
     assert first == again
     assert list(batch.made) == [(0, True)]
+    change, size = batch.made[(0, True)]
+    assert size == watch_messages._entry_bytes(change.ByteSize())
+
+
+def test_a_batch_fits_the_smaller_of_the_hubs_and_the_watchers_message_limits() -> None:
+    mib = 1024 * 1024
+    assert batch_bytes(4 * mib, 0) == MAX_BATCH_BYTES
+    assert batch_bytes(4 * mib, 64 * 1024) == 64 * 1024 - WATCH_ENVELOPE_BYTES
+    assert batch_bytes(256 * 1024, 4 * mib) == 256 * 1024 - WATCH_ENVELOPE_BYTES
+    assert batch_bytes(4 * mib, 10) == 1  # every change goes alone

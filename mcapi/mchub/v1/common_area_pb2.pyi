@@ -810,6 +810,7 @@ class WatchImportsRequest(_message.Message):
     EPOCH_FIELD_NUMBER: _builtins.int
     REVISION_FIELD_NUMBER: _builtins.int
     BATCHED_FIELD_NUMBER: _builtins.int
+    MAX_MESSAGE_BYTES_FIELD_NUMBER: _builtins.int
     cluster_id: _builtins.str
     epoch: _builtins.str
     """Empty for a first watch."""
@@ -822,6 +823,11 @@ class WatchImportsRequest(_message.Message):
     that predates the field sends one change per message; a watcher that asks
     must read both forms.
     """
+    max_message_bytes: _builtins.int
+    """The largest message the watcher takes (its channel's receive limit): the
+    hub keeps batches under it. 0: as large as the hub sends. An import larger
+    than it fails as it would without batches.
+    """
     def __init__(
         self,
         *,
@@ -829,10 +835,11 @@ class WatchImportsRequest(_message.Message):
         epoch: _builtins.str = ...,
         revision: _builtins.int = ...,
         batched: _builtins.bool = ...,
+        max_message_bytes: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["batched", b"batched", "cluster_id", b"cluster_id", "epoch", b"epoch", "revision", b"revision"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batched", b"batched", "cluster_id", b"cluster_id", "epoch", b"epoch", "max_message_bytes", b"max_message_bytes", "revision", b"revision"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
