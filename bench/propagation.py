@@ -335,7 +335,11 @@ async def latency(services: int, freeze: bool) -> dict[str, Any]:
     }
 
 
-async def burst(count: int, importers: int, plots: Path | None) -> dict[str, Any]:
+Held = dict[str, list[tuple[float, int]]]
+
+
+async def burst(count: int, importers: int) -> tuple[dict[str, Any], Held]:
+    """One burst's figures, and the ServiceImports each importer held over time (for the plot)."""
     cluster_names = [f"bench-importer-{i}" for i in range(importers)]
     with tempfile.TemporaryDirectory(prefix="mchub-bench-") as tmp:
         clusterset = LocalClusterSet(Path(tmp), cluster_names=("bench-exporter", *cluster_names))
@@ -402,10 +406,7 @@ async def burst(count: int, importers: int, plots: Path | None) -> dict[str, Any
         for key, value in delta.items():
             total[key] = total.get(key, 0.0) + value
     per = summarize(total, count * importers)
-    if plots is not None:
-        plot_held(held, plots / "propagation_burst.png", f"{count} Services to {importers} importers, one process")
     return {
-        "_held": held,
         "burst_services": count,
         "burst_importers": importers,
         "burst_import_workers": IMPORT_WORKERS,
@@ -425,7 +426,7 @@ async def burst(count: int, importers: int, plots: Path | None) -> dict[str, Any
         # Every member (the exporter too) reports each import it applied once; in batches.
         "burst_status_reports": reports.get(("reports", "", ""), 0.0),
         "burst_status_report_calls": reports.get(("calls", "", ""), 0.0),
-    }
+    }, held
 
 
 def released() -> None:
@@ -444,22 +445,18 @@ def released() -> None:
 async def bursts(count: int, importers: int, runs: int, plots: Path | None) -> dict[str, Any]:
     """The burst ``runs`` times (the machine's noise shows in one run's ratio): the figures of the
     run with the median ratio, and every run's ratio."""
-    done = []
+    done: list[tuple[dict[str, Any], Held]] = []
     for _ in range(runs):
         released()
-        done.append(await burst(count, importers, None))
-    ranked = sorted(done, key=lambda r: float(r["burst_ratio"]))
-    median = ranked[(len(ranked) - 1) // 2]
-    held = median.pop("_held")
-    for other in done:
-        other.pop("_held", None)
+        done.append(await burst(count, importers))
+    median, held = sorted(done, key=lambda run: float(run[0]["burst_ratio"]))[(runs - 1) // 2]
     if plots is not None:
         plot_held(held, plots / "propagation_burst.png", f"{count} Services to {importers} importers, one process")
     return {
         **median,
         "burst_runs": runs,
-        "burst_ratios": [r["burst_ratio"] for r in done],
-        "burst_cpu_ratios": [r["burst_cpu_ratio"] for r in done],
+        "burst_ratios": [r["burst_ratio"] for r, _ in done],
+        "burst_cpu_ratios": [r["burst_cpu_ratio"] for r, _ in done],
     }
 
 
@@ -865,7 +862,7 @@ async def floor_writer(kubeconfig: Path, imports: Path, cluster: str, count: int
 # ---- output -------------------------------------------------------------------------------
 
 
-def plot_held(held: dict[str, list[tuple[float, int]]], path: Path, title: str) -> None:
+def plot_held(held: Held, path: Path, title: str) -> None:
     import matplotlib  # noqa: PLC0415 - a dev extra, needed only for the picture
 
     matplotlib.use("Agg")
