@@ -53,6 +53,11 @@ MANIFESTS = (
         "The member controller in kube-system (CRDs, RBAC, ConfigMap antrea-mc-controller-config, Deployment).",
     ),
     Manifest(
+        "hub-nodeport",
+        "mchub-hub-nodeport.yml",
+        "The hub's gRPC port on every leader Node (30051), without a LoadBalancer: kubectl apply -n <ns> -f this file",
+    ),
+    Manifest(
         "agent",
         "mchub-agent.yml",
         "The per-Node datapath agent (DaemonSet) in kube-system; apply after the member manifest.",

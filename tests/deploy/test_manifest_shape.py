@@ -19,7 +19,6 @@ from tests.deploy.manifests import Obj
 from tests.deploy.podspec import PodIdentity, command_line, container_env
 
 NON_ROOT_UID = 65532
-AGENT_CAPABILITIES = {"NET_ADMIN", "NET_RAW"}
 ALL_OBJECTS = [(path, obj) for path in manifests.ALL for obj in manifests.load(path)]
 WORKLOADS = [(path, obj) for path, obj in ALL_OBJECTS if obj["kind"] in ("Deployment", "DaemonSet")]
 
@@ -70,19 +69,21 @@ def test_controllers_run_as_the_images_non_root_user_with_nothing_to_escalate_to
         assert not context.get("privileged")
 
 
-def test_the_agent_runs_as_root_on_the_host_network_with_only_the_network_capabilities() -> None:
+def test_the_agent_runs_privileged_as_root_on_the_host_network() -> None:
+    """Privileged, as CNI agents are: container runtimes mount /proc/sys read-only in every other
+    container, and the agent writes its tunnel devices' sysctls (found on real nodes: with
+    NET_ADMIN alone every reconcile failed with EROFS and no route was installed)."""
     agent = manifests.find(manifests.load(manifests.AGENT), "DaemonSet", "mchub-agent")
     pod = agent["spec"]["template"]["spec"]
     assert pod["hostNetwork"] is True
     assert pod["dnsPolicy"] == "ClusterFirstWithHostNet"
     (container,) = pod["containers"]
     context = container["securityContext"]
+    assert context["privileged"] is True
     assert context["runAsUser"] == 0
-    assert context["allowPrivilegeEscalation"] is False
     assert context["readOnlyRootFilesystem"] is True
-    assert context["capabilities"]["drop"] == ["ALL"]
-    assert set(context["capabilities"]["add"]) == AGENT_CAPABILITIES
-    assert not context.get("privileged")
+    # The API server refuses privileged together with allowPrivilegeEscalation: false.
+    assert "allowPrivilegeEscalation" not in context
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"] if "valueFrom" in e}
     assert env["NODE_NAME"] == "spec.nodeName"
     assert container["args"][:3] == ["agent", "--node", "$(NODE_NAME)"]

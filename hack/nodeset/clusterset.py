@@ -1,0 +1,107 @@
+"""A whole ClusterSet on nodes: images built, clusters up, mchub installed as a user does.
+
+The guide's topology: ``north`` (one node) is the leader and a member too (dual role),
+``east`` and ``west`` (two nodes each) are members. One Gateway candidate in north and east,
+both nodes in west (so the Gateway can fail over). Against a user's clusters
+(``MCHUB_E2E_CLUSTERS``) the first is the leader and every one joins; their images must
+already be on their nodes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hack.nodeset import images
+from hack.nodeset.clusters import Cluster, EnvtestNodes, user_clusters
+from hack.nodeset.install import Installed, clusterset_ready, install_leader, join_member
+from hack.nodeset.kubectl import until
+
+TOPOLOGY = {"north": 1, "east": 2, "west": 2}
+
+
+@dataclass
+class NodeClusterSet:
+    installed: Installed
+    envtest: EnvtestNodes | None
+    figures: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def leader(self) -> Cluster:
+        return self.installed.leader
+
+    @property
+    def clusters(self) -> dict[str, Cluster]:
+        return self.installed.members
+
+    def cluster(self, name: str) -> Cluster:
+        return self.installed.members[name]
+
+    def down(self) -> None:
+        if self.envtest is not None:
+            self.envtest.down()
+
+
+def gateways_of(cluster: Cluster) -> list[str]:
+    """Gateway candidates: every node of west (failover), else the first node."""
+    nodes = [node.name for node in cluster.nodes]
+    return nodes if cluster.name == "west" else nodes[:1]
+
+
+def start(directory: Path, *, topology: dict[str, int] | None = None, log: bool = True) -> NodeClusterSet:
+    """Build the images (while the clusters start), start the clusters, install mchub."""
+    figures: dict[str, float] = {}
+    say = print if log else (lambda *_: None)
+    user = user_clusters()
+    envtest: EnvtestNodes | None = None
+    if user is None:
+        built: dict[str, images.Archives] = {}
+        failure: list[BaseException] = []
+
+        def build() -> None:
+            try:
+                started = time.monotonic()
+                built["archives"] = images.build_all()
+                figures["image_build_s"] = time.monotonic() - started
+            except BaseException as err:  # reported by the caller's thread
+                failure.append(err)
+
+        builder = threading.Thread(target=build, name="image-build")
+        builder.start()
+        say(f"nodeset: starting clusters {topology or TOPOLOGY} in {directory}")
+        try:
+            envtest = EnvtestNodes.up(directory, topology or TOPOLOGY)
+        finally:
+            builder.join()
+        figures["clusters_up_s"] = envtest.started_in
+        if failure:
+            envtest.down()
+            raise failure[0]
+        started = time.monotonic()
+        envtest.load_images(*built["archives"].all())
+        figures["image_load_s"] = time.monotonic() - started
+        clusters = envtest.clusters
+    else:
+        clusters = user
+    try:
+        installed = install(clusters, directory / "hub-tls", say)
+    except BaseException:
+        if envtest is not None:
+            envtest.down()
+        raise
+    figures |= {f"install_{k}_s": v for k, v in installed.seconds.items()}
+    return NodeClusterSet(installed, envtest, figures)
+
+
+def install(clusters: dict[str, Cluster], tls_dir: Path, say: object = print) -> Installed:
+    started = time.monotonic()
+    leader = next(iter(clusters.values()))
+    installed = install_leader(leader, tls_dir)
+    for cluster in clusters.values():
+        config = {"podCIDRs": [cluster.pod_cidr]} if cluster.pod_cidr else {}
+        join_member(installed, cluster, gateways_of(cluster), **config)
+    until("every member Ready in the leader's ClusterSet", lambda: clusterset_ready(installed), timeout=120)
+    installed.seconds["to_ready"] = time.monotonic() - started
+    return installed

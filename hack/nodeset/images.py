@@ -1,0 +1,80 @@
+"""The images a ClusterSet on nodes runs, built here: nothing is pulled.
+
+- ``mchub``: deploy/Dockerfile, by hack/build-image (``make image``), as
+  docker.io/library/mchub:latest, the name a kubelet looks for when a Pod says
+  ``image: mchub:latest``;
+- ``web``: envtest's busybox test image (Debian's busybox-static): ``httpd`` serves the
+  test Deployments, ``wget``/``nc`` make single requests;
+- ``tools``: Debian's curl, wrk, iperf3, socat, dnsutils and netcat, for request loops,
+  load and DNS questions.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from hack.nodeset.clusters import REPO, envtest_dir
+
+OUT_DIR = REPO / "build" / "image"
+MCHUB_IMAGE = "mchub:latest"
+WEB_IMAGE = "localhost/envtest/busybox:test"
+TOOLS_IMAGE = "localhost/mchub-test/tools:1"
+TOOLS_PACKAGES = (
+    "curl",
+    "wrk",
+    "iperf3",
+    "socat",
+    "dnsutils",
+    "netcat-openbsd",
+    "iproute2",
+    "procps",
+    "ca-certificates",
+)
+
+
+@dataclass(frozen=True)
+class Archives:
+    mchub: Path
+    web: Path
+    tools: Path
+
+    def all(self) -> tuple[Path, ...]:
+        return (self.mchub, self.web, self.tools)
+
+
+def _last_line(command: list[str], what: str, timeout: float = 1200) -> Path:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed ({done.returncode}): {done.stderr.strip()[-3000:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def build_mchub() -> Path:
+    return _last_line([str(REPO / "hack" / "build-image")], "make image")
+
+
+def build_web() -> Path:
+    scripts = envtest_dir()
+    assert scripts is not None
+    return _last_line([str(scripts / "build-test-image"), str(OUT_DIR / "web.oci.tar")], "build-test-image")
+
+
+def build_tools() -> Path:
+    return _last_line(
+        [
+            str(REPO / "hack" / "debian-image"),
+            "--ref",
+            TOOLS_IMAGE,
+            "--out",
+            str(OUT_DIR / "tools.oci.tar"),
+            *TOOLS_PACKAGES,
+        ],
+        "the tools image",
+    )
+
+
+def build_all() -> Archives:
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    return Archives(build_mchub(), build_web(), build_tools())

@@ -1,0 +1,167 @@
+"""Test workloads on nodes: a web server that names its Pod, client Pods, requests from them.
+
+The server is Debian's busybox ``httpd`` answering ``hello from <Pod name>``; clients run the
+tools image (curl, wrk, iperf3, dig) and are driven with ``kubectl exec``, so every request
+really leaves a Pod on a node and crosses kube-proxy.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from hack.nodeset.clusters import Cluster
+from hack.nodeset.images import TOOLS_IMAGE, WEB_IMAGE
+from hack.nodeset.kubectl import KubectlError, until
+
+ANSWER = re.compile(r"hello from (\S+)")
+
+
+def ensure_namespace(cluster: Cluster, namespace: str, labels: dict[str, str] | None = None) -> None:
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    if labels:
+        body["metadata"]["labels"] = labels
+    cluster.kubectl.apply(yaml.safe_dump(body))
+
+
+def web_server(
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    *,
+    replicas: int = 1,
+    node: str | None = None,
+    export: bool = True,
+    port: int = 80,
+) -> None:
+    """A Deployment answering ``hello from <Pod name>`` on ``port``, its Service, and (``export``)
+    its ServiceExport."""
+    pod_spec: dict[str, Any] = {
+        "terminationGracePeriodSeconds": 1,
+        "containers": [
+            {
+                "name": "web",
+                "image": WEB_IMAGE,
+                "imagePullPolicy": "IfNotPresent",
+                "command": [
+                    "sh",
+                    "-c",
+                    f'echo "hello from $(hostname)" > /www/index.html; exec httpd -f -p {port} -h /www',
+                ],
+                "ports": [{"containerPort": port, "name": "http"}],
+                "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1},
+            }
+        ],
+    }
+    if node is not None:
+        pod_spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": port, "protocol": "TCP"}]},
+        },
+    ]
+    if export:
+        objects.append(
+            {
+                "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+                "kind": "ServiceExport",
+                "metadata": {"name": name, "namespace": namespace},
+            }
+        )
+    cluster.kubectl.apply(yaml.safe_dump_all(objects))
+    cluster.kubectl("-n", namespace, "rollout", "status", f"deployment/{name}", "--timeout=120s", timeout=130)
+
+
+def client_pod(cluster: Cluster, namespace: str, name: str, *, node: str, labels: dict[str, str] | None = None) -> None:
+    """A Pod of the tools image, pinned to ``node``, waiting to be exec'ed into."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {"app": name}},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "containers": [
+                {
+                    "name": "client",
+                    "image": TOOLS_IMAGE,
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["sleep", "infinity"],
+                }
+            ],
+        },
+    }
+    cluster.kubectl.apply(yaml.safe_dump(body))
+    cluster.kubectl("-n", namespace, "wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s", timeout=130)
+
+
+def exec_in(cluster: Cluster, namespace: str, pod: str, *command: str, timeout: float = 60) -> str:
+    return cluster.kubectl("-n", namespace, "exec", pod, "--", *command, timeout=timeout)
+
+
+def fetch(cluster: Cluster, namespace: str, pod: str, url: str, *, seconds: float = 3) -> str | None:
+    """One HTTP GET from the Pod: the Pod name in the answer, or None when it failed."""
+    try:
+        out = exec_in(cluster, namespace, pod, "curl", "-sS", "--max-time", str(seconds), url, timeout=seconds + 30)
+    except KubectlError:
+        return None
+    found = ANSWER.search(out)
+    return found.group(1) if found else None
+
+
+def fetch_until(cluster: Cluster, namespace: str, pod: str, url: str, *, timeout: float = 60) -> str:
+    return until(f"an answer to {url} from {cluster.name}/{pod}", lambda: fetch(cluster, namespace, pod, url), timeout)
+
+
+@dataclass
+class Timings:
+    """Request times in ms from a curl loop in one Pod."""
+
+    samples: list[float] = field(default_factory=list)
+    failed: int = 0
+
+    def quantile(self, q: float) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.samples) if self.samples else float("nan")
+
+    @property
+    def p99(self) -> float:
+        return self.quantile(0.99)
+
+
+def time_requests(cluster: Cluster, namespace: str, pod: str, url: str, count: int) -> Timings:
+    """``count`` sequential GETs, each a new connection, timed by curl (time_total)."""
+    script = (
+        f"for i in $(seq {count}); do curl -s -o /dev/null --max-time 2 -w '%{{http_code}} %{{time_total}}\\n' {url}"
+        " || echo 'fail 0'; done"
+    )
+    out = exec_in(cluster, namespace, pod, "sh", "-c", script, timeout=count * 3 + 60)
+    timings = Timings()
+    for line in out.splitlines():
+        code, _, seconds = line.partition(" ")
+        if code == "200":
+            timings.samples.append(float(seconds) * 1000)
+        else:
+            timings.failed += 1
+    return timings
