@@ -90,7 +90,7 @@ def install_leader(leader: Cluster, tls_dir: Path) -> Installed:
     if not kubectl.exists("secret", "mchub-hub-tls", "-n", LEADER_NS):
         kubectl(
             "create", "secret", "generic", "mchub-hub-tls", "-n", LEADER_NS,
-            f"--from-file={tls_dir / 'tls.crt'}", f"--from-file={tls_dir / 'tls.key'}", f"--from-file={tls_dir / 'ca.crt'}",
+            *(f"--from-file={tls_dir / key}" for key in ("tls.crt", "tls.key", "ca.crt")),
         )  # fmt: skip
     kubectl("apply", "-f", str(BUILD / "antrea-multicluster-leader.yml"))
     patch = REPO / "deploy" / "config" / "components" / "hub-tls" / "patch.yaml"
