@@ -39,6 +39,10 @@ class NftablesError(DatapathError):
     """``nft`` refused or failed to apply our table."""
 
 
+class SysctlError(DatapathError):
+    """A sysctl under /proc/sys could not be set."""
+
+
 class WireGuardError(DatapathError):
     """wireguard-go or ``wg`` failed."""
 

@@ -6,6 +6,10 @@ and feeds a DatapathAgent, one update per change. It publishes its WireGuard pub
 on its Node (agent/kubewatch/node_key.py) and, while the Node is the active Gateway, the
 reachability of every remote Gateway into the ClusterInfoImports (agent/kubewatch/
 reachability.py). Runs until cancelled; ``cleanup_on_stop`` removes the datapath then.
+Between changes it applies the same inputs again every resync interval (agent/runner.py),
+undoing what was changed from outside. With a probe address it serves /healthz (the
+process answers), /readyz (the latest inputs are applied; 503 with the reason otherwise)
+and /metrics.
 
 With ``enableStretchedNetworkPolicy`` it also watches what ClusterSet policy needs
 (agent/kubewatch/policy_view.py); on the active Gateway it compiles it into the inputs
@@ -27,18 +31,19 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig
+from agent.errors import ConfigError
 from agent.inputs import AgentInputs
 from agent.kubewatch.node_key import publish_key
 from agent.kubewatch.policy_status import PolicyReporter
 from agent.kubewatch.policy_view import CLUSTER_NETWORK_POLICIES, NETWORK_POLICIES, PolicyView
 from agent.kubewatch.reachability import ReachabilityPublisher
 from agent.kubewatch.view import ClusterView
-from agent.metrics_server import MetricsServer
 from agent.policy.state import PolicyReport
-from agent.runner import Datapath, DatapathAgent, run_datapath_agent
+from agent.runner import DEFAULT_RESYNC_INTERVAL, Datapath, DatapathAgent, run_datapath_agent
 from agent.wgkey import load_or_create_key_pair
 from kube.client import KubeClient
 from kube.errors import KubeError
+from kube.probe_server import ProbeServer
 from kube.resources import Obj
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 
@@ -61,16 +66,21 @@ class KubeAgent:
         netns: str | None = None,
         key_path: Path = DEFAULT_KEY_PATH,
         datapath: Datapath | None = None,
+        resync_interval: float | None = DEFAULT_RESYNC_INTERVAL,
     ) -> None:
         self.node_name = node_name
         self.config = config
         self.client = client
         self.key = load_or_create_key_pair(key_path) if config.wireguard_enabled else None
+        self.metrics = CollectorRegistry()
+        """The agent's own metrics (datapath reconciles, ClusterSet policy verdicts)."""
         self.agent = DatapathAgent(
             config,
             netns=netns,
             wireguard_private_key=self.key.private_key if self.key else None,
             datapath=datapath,
+            resync_interval=resync_interval,
+            registry=self.metrics,
         )
         self.view = ClusterView(client, node_name, namespace)
         self.publisher = ReachabilityPublisher(
@@ -82,8 +92,6 @@ class KubeAgent:
         )
         self.inputs: AgentInputs | None = None
         self._updated = asyncio.Condition()
-        self.metrics = CollectorRegistry()
-        """The agent's own metrics (ClusterSet policy verdicts)."""
         self.policy_view: PolicyView | None = None
         self.policy_reporter: PolicyReporter | None = None
         self._reports: tuple[PolicyReport, ...] | None = None
@@ -95,6 +103,14 @@ class KubeAgent:
     @property
     def public_key(self) -> str | None:
         return self.key.public_key if self.key else None
+
+    def readiness(self) -> tuple[bool, str]:
+        """/readyz: the datapath of the latest inputs is in place (see DatapathAgent.readiness)."""
+        if self.inputs is None:
+            if not self.view.synced:
+                return False, "waiting for the API server (Node, Gateways, ClusterInfoImports)"
+            return False, f"waiting for Node {self.node_name} and its InternalIP"
+        return self.agent.readiness()
 
     async def wait_until(self, predicate: Callable[[KubeAgent], bool]) -> None:
         """Until ``predicate(self)`` holds, checked after every datapath update."""
@@ -202,15 +218,28 @@ async def run_agent(
     netns: str | None = None,
     cleanup_on_stop: bool = False,
     key_path: Path = DEFAULT_KEY_PATH,
-    metrics_address: str | None = None,
+    probe_address: str | None = None,
+    resync_interval: float | None = DEFAULT_RESYNC_INTERVAL,
 ) -> None:
-    """Run the agent of ``node_name`` until cancelled (ConfigError if the WireGuard key is unusable).
+    """Run the agent of ``node_name`` until cancelled (ConfigError if the WireGuard key is
+    unusable or the probe address cannot be served).
 
-    With ``metrics_address`` (HOST:PORT) the agent's metrics are served on /metrics there."""
-    agent = KubeAgent(client, node_name, config, namespace=namespace, netns=netns, key_path=key_path)
-    server = MetricsServer(metrics_address, agent.metrics) if metrics_address else None
+    With ``probe_address`` (HOST:PORT) /healthz, /readyz and /metrics are served there."""
+    agent = KubeAgent(
+        client,
+        node_name,
+        config,
+        namespace=namespace,
+        netns=netns,
+        key_path=key_path,
+        resync_interval=resync_interval,
+    )
+    server = ProbeServer(probe_address, readiness=agent.readiness, registry=agent.metrics) if probe_address else None
     if server is not None:
-        await server.start()
+        try:
+            await server.start()
+        except OSError as err:  # the port is taken, the address is not local
+            raise ConfigError(f"cannot serve probes on {probe_address}: {err}") from err
     try:
         await agent.run(cleanup_on_stop=cleanup_on_stop)
     finally:

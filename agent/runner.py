@@ -1,9 +1,15 @@
 """DatapathAgent: what the kube wiring drives.
 
 ``update(inputs)`` computes the desired datapath and reconciles the kernel, one update
-at a time (a lock serialises them). A temporary failure is retried in the background
-with capped exponential backoff until it succeeds or newer inputs supersede it; a
-permanent one (bad local inputs, missing tool) is reported and waits for new inputs.
+at a time (a lock serialises them). Then, until newer inputs supersede them, the agent
+keeps the kernel at those inputs in the background (level-based, as a controller keeps
+its objects): a temporary failure is retried with capped exponential backoff
+(kube.backoff); after a success, and after a permanent datapath failure (a missing tool,
+a read-only /proc/sys), the same inputs are applied again every ``resync_interval``, so a
+device, route, rule or nft table changed or removed from outside comes back. The
+programmer writes only what differs, so a resync of an undisturbed kernel writes
+nothing. Inputs that cannot be turned into a datapath (bad local inputs) wait for new
+ones. ``readiness()`` says whether the latest inputs are applied, and if not, why.
 Only cancellation escapes; every other failure is returned as a typed error.
 """
 
@@ -16,14 +22,22 @@ from collections.abc import AsyncIterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from prometheus_client import CollectorRegistry
+
 from agent.config import AgentConfig
 from agent.desired import compute_desired
 from agent.errors import AgentError, DatapathError
 from agent.health import GatewayProber, HealthCallback, PeerHealth, ProbeResponder
 from agent.inputs import AgentInputs
+from agent.reconcile_metrics import ReconcileMetrics, Trigger
 from agent.state import DesiredDatapath
+from kube.backoff import Backoff
 
 log = logging.getLogger(__name__)
+
+DEFAULT_RESYNC_INTERVAL = 10.0
+"""Seconds between two applies of unchanged inputs (the longest a change made from outside lasts)."""
+_REASON_CHARS = 500
 
 
 class Datapath(Protocol):
@@ -62,7 +76,14 @@ class DatapathAgent:
         datapath: Datapath | None = None,
         backoff_initial: float = 0.5,
         backoff_max: float = 30.0,
+        resync_interval: float | None = DEFAULT_RESYNC_INTERVAL,
+        registry: CollectorRegistry | None = None,
     ) -> None:
+        """``resync_interval`` None: apply only on new inputs and on retries (tests that
+        change the kernel behind the agent's back on purpose). The reconcile counters
+        (agent.reconcile_metrics) go on ``registry``, by default one of the agent's own."""
+        if resync_interval is not None and resync_interval <= 0:
+            raise ValueError(f"resync interval must be positive, got {resync_interval}")
         self.config = config
         self.netns = netns
         if datapath is None:
@@ -74,11 +95,14 @@ class DatapathAgent:
                 managed_link_names=(config.tunnel.interface, config.wireguard.interface),
             )
         self._datapath = datapath
-        self._backoff = (backoff_initial, backoff_max)
+        self.backoff = Backoff(backoff_initial, backoff_max)
+        self.resync_interval = resync_interval
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self._metrics = ReconcileMetrics(self.registry)
         self._lock = asyncio.Lock()
         self._inputs: AgentInputs | None = None
         self._generation = 0
-        self._retry: asyncio.Task[None] | None = None
+        self._converging: asyncio.Task[None] | None = None
         self._prober: GatewayProber | None = None
         self._health_task: asyncio.Task[object] | None = None
         self._desired: DesiredDatapath | None = None
@@ -90,15 +114,27 @@ class DatapathAgent:
         return self._desired
 
     async def update(self, inputs: AgentInputs) -> ReconcileOutcome:
-        """Reconcile to ``inputs`` now; retries temporary failures in the background."""
-        await self._cancel_retry()
+        """Reconcile to ``inputs`` now; then keep the kernel there in the background (retries, resyncs)."""
         async with self._lock:
+            # Holding the lock, the background task is between two applies, never inside one.
+            await self._stop_converging()
             self._inputs = inputs
             self._generation += 1
-            outcome = await self._attempt(inputs)
-            if outcome.retrying:
-                self._retry = asyncio.create_task(self._retry_loop(self._generation), name="datapath-retry")
+            outcome = await self._attempt(inputs, Trigger.INPUTS)
+            self._converging = asyncio.create_task(
+                self._keep_converging(self._generation, outcome), name="datapath-converge"
+            )
             return outcome
+
+    def readiness(self) -> tuple[bool, str]:
+        """(ready, one-line reason): ready once the latest inputs were applied without error."""
+        outcome = self.last_outcome
+        if outcome is None:
+            return False, "the datapath was not reconciled yet"
+        if outcome.error is None:
+            return True, "ok"
+        reason = " ".join(f"datapath not reconciled: {outcome.error}".split())
+        return False, reason[:_REASON_CHARS]
 
     async def run_health(self, on_change: HealthCallback | None = None) -> None:
         """Answer remote probes and, while this Node is the Gateway, probe remote Gateways.
@@ -128,8 +164,8 @@ class DatapathAgent:
         return self._prober.snapshot() if self._prober is not None else {}
 
     async def stop(self, *, cleanup: bool) -> None:
-        """Stop retries and probing; with ``cleanup`` remove everything the agent created."""
-        await self._cancel_retry()
+        """Stop retries, resyncs and probing; with ``cleanup`` remove everything the agent created."""
+        await self._stop_converging()
         if self._health_task is not None and self._health_task is not asyncio.current_task():
             self._health_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -140,7 +176,12 @@ class DatapathAgent:
                 self._desired = None
                 log.info("datapathCleanedUp", extra={"netns": self.netns, "changes": len(changes)})
 
-    async def _attempt(self, inputs: AgentInputs) -> ReconcileOutcome:
+    async def _attempt(self, inputs: AgentInputs, trigger: Trigger) -> ReconcileOutcome:
+        outcome = await self._reconcile(inputs)
+        self._metrics.observe(trigger, len(outcome.changes), failed=outcome.error is not None)
+        return outcome
+
+    async def _reconcile(self, inputs: AgentInputs) -> ReconcileOutcome:
         try:
             desired = compute_desired(inputs, self.config)
         except AgentError as err:
@@ -164,24 +205,35 @@ class DatapathAgent:
         self.last_outcome = outcome
         return outcome
 
-    async def _retry_loop(self, generation: int) -> None:
-        delay, cap = self._backoff
+    async def _keep_converging(self, generation: int, outcome: ReconcileOutcome) -> None:
+        """Apply the inputs of ``generation`` again while they are the latest: after a
+        temporary failure with backoff, otherwise every resync interval."""
+        failures = 0
         while True:
+            trigger = Trigger.RETRY if outcome.retrying else Trigger.RESYNC
+            if trigger is Trigger.RETRY:
+                delay = self.backoff.delay(failures)
+                failures += 1
+            elif outcome.desired is None or self.resync_interval is None:
+                return  # inputs that make no datapath wait for new ones
+            else:
+                delay, failures = self.resync_interval, 0
             await asyncio.sleep(delay)
             async with self._lock:
                 if generation != self._generation or self._inputs is None:
                     return
                 try:
-                    outcome = await self._attempt(self._inputs)
-                except Exception:  # a bug must not kill retries silently
+                    outcome = await self._attempt(self._inputs, trigger)
+                except Exception:  # a bug must not end the retries and resyncs silently
                     log.exception("datapathRetryCrashed", extra={"netns": self.netns})
                     outcome = ReconcileOutcome(None, retrying=True, error=DatapathError("internal error"))
-            if not outcome.retrying:
-                return
-            delay = min(delay * 2, cap)
+                    self.last_outcome = outcome
+            if trigger is Trigger.RESYNC and outcome.changes:
+                # Something else changed what the agent owns (or the kernel lost it): say so.
+                log.warning("datapathDriftRepaired", extra={"netns": self.netns, "changes": list(outcome.changes)})
 
-    async def _cancel_retry(self) -> None:
-        task, self._retry = self._retry, None
+    async def _stop_converging(self) -> None:
+        task, self._converging = self._converging, None
         if task is not None and task is not asyncio.current_task():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -223,15 +275,16 @@ async def _supervised_health(agent: DatapathAgent, on_health: HealthCallback | N
     """run_health until cancelled; a failure (e.g. the probe port is taken) is logged and
     retried with capped backoff, so it neither dies unnoticed nor escapes into the caller's
     shutdown (where it would skip the cleanup)."""
-    delay, cap = agent._backoff
+    failures = 0
     while True:
         try:
             await agent.run_health(on_health)
             return
         except Exception as err:
+            delay = agent.backoff.delay(failures)
+            failures += 1
             log.error(
                 "gatewayHealthFailed",
                 extra={"netns": agent.netns, "error": str(err), "errorType": type(err).__name__, "retryIn": delay},
             )
         await asyncio.sleep(delay)
-        delay = min(delay * 2, cap)

@@ -45,6 +45,11 @@ from mcapi.mchub.v1 import common_area_pb2 as pb
 log = logging.getLogger(__name__)
 
 
+def _listening(address: str, port: int) -> str:
+    """Where a server listens: its configured host (all addresses when none) and the port it got."""
+    return f"{address.rpartition(':')[0] or '*'}:{port}"
+
+
 def _client_host(address: str) -> str:
     """The host a local client dials for a listen address: a wildcard means loopback; IPv6 in brackets."""
     host = address.rpartition(":")[0].strip("[]")
@@ -192,13 +197,21 @@ class HubApp:
         log.info(
             "hub serving",
             extra={
-                "grpc": self.grpc_target,
+                "grpc": _listening(self.config.grpc_address, self.grpc_port),
                 "tls": not self.config.insecure,
-                "rest": self.rest_url,
+                "rest": _listening(self.config.rest_address, self.rest_port),
                 "adminTokenFile": str(self.config.admin_token_file),
-                "caCert": str(self.ca_cert) if self.ca_cert else "",
+                "certificate": self._certificate_origin(),
             },
         )
+
+    def _certificate_origin(self) -> str:
+        """For the log: where the serving certificate comes from."""
+        if self.serving_cert is None:
+            return "none (--insecure)"
+        if self.ca_cert is None:
+            return f"--tls-cert {self.serving_cert}"
+        return f"generated {self.serving_cert}, CA {self.ca_cert}"
 
     def _serving_tls(self) -> tuple[Path, Path] | None:
         """The certificate and key gRPC and REST serve: the operator's, else generated; None with --insecure."""

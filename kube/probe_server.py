@@ -15,6 +15,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 Readiness = Callable[[], tuple[bool, str]]
 
 
+def parse_address(address: str, what: str = "probe address") -> tuple[str, int]:
+    """HOST:PORT (IPv6 in brackets; no host: every address) -> (host, port); ValueError naming ``what``."""
+    host, _, port = address.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"{what} must be HOST:PORT, got {address!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
 class ProbeServer:
     def __init__(
         self,
@@ -26,11 +34,7 @@ class ProbeServer:
     ) -> None:
         """``address``: HOST:PORT (port 0: any free port, see ``port`` once started);
         ``what`` names the address in the ValueError a bad one raises."""
-        host, _, port = address.rpartition(":")
-        if not port.isdigit():
-            raise ValueError(f"{what} must be HOST:PORT, got {address!r}")
-        self._host = host.strip("[]") or "0.0.0.0"
-        self._port = int(port)
+        self._host, self._port = parse_address(address, what)
         self._readiness = readiness
         self._registry = registry
         self._runner: web.AppRunner | None = None

@@ -13,9 +13,14 @@ from typing import Any
 from agent.config import AgentConfig, load_agent_config
 from agent.errors import ConfigError
 from agent.main import DEFAULT_KEY_PATH, run_agent
+from agent.runner import DEFAULT_RESYNC_INTERVAL
 from kube.client import connect
 from kube.errors import KubeError
+from kube.probe_server import parse_address
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
+
+DEFAULT_PROBE_ADDRESS = "127.0.0.1:51823"
+"""Loopback: a hostNetwork Pod's kubelet probes reach it (httpGet host 127.0.0.1), the network does not."""
 
 
 def register(sub: Any) -> None:
@@ -42,10 +47,43 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--cleanup", action="store_true", help="remove everything the agent created when it stops")
     parser.add_argument(
-        "--metrics-address",
-        help="serve the agent's Prometheus metrics on http://HOST:PORT/metrics (default: not served)",
+        "--probe-address",
+        "--metrics-address",  # its earlier name, which served the same endpoints
+        dest="probe_address",
+        type=_probe_address,
+        default=DEFAULT_PROBE_ADDRESS,
+        metavar="HOST:PORT",
+        help="serve /healthz (alive), /readyz (datapath of the latest inputs in place, else 503 with the reason) "
+        f"and /metrics on http://HOST:PORT, unauthenticated; '' serves none (default {DEFAULT_PROBE_ADDRESS})",
+    )
+    parser.add_argument(
+        "--resync-interval",
+        type=_positive_seconds,
+        default=DEFAULT_RESYNC_INTERVAL,
+        metavar="SECONDS",
+        help="apply unchanged inputs again this often, undoing changes made from outside to the agent's "
+        f"devices, routes, rules and nftables tables (default {DEFAULT_RESYNC_INTERVAL:g})",
     )
     parser.set_defaults(func=run_agent_command)
+
+
+def _probe_address(value: str) -> str:
+    if value:
+        try:
+            parse_address(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+    return value
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value!r}")
+    return seconds
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -69,7 +107,8 @@ async def serve(args: argparse.Namespace) -> int:
                 netns=args.netns,
                 cleanup_on_stop=args.cleanup,
                 key_path=args.key_path,
-                metrics_address=args.metrics_address,
+                probe_address=args.probe_address,
+                resync_interval=args.resync_interval,
             )
         )
         loop = asyncio.get_running_loop()

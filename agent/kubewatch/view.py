@@ -62,6 +62,11 @@ class ClusterView:
         for informer in self._informers():
             await informer.stop()
 
+    @property
+    def synced(self) -> bool:
+        """Every informer has listed what it watches."""
+        return all(informer.synced.is_set() for informer in self._informers())
+
     def _informers(self) -> list[Informer]:
         found = [self._node, self._gateways, self._imports, self._configmap]
         return found + ([self._cluster_sets] if self._cluster_sets is not None else [])

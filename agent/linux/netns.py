@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import errno
 import os
 import shutil
 import threading
@@ -33,10 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from agent.errors import DatapathError, ToolMissingError
+from agent.errors import DatapathError, SysctlError, ToolMissingError
 
 NETNS_DIR = Path("/var/run/netns")
 _CLONE_NEWNET = 0x40000000
+# A container runtime mounts /proc/sys read-only in every container that is not privileged
+# (containerd, CRI-O and Docker alike), whatever its capabilities: EROFS, or EACCES/EPERM
+# under some security modules.
+_NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM}
 _T = TypeVar("_T")
 
 
@@ -119,7 +124,10 @@ async def async_call_in_netns(netns: str | None, fn: Callable[[], _T]) -> _T:
 
 
 def write_sysctl(netns: str | None, key: str, value: str) -> bool:
-    """Set a sysctl (slash path) if it differs; returns whether it was changed."""
+    """Set a sysctl (slash path) if it differs; returns whether it was changed.
+
+    SysctlError (permanent) when /proc/sys is not writable here; a missing key is the
+    caller's FileNotFoundError."""
     path = "/proc/sys/" + key
 
     def apply() -> bool:
@@ -129,7 +137,17 @@ def write_sysctl(netns: str | None, key: str, value: str) -> bool:
         Path(path).write_text(value)
         return True
 
-    return call_in_netns(netns, apply)
+    try:
+        return call_in_netns(netns, apply)
+    except OSError as err:
+        if err.errno not in _NOT_WRITABLE:
+            raise
+        code = errno.errorcode.get(err.errno, str(err.errno))
+        raise SysctlError(
+            f"cannot set {path} to {value} ({code}: {err.strerror}): the agent needs a writable /proc/sys,"
+            " which container runtimes give only to a privileged container (securityContext.privileged: true)",
+            temporary=False,
+        ) from err
 
 
 def _setns(libc: ctypes.CDLL, fd: int) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from agent.config import AgentConfig, HealthConfig, TrafficEncryptionMode, WireGuardConfig
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
 from agent.policy.state import CompiledPolicy
-from agent.runner import DatapathAgent, ReconcileOutcome
+from agent.runner import DEFAULT_RESYNC_INTERVAL, DatapathAgent, ReconcileOutcome
 from agent.wgkey import WireGuardKeyPair, generate_key_pair
 from tests.datapath.topology import ClusterNs, NodeNs, Topology
 
@@ -32,6 +32,8 @@ class ClusterSetDriver:
     keys: dict[str, WireGuardKeyPair] = field(default_factory=dict)
     policy: Callable[[str], CompiledPolicy] | None = None
     """cluster ID -> its compiled ClusterSet policy (enableStretchedNetworkPolicy); None: off."""
+    resync_interval: float | None = DEFAULT_RESYNC_INTERVAL
+    """How often every agent applies its unchanged inputs again."""
 
     def __post_init__(self) -> None:
         for cluster in self.topo.clusters.values():
@@ -42,6 +44,7 @@ class ClusterSetDriver:
                     self.config_for(node),
                     netns=node.netns,
                     wireguard_private_key=self.keys[node.name].private_key,
+                    resync_interval=self.resync_interval,
                 )
 
     def config_for(self, node: NodeNs) -> AgentConfig:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 import ssl
 import sys
@@ -99,6 +100,33 @@ async def test_an_operators_certificate_is_served_on_rest_as_on_grpc(tmp_path: P
         )
     finally:
         await app.stop()
+
+
+async def test_the_hub_logs_where_it_listens_and_where_its_certificate_comes_from(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ca_pem, ca_key = issue_ca("operator-ca")
+    cert_pem, key_pem = issue_serving_cert(ca_pem, ca_key, "hub.example", ("127.0.0.1",))
+    (tmp_path / "tls.crt").write_bytes(cert_pem)
+    (tmp_path / "tls.key").write_bytes(key_pem)
+    given = hub_config(
+        tmp_path / "given", grpc_address="0.0.0.0:0", tls_cert=tmp_path / "tls.crt", tls_key=tmp_path / "tls.key"
+    )
+    logged = []
+    for config in (given, hub_config(tmp_path / "generated")):
+        app = HubApp(config)
+        with caplog.at_level(logging.INFO, logger="hub.app"):
+            await app.start()
+        await app.stop()
+        (record,) = [r for r in caplog.records if r.getMessage() == "hub serving"]
+        caplog.clear()
+        logged.append((app, record.__dict__))
+    (app, fields), (_, generated_fields) = logged
+    assert fields["grpc"] == f"0.0.0.0:{app.grpc_port}"  # not the loopback a local client would dial
+    assert fields["rest"] == f"127.0.0.1:{app.rest_port}"
+    assert fields["certificate"] == f"--tls-cert {tmp_path / 'tls.crt'}"
+    tls = tmp_path / "generated" / "tls"
+    assert generated_fields["certificate"] == f"generated {tls / 'server.crt'}, CA {tls / 'ca.crt'}"
 
 
 def _ipv6_loopback() -> bool:

@@ -6,7 +6,7 @@ import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from kube.probe_server import ProbeServer
+from kube.probe_server import ProbeServer, parse_address
 
 
 async def _get(server: ProbeServer, path: str) -> tuple[int, str]:
@@ -44,3 +44,17 @@ async def test_metrics_without_readiness() -> None:
 def test_an_address_without_a_port_names_what_it_is() -> None:
     with pytest.raises(ValueError, match="health address must be HOST:PORT"):
         ProbeServer("localhost", what="health address")
+
+
+@pytest.mark.parametrize(
+    ("address", "parsed"),
+    [("127.0.0.1:51823", ("127.0.0.1", 51823)), (":8080", ("0.0.0.0", 8080)), ("[::1]:9000", ("::1", 9000))],
+)
+def test_an_address_is_host_and_port(address: str, parsed: tuple[str, int]) -> None:
+    assert parse_address(address) == parsed
+
+
+@pytest.mark.parametrize("address", ["localhost", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:65536"])
+def test_an_address_without_a_usable_port_is_refused(address: str) -> None:
+    with pytest.raises(ValueError, match=f"probe address must be HOST:PORT, got '{address}'"):
+        parse_address(address)

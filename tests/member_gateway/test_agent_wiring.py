@@ -128,3 +128,19 @@ async def test_in_wireguard_mode_the_agent_publishes_its_public_key_on_its_node(
         ),
         what="key annotation",
     )
+
+
+async def test_the_agent_is_ready_once_the_datapath_of_its_node_is_applied_and_says_what_it_waits_for(
+    cluster: Cluster, run_agent_on: Callable[[str, AgentConfig], Awaitable[KubeAgent]]
+) -> None:
+    _, client = cluster
+    agent = await run_agent_on("east-c", config())
+    assert agent.readiness() == (False, "waiting for the API server (Node, Gateways, ClusterInfoImports)")
+    async with asyncio.timeout(10):
+        while not agent.view.synced:  # noqa: ASYNC110 - the view signals its sync to the agent alone
+            await asyncio.sleep(0.01)
+    assert agent.readiness() == (False, "waiting for Node east-c and its InternalIP")
+    await create_node(client, "east-c", "198.18.1.3", gateway=False)
+    async with asyncio.timeout(10):
+        await agent.wait_until(lambda a: a.readiness()[0])
+    assert agent.readiness() == (True, "ok")

@@ -1,11 +1,14 @@
-"""DatapathAgent with a fake programmer: serialisation, typed errors, retries, cleanup."""
+"""DatapathAgent with a fake programmer: serialisation, typed errors, retries, resyncs, readiness, cleanup."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
+
+import pytest
 
 from agent.config import AgentConfig, HealthConfig
 from agent.errors import DatapathError
@@ -23,9 +26,11 @@ INPUTS = AgentInputs(
 
 
 class FakeDatapath:
-    """Records applied states; fails the first ``failures`` applies with a temporary error."""
+    """Records applied states; fails the first ``failures`` applies with a temporary error;
+    ``drifted`` makes the next successful apply report changes (something undone from outside)."""
 
     def __init__(self, failures: int = 0, *, temporary: bool = True) -> None:
+        self.drifted = False
         self.applied: list[DesiredDatapath] = []
         self.cleanups = 0
         self.failures = failures
@@ -34,6 +39,12 @@ class FakeDatapath:
         self.succeeded = asyncio.Event()
         self.in_flight = 0
         self.max_in_flight = 0
+        self._applies = asyncio.Condition()
+
+    async def until(self, predicate: Callable[[], bool]) -> None:
+        """Until ``predicate()`` holds, checked after every apply (at most 5 s)."""
+        async with asyncio.timeout(5), self._applies:
+            await self._applies.wait_for(predicate)
 
     async def apply(self, desired: DesiredDatapath) -> list[str]:
         self.attempts += 1
@@ -46,9 +57,14 @@ class FakeDatapath:
                 raise DatapathError("netlink busy", temporary=self.temporary)
             self.applied.append(desired)
             self.succeeded.set()
+            if len(self.applied) > 1 and desired == self.applied[-2] and not self.drifted:
+                return []  # the kernel already matched: nothing written
+            self.drifted = False
             return ["changed"]
         finally:
             self.in_flight -= 1
+            async with self._applies:
+                self._applies.notify_all()
 
     async def cleanup(self) -> list[str]:
         self.cleanups += 1
@@ -63,6 +79,7 @@ async def test_an_update_computes_and_applies_the_desired_datapath() -> None:
     assert outcome.changes == ("changed",)
     assert fake.applied[0].role is Role.GATEWAY
     assert agent.desired == fake.applied[0]
+    await agent.stop(cleanup=False)
 
 
 async def test_concurrent_updates_are_applied_one_at_a_time() -> None:
@@ -71,6 +88,7 @@ async def test_concurrent_updates_are_applied_one_at_a_time() -> None:
     await asyncio.gather(*(agent.update(INPUTS) for _ in range(5)))
     assert fake.max_in_flight == 1
     assert len(fake.applied) == 5
+    await agent.stop(cleanup=False)
 
 
 async def test_a_temporary_failure_is_reported_and_retried_until_it_succeeds() -> None:
@@ -86,7 +104,7 @@ async def test_a_temporary_failure_is_reported_and_retried_until_it_succeeds() -
     await agent.stop(cleanup=False)
 
 
-async def test_a_permanent_failure_is_not_retried() -> None:
+async def test_a_permanent_failure_is_not_retried_with_backoff() -> None:
     fake = FakeDatapath(failures=1, temporary=False)
     agent = DatapathAgent(CONFIG, datapath=fake, backoff_initial=0.01)
     outcome = await agent.update(INPUTS)
@@ -94,15 +112,94 @@ async def test_a_permanent_failure_is_not_retried() -> None:
     assert not outcome.retrying
     await asyncio.sleep(0.05)  # a retry would have run by now
     assert fake.attempts == 1
+    await agent.stop(cleanup=False)
 
 
-async def test_invalid_local_inputs_are_a_typed_error_without_touching_the_kernel() -> None:
+async def test_a_permanent_datapath_failure_is_tried_again_at_the_resync_interval() -> None:
+    # A missing tool or a read-only /proc/sys can be fixed on the Node without new inputs.
+    fake = FakeDatapath(failures=1, temporary=False)
+    agent = DatapathAgent(CONFIG, datapath=fake, backoff_initial=0.001, resync_interval=0.05)
+    await agent.update(INPUTS)
+    await asyncio.wait_for(fake.succeeded.wait(), 5)
+    assert fake.attempts == 2
+    await agent.stop(cleanup=False)
+
+
+async def test_unchanged_inputs_are_applied_again_every_resync_interval_and_no_longer_after_stop() -> None:
     fake = FakeDatapath()
-    agent = DatapathAgent(CONFIG, datapath=fake)
+    agent = DatapathAgent(CONFIG, datapath=fake, resync_interval=0.02)
+    await agent.update(INPUTS)
+    await fake.until(lambda: len(fake.applied) >= 4)
+    assert set(fake.applied) == {fake.applied[0]}
+    await agent.stop(cleanup=False)
+    stopped_at = len(fake.applied)
+    await asyncio.sleep(0.1)
+    assert len(fake.applied) == stopped_at
+
+
+async def test_a_resync_that_had_to_change_the_kernel_is_logged_as_drift(caplog: pytest.LogCaptureFixture) -> None:
+    fake = FakeDatapath()
+    agent = DatapathAgent(CONFIG, datapath=fake, resync_interval=0.02)
+    await agent.update(INPUTS)
+    with caplog.at_level(logging.WARNING, logger="agent.runner"):
+        await fake.until(lambda: len(fake.applied) >= 3)  # undisturbed resyncs: no drift
+        assert not [r for r in caplog.records if r.getMessage() == "datapathDriftRepaired"]
+        fake.drifted = True
+        await fake.until(lambda: not fake.drifted)
+        await asyncio.sleep(0)  # the resync logs once its apply returned
+    await agent.stop(cleanup=False)
+    assert [r.getMessage() for r in caplog.records] == ["datapathDriftRepaired"]
+
+    def reconciles(trigger: str, result: str) -> float:
+        found = agent.registry.get_sample_value(
+            "mchub_agent_datapath_reconciles_total", {"trigger": trigger, "result": result}
+        )
+        return found or 0.0
+
+    assert reconciles("inputs", "changed") == 1
+    assert reconciles("resync", "changed") == 1
+    assert reconciles("resync", "unchanged") >= 2
+    assert agent.registry.get_sample_value("mchub_agent_datapath_changes_total") == 2
+
+
+async def test_without_a_resync_interval_unchanged_inputs_are_applied_once() -> None:
+    fake = FakeDatapath()
+    agent = DatapathAgent(CONFIG, datapath=fake, resync_interval=None)
+    await agent.update(INPUTS)
+    await asyncio.sleep(0.05)
+    assert len(fake.applied) == 1
+    await agent.stop(cleanup=False)
+
+
+def test_a_resync_interval_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="resync interval must be positive"):
+        DatapathAgent(CONFIG, datapath=FakeDatapath(), resync_interval=0)
+
+
+async def test_readiness_follows_the_last_reconcile_of_the_latest_inputs() -> None:
+    fake = FakeDatapath(failures=1)
+    agent = DatapathAgent(CONFIG, datapath=fake, backoff_initial=0.01)
+    assert agent.readiness() == (False, "the datapath was not reconciled yet")
+    await agent.update(INPUTS)
+    assert agent.readiness() == (False, "datapath not reconciled: netlink busy")
+    await asyncio.wait_for(fake.succeeded.wait(), 5)
+    assert agent.readiness() == (True, "ok")
+    bad = AgentInputs(LocalNode("east-a", "not-an-ip"), INPUTS.cluster, INPUTS.gateway, INPUTS.remotes)
+    await agent.update(bad)
+    ready, reason = agent.readiness()
+    assert not ready
+    assert reason.startswith("datapath not reconciled: ") and "not-an-ip" in reason
+    await agent.stop(cleanup=False)
+
+
+async def test_invalid_local_inputs_are_a_typed_error_without_touching_the_kernel_nor_a_resync() -> None:
+    fake = FakeDatapath()
+    agent = DatapathAgent(CONFIG, datapath=fake, resync_interval=0.01)
     bad = AgentInputs(LocalNode("east-a", "not-an-ip"), INPUTS.cluster, INPUTS.gateway, INPUTS.remotes)
     outcome = await agent.update(bad)
     assert outcome.error is not None
     assert outcome.desired is None
+    await asyncio.sleep(0.05)  # they wait for new inputs
     assert fake.attempts == 0
 
 
