@@ -84,6 +84,13 @@ def test_the_agent_runs_privileged_as_root_on_the_host_network() -> None:
     assert context["readOnlyRootFilesystem"] is True
     # The API server refuses privileged together with allowPrivilegeEscalation: false.
     assert "allowPrivilegeEscalation" not in context
+    # Its probes reach the probe server where it listens: the Node's loopback.
+    argv = _argv(manifests.AGENT, agent)
+    host, _, port = argv[argv.index("--probe-address") + 1].rpartition(":")
+    assert host == "127.0.0.1"
+    assert {p["name"]: p["containerPort"] for p in container["ports"]}["probe"] == int(port)
+    assert container["readinessProbe"]["httpGet"] == {"host": host, "path": "/readyz", "port": "probe"}
+    assert container["livenessProbe"]["httpGet"] == {"host": host, "path": "/healthz", "port": "probe"}
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"] if "valueFrom" in e}
     assert env["NODE_NAME"] == "spec.nodeName"
     assert container["args"][:3] == ["agent", "--node", "$(NODE_NAME)"]
