@@ -103,16 +103,27 @@ class EnvtestNodes:
             raise RuntimeError(f"envtest up exited {done.returncode}: {done.stderr.strip()[-3000:]}")
         nodes = cls(directory, started_in=time.monotonic() - started)
         for line in done.stdout.splitlines():
-            name, _server, kubeconfig = line.split()
-            info = json.loads((directory / name / "cluster.json").read_text())
-            nodes.clusters[name] = Cluster(
-                name,
-                Kubectl(Path(kubeconfig)),
-                [Node(n["name"], n["ip"], n["podCIDR"]) for n in info.get("nodes", [])],
-                pod_cidr=info.get("podCIDR"),
-                service_cidr=info.get("serviceCIDR"),
-            )
+            nodes._add(line.split()[0])
         return nodes
+
+    @classmethod
+    def attach(cls, directory: Path) -> EnvtestNodes:
+        """The clusters an earlier ``up`` left running in ``directory`` (in envtest's order)."""
+        nodes = cls(directory)
+        infos = sorted(directory.glob("*/cluster.json"), key=lambda p: json.loads(p.read_text())["podCIDR"])
+        for info in infos:
+            nodes._add(info.parent.name)
+        return nodes
+
+    def _add(self, name: str) -> None:
+        info = json.loads((self.directory / name / "cluster.json").read_text())
+        self.clusters[name] = Cluster(
+            name,
+            Kubectl(Path(info["kubeconfig"])),
+            [Node(n["name"], n["ip"], n["podCIDR"]) for n in info.get("nodes", [])],
+            pod_cidr=info.get("podCIDR"),
+            service_cidr=info.get("serviceCIDR"),
+        )
 
     def down(self) -> None:
         scripts = envtest_dir()

@@ -16,10 +16,35 @@ from pathlib import Path
 
 from hack.nodeset import images
 from hack.nodeset.clusters import Cluster, EnvtestNodes, user_clusters
-from hack.nodeset.install import Installed, clusterset_ready, install_leader, join_member
+from hack.nodeset.install import (
+    AGENT_CONFIG,
+    HUB_NODE_PORT,
+    MEMBER_CONFIG,
+    Installed,
+    clusterset_ready,
+    install_leader,
+    join_member,
+    restart_workloads,
+    set_config,
+    wait_member,
+)
 from hack.nodeset.kubectl import until
 
 TOPOLOGY = {"north": 1, "east": 2, "west": 2}
+
+
+@dataclass(frozen=True)
+class Mode:
+    """The options a ClusterSet's traffic depends on, in every member alike."""
+
+    endpoint_ip_type: str = "ClusterIP"
+    """MultiClusterConfig endpointIPType: ClusterIP or PodIP."""
+    encryption: str = "none"
+    """Agent trafficEncryptionMode: none or wireGuard."""
+    pod_to_pod: bool = False
+    """Agent enablePodToPodConnectivity (the members' podCIDRs are set at install)."""
+    stretched_policy: bool = False
+    """enableStretchedNetworkPolicy, in the MultiClusterConfig and the agent alike."""
 
 
 @dataclass
@@ -42,6 +67,31 @@ class NodeClusterSet:
     def down(self) -> None:
         if self.envtest is not None:
             self.envtest.down()
+
+    def ensure(self, mode: Mode) -> bool:
+        """Set ``mode`` in every member as the guide says (edit the ConfigMaps, restart what
+        reads them); returns whether anything changed."""
+        restarts: list[tuple[Cluster, str]] = []
+        for cluster in self.clusters.values():
+            if set_config(
+                cluster,
+                MEMBER_CONFIG,
+                restart=False,
+                endpointIPType=mode.endpoint_ip_type,
+                enableStretchedNetworkPolicy=mode.stretched_policy,
+            ):
+                restarts.append((cluster, MEMBER_CONFIG[2]))
+            if set_config(
+                cluster,
+                AGENT_CONFIG,
+                restart=False,
+                trafficEncryptionMode=mode.encryption,
+                enablePodToPodConnectivity=mode.pod_to_pod,
+                enableStretchedNetworkPolicy=mode.stretched_policy,
+            ):
+                restarts.append((cluster, AGENT_CONFIG[2]))
+        restart_workloads(restarts)
+        return bool(restarts)
 
 
 def gateways_of(cluster: Cluster) -> list[str]:
@@ -91,7 +141,7 @@ def start(directory: Path, *, topology: dict[str, int] | None = None, log: bool 
         if envtest is not None:
             envtest.down()
         raise
-    figures |= {f"install_{k}_s": v for k, v in installed.seconds.items()}
+    figures["install_to_ready_s"] = installed.seconds["to_ready"]
     return NodeClusterSet(installed, envtest, figures)
 
 
@@ -101,7 +151,20 @@ def install(clusters: dict[str, Cluster], tls_dir: Path, say: object = print) ->
     installed = install_leader(leader, tls_dir)
     for cluster in clusters.values():
         config = {"podCIDRs": [cluster.pod_cidr]} if cluster.pod_cidr else {}
-        join_member(installed, cluster, gateways_of(cluster), **config)
+        join_member(installed, cluster, gateways_of(cluster), wait=False, **config)
+    for cluster in clusters.values():
+        wait_member(cluster)
     until("every member Ready in the leader's ClusterSet", lambda: clusterset_ready(installed), timeout=120)
     installed.seconds["to_ready"] = time.monotonic() - started
     return installed
+
+
+def attach(directory: Path) -> NodeClusterSet:
+    """The ClusterSet ``python -m hack.nodeset up DIR`` left running (for repeated test runs:
+    MCHUB_NODESET_DIR=DIR), as ``start`` returned it."""
+    clusters = EnvtestNodes.attach(directory)
+    names = list(clusters.clusters)
+    leader = clusters.clusters[names[0]]
+    installed = Installed(leader, f"https://{leader.nodes[0].ip}:{HUB_NODE_PORT}", directory / "hub-tls" / "ca.crt")
+    installed.members = dict(clusters.clusters)
+    return NodeClusterSet(installed, clusters)

@@ -166,16 +166,29 @@ def member_access(installed: Installed, member: Cluster) -> str:
     return base64.b64decode(encoded).decode()
 
 
-def join_member(installed: Installed, member: Cluster, gateways: list[str], **config: Any) -> None:
+def member_manifest(**config: Any) -> str:
+    """The rendered member manifest with ``config`` set in its MultiClusterConfig, as a user
+    edits the file before applying it."""
+    objects = list(yaml.safe_load_all((BUILD / "antrea-multicluster-member.yml").read_text()))
+    for obj in objects:
+        if obj and obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == MEMBER_CONFIG[0]:
+            document = yaml.safe_load(obj["data"][MEMBER_CONFIG[1]])
+            document.update(config)
+            obj["data"][MEMBER_CONFIG[1]] = yaml.safe_dump(document, sort_keys=False)
+    return yaml.safe_dump_all([obj for obj in objects if obj])
+
+
+def join_member(
+    installed: Installed, member: Cluster, gateways: list[str], *, wait: bool = True, **config: Any
+) -> None:
     """INSTALL.md "Deploy in a member cluster" and "Initialize ClusterSet" for one member, with
-    ``config`` set in its MultiClusterConfig before the member starts."""
+    ``config`` set in its MultiClusterConfig. ``wait``: until its member and agents are Ready
+    (else ``wait_member``)."""
     started = time.monotonic()
     token = member_access(installed, member)
     kubectl = member.kubectl
-    kubectl("apply", "-f", str(BUILD / "antrea-multicluster-member.yml"))
+    kubectl.apply(member_manifest(**config))
     kubectl("apply", "-f", str(BUILD / "mchub-agent.yml"))
-    if config:
-        set_config(member, MEMBER_CONFIG, restart=True, **config)
     secret = f"member-{member.name}-token"
     if not kubectl.exists("secret", secret, "-n", MEMBER_NS):
         kubectl(
@@ -200,10 +213,15 @@ def join_member(installed: Installed, member: Cluster, gateways: list[str], **co
     )
     for node in gateways:
         kubectl("annotate", "node", node, "multicluster.antrea.io/gateway=true", "--overwrite")
-    wait_rollout(kubectl, MEMBER_NS, "deployment/mchub-member")
-    wait_rollout(kubectl, MEMBER_NS, "daemonset/mchub-agent")
     installed.members[member.name] = member
+    if wait:
+        wait_member(member)
     installed.seconds[member.name] = time.monotonic() - started
+
+
+def wait_member(member: Cluster) -> None:
+    wait_rollout(member.kubectl, MEMBER_NS, "deployment/mchub-member")
+    wait_rollout(member.kubectl, MEMBER_NS, "daemonset/mchub-agent")
 
 
 def leader_clusterset(installed: Installed) -> dict[str, Any]:
@@ -230,7 +248,7 @@ def read_config(cluster: Cluster, which: tuple[str, str, str]) -> dict[str, Any]
 
 def set_config(cluster: Cluster, which: tuple[str, str, str], *, restart: bool = True, **fields: Any) -> bool:
     """Set ``fields`` (nested keys as ``a__b``) in the ConfigMap; restart the workload if
-    anything changed. Returns whether it changed."""
+    anything changed and ``restart``. Returns whether it changed."""
     name, key, workload = which
     document = read_config(cluster, which)
     root = document.get("multicluster", document)
@@ -256,6 +274,13 @@ def set_config(cluster: Cluster, which: tuple[str, str, str], *, restart: bool =
         file.flush()
         cluster.kubectl("replace", "-f", file.name)
     if restart:
-        cluster.kubectl("-n", MEMBER_NS, "rollout", "restart", workload)
-        wait_rollout(cluster.kubectl, MEMBER_NS, workload)
+        restart_workloads([(cluster, workload)])
     return True
+
+
+def restart_workloads(workloads: list[tuple[Cluster, str]]) -> None:
+    """``kubectl rollout restart`` each, then wait for every one of them."""
+    for cluster, workload in workloads:
+        cluster.kubectl("-n", MEMBER_NS, "rollout", "restart", workload)
+    for cluster, workload in workloads:
+        wait_rollout(cluster.kubectl, MEMBER_NS, workload)

@@ -165,3 +165,73 @@ def time_requests(cluster: Cluster, namespace: str, pod: str, url: str, count: i
         else:
             timings.failed += 1
     return timings
+
+
+def request_loop(cluster: Cluster, namespace: str, name: str, *, node: str, url: str, interval: float = 0.1) -> None:
+    """A Pod sending one GET (1 s timeout, a new connection each) every ``interval`` seconds
+    for as long as it runs, logging ``ok|fail <unix time>`` per request."""
+    script = (
+        f"while :; do t=$(date +%s.%N); if curl -sf --max-time 1 -o /dev/null {url}; "
+        f'then echo "ok $t"; else echo "fail $t"; fi; sleep {interval}; done'
+    )
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "containers": [
+                {
+                    "name": "loop",
+                    "image": TOOLS_IMAGE,
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["sh", "-c", script],
+                }
+            ],
+        },
+    }
+    cluster.kubectl.apply(yaml.safe_dump(body))
+    cluster.kubectl("-n", namespace, "wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s", timeout=130)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    at: float
+    ok: bool
+
+
+def loop_outcomes(cluster: Cluster, namespace: str, name: str) -> list[Outcome]:
+    outcomes = []
+    for line in cluster.kubectl("-n", namespace, "logs", name).splitlines():
+        word, _, at = line.partition(" ")
+        if word in ("ok", "fail") and at:
+            outcomes.append(Outcome(float(at), word == "ok"))
+    return outcomes
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Requests that failed between two that succeeded, and how long that lasted."""
+
+    failed: int
+    seconds: float
+
+
+def gaps(outcomes: list[Outcome], since: float = 0.0) -> list[Gap]:
+    found: list[Gap] = []
+    last_ok: float | None = None
+    failed = 0
+    for outcome in outcomes:
+        if outcome.at < since:
+            last_ok = outcome.at if outcome.ok else last_ok
+            continue
+        if outcome.ok:
+            if failed:
+                found.append(Gap(failed, outcome.at - (last_ok if last_ok is not None else since)))
+            failed, last_ok = 0, outcome.at
+        else:
+            failed += 1
+    if failed:
+        found.append(Gap(failed, float("inf")))
+    return found

@@ -1,0 +1,80 @@
+"""The ClusterSet on real nodes, once per session (hack/nodeset).
+
+``node_clusterset`` builds the image (``make image``) and the test images while envtest starts
+north (leader and member), east and west with real nodes, loads the images into every node
+and installs mchub exactly as deploy/INSTALL.md tells a user. ``MCHUB_E2E_CLUSTERS`` runs the
+same tests against clusters a user already has (their images loaded beforehand); tests that
+fail a node on purpose skip there.
+
+``MCHUB_NODESET_DIR=DIR`` reuses the ClusterSet ``python -m hack.nodeset up DIR`` left running
+(and leaves it running), for repeated runs while developing.
+
+Each module asks for the ClusterSet in the mode it needs (``in_mode``), so the options
+change only between modules. A test that needs root or the node packages skips with the
+reason when they are truly absent; under CI=true that is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hack.nodeset.clusters import EnvtestNodes, nodes_unavailable_reason, user_clusters
+from hack.nodeset.clusterset import Mode, NodeClusterSet, attach, start
+
+FIGURES = Path(__file__).resolve().parents[2] / "test-artifacts" / "nodes-figures.json"
+
+
+def record(**figures: object) -> None:
+    """Keep figures the tests measure (test-artifacts/nodes-figures.json) for the README."""
+    FIGURES.parent.mkdir(parents=True, exist_ok=True)
+    known = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
+    known.update(figures)
+    FIGURES.write_text(json.dumps(known, indent=2, sort_keys=True) + "\n")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/nodes/" in str(item.fspath):
+            item.add_marker(pytest.mark.nodes)
+
+
+@pytest.fixture(scope="session")
+def node_clusterset() -> Iterator[NodeClusterSet]:
+    if user_clusters() is None:
+        reason = nodes_unavailable_reason()
+        if reason is not None:
+            if os.environ.get("CI", "").lower() == "true":
+                pytest.fail(f"CI must run the real-node tests: {reason}")
+            pytest.skip(reason)
+    running = os.environ.get("MCHUB_NODESET_DIR")
+    if running:  # `python -m hack.nodeset up DIR` left it running: use it, leave it running
+        yield attach(Path(running))
+        return
+    workdir = Path(tempfile.mkdtemp(prefix="mchub-nodes-"))
+    clusterset = start(workdir / "ct", log=False)
+    record(**{key: round(value, 1) for key, value in clusterset.figures.items()})
+    try:
+        yield clusterset
+    finally:
+        clusterset.down()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def envtest_nodes(node_clusterset: NodeClusterSet) -> EnvtestNodes:
+    """The envtest nodes, for tests that fail a node on purpose (not on a user's clusters)."""
+    if node_clusterset.envtest is None:
+        pytest.skip("failing a node on purpose needs envtest's nodes, not MCHUB_E2E_CLUSTERS")
+    return node_clusterset.envtest
+
+
+def in_mode(clusterset: NodeClusterSet, mode: Mode) -> NodeClusterSet:
+    clusterset.ensure(mode)
+    return clusterset

@@ -1,0 +1,161 @@
+"""A Service exported in west, reached from Pods in east and north over the Gateways' VXLAN
+tunnel (issue 24, items 3 and 4): through the imported ``antrea-mc-<name>`` Service and the
+ServiceImport's ClusterSet IP, from the Gateway node and from another node, with the hub
+stopped, and across a failover of west's Gateway while requests flow."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from hack.nodeset.clusters import Cluster, EnvtestNodes
+from hack.nodeset.clusterset import Mode, NodeClusterSet
+from hack.nodeset.install import LEADER_NS, MEMBER_NS, clusterset_ready, wait_rollout
+from hack.nodeset.kubectl import until
+from hack.nodeset.workloads import (
+    client_pod,
+    ensure_namespace,
+    fetch,
+    fetch_until,
+    gaps,
+    loop_outcomes,
+    request_loop,
+    web_server,
+)
+from tests.nodes.conftest import in_mode, record
+
+NS = "web"
+
+
+@dataclass
+class World:
+    clusterset: NodeClusterSet
+    east: Cluster
+    west: Cluster
+    north: Cluster
+
+    def west_pods(self) -> set[str]:
+        pods = self.west.kubectl.json("get", "pods", "-n", NS, "-l", "app=web")["items"]
+        return {pod["metadata"]["name"] for pod in pods}
+
+    def imported_ips(self, cluster: Cluster) -> tuple[str, str]:
+        """The ClusterIP of antrea-mc-web and the ServiceImport's first IP, once both exist."""
+        service = until(
+            f"antrea-mc-web in {cluster.name}",
+            lambda: cluster.kubectl("get", "service", "antrea-mc-web", "-n", NS, "-o", "jsonpath={.spec.clusterIP}"),
+        )
+        clusterset_ip = until(
+            f"ServiceImport web in {cluster.name}",
+            lambda: cluster.kubectl("get", "serviceimport", "web", "-n", NS, "-o", "jsonpath={.spec.ips[0]}"),
+        )
+        return service, clusterset_ip
+
+
+@pytest.fixture(scope="module")
+def world(node_clusterset: NodeClusterSet) -> World:
+    clusterset = in_mode(node_clusterset, Mode())
+    east, west, north = (clusterset.cluster(name) for name in ("east", "west", "north"))
+    for cluster in (east, west, north):
+        ensure_namespace(cluster, NS)
+    # On west's second node: the failover test stops the first, the active Gateway.
+    web_server(west, NS, "web", node=west.nodes[-1].name)
+    client_pod(east, NS, "client-on-gateway", node=east.nodes[0].name)
+    client_pod(east, NS, "client", node=east.nodes[-1].name)
+    client_pod(north, NS, "client", node=north.nodes[0].name)
+    return World(clusterset, east, west, north)
+
+
+@pytest.mark.parametrize("pod", ["client-on-gateway", "client"])
+def test_an_east_pod_reaches_the_west_service_by_its_imported_service_and_its_clusterset_ip(
+    world: World, pod: str
+) -> None:
+    service_ip, clusterset_ip = world.imported_ips(world.east)
+    for ip in (service_ip, clusterset_ip):
+        answer = fetch_until(world.east, NS, pod, f"http://{ip}/")
+        assert answer in world.west_pods()
+
+
+def test_the_dual_role_leader_reaches_the_west_service_as_a_member_too(world: World) -> None:
+    service_ip, clusterset_ip = world.imported_ips(world.north)
+    for ip in {service_ip, clusterset_ip}:
+        assert fetch_until(world.north, NS, "client", f"http://{ip}/") in world.west_pods()
+
+
+def test_requests_flow_and_imports_stay_while_the_hub_is_down(world: World) -> None:
+    service_ip, _ = world.imported_ips(world.east)
+    fetch_until(world.east, NS, "client", f"http://{service_ip}/")
+    request_loop(world.east, NS, "loop-hub", node=world.east.nodes[-1].name, url=f"http://{service_ip}/")
+    leader = world.clusterset.leader.kubectl
+    try:
+        leader("-n", LEADER_NS, "scale", "deployment/mchub-hub", "--replicas=0")
+        until(
+            "no hub Pod", lambda: not leader.json("get", "pods", "-n", LEADER_NS, "-l", "component=mchub-hub")["items"]
+        )
+        stopped = time.time()
+        time.sleep(15)
+        outcomes = [o for o in loop_outcomes(world.east, NS, "loop-hub") if o.at >= stopped]
+        assert len(outcomes) >= 30, "the request loop did not run"
+        assert all(o.ok for o in outcomes), f"{sum(not o.ok for o in outcomes)} of {len(outcomes)} requests failed"
+        assert world.imported_ips(world.east)[0] == service_ip
+        record(hub_down_requests=len(outcomes), hub_down_failed=0)
+    finally:
+        leader("-n", LEADER_NS, "scale", "deployment/mchub-hub", "--replicas=2")
+        wait_rollout(leader, LEADER_NS, "deployment/mchub-hub")
+        world.east.kubectl("-n", NS, "delete", "pod", "loop-hub", "--wait=false")
+    until("every member Ready again", lambda: clusterset_ready(world.clusterset.installed), timeout=120)
+
+
+def _gateway(cluster: Cluster) -> str | None:
+    items = cluster.kubectl.json("get", "gateway", "-n", MEMBER_NS)["items"]
+    return items[0]["metadata"]["name"] if items else None
+
+
+def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
+    world: World, envtest_nodes: EnvtestNodes
+) -> None:
+    west = world.west
+    active, standby = west.nodes[0].name, west.nodes[-1].name
+    assert until("west's Gateway", lambda: _gateway(west)) == active
+    # The member controller must survive the node: keep it on the standby node, as the
+    # Deployment would after Kubernetes evicted it (minutes later).
+    member = west.kubectl.json("get", "pods", "-n", MEMBER_NS, "-l", "component=mchub-member")["items"][0]
+    if member["spec"]["nodeName"] == active:
+        west.kubectl("cordon", active)
+        west.kubectl("-n", MEMBER_NS, "delete", "pod", member["metadata"]["name"])
+        wait_rollout(west.kubectl, MEMBER_NS, "deployment/mchub-member")
+        west.kubectl("uncordon", active)
+    service_ip, _ = world.imported_ips(world.east)
+    fetch_until(world.east, NS, "client", f"http://{service_ip}/")
+    request_loop(world.east, NS, "loop-failover", node=world.east.nodes[-1].name, url=f"http://{service_ip}/")
+    time.sleep(3)
+    failed_at = time.time()
+    envtest_nodes.fail_node(active)
+    try:
+        until("west's Gateway on its other node", lambda: _gateway(west) == standby, timeout=180)
+        until(
+            "requests through the new Gateway",
+            lambda: any(o.ok for o in loop_outcomes(world.east, NS, "loop-failover") if o.at > failed_at + 1),
+            timeout=120,
+        )
+        time.sleep(5)
+        outcomes = loop_outcomes(world.east, NS, "loop-failover")
+        found = gaps(outcomes, since=failed_at)
+        assert found, "no request failed: the node did not carry the traffic"
+        assert len(found) == 1, found
+        (gap,) = found
+        assert gap.seconds < 120, gap
+        # Once back, the requests keep succeeding.
+        assert all(o.ok for o in outcomes[-20:])
+        record(failover_failed_requests=gap.failed, failover_gap_s=round(gap.seconds, 1))
+    finally:
+        envtest_nodes.recover_node(active)
+        world.east.kubectl("-n", NS, "delete", "pod", "loop-failover", "--wait=false")
+    until(f"{active} Ready again", lambda: _node_ready(west, active), timeout=120)
+    assert fetch(world.east, NS, "client", f"http://{service_ip}/") in world.west_pods()
+
+
+def _node_ready(cluster: Cluster, node: str) -> bool:
+    conditions = cluster.kubectl.json("get", "node", node)["status"]["conditions"]
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
