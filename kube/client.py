@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -129,6 +130,33 @@ def _skip_env_lookups(api: ApiClient) -> None:
     # else: a proxy applies to this server, and aiohttp keeps honouring the environment.
 
 
+# TCP keepalive on every connection to the API server, as client-go sets it: an idle watch whose
+# server (or the node a Service sent it to) went away is noticed within about 30 s, instead of
+# when the informer's inactivity timer runs out (minutes), and re-opened elsewhere.
+KEEPALIVE_IDLE = 15
+KEEPALIVE_INTERVAL = 5
+KEEPALIVE_PROBES = 3
+
+
+def keepalive_socket(addr_info: Any) -> socket.socket:
+    """aiohttp's socket factory, with TCP keepalive on."""
+    family, kind, proto, _, _ = addr_info
+    sock = socket.socket(family=family, type=kind, proto=proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; other systems keep their defaults
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, KEEPALIVE_IDLE)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, KEEPALIVE_INTERVAL)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
+    return sock
+
+
+def _keep_connections_alive(api: ApiClient) -> None:
+    session = getattr(getattr(api, "rest_client", None), "pool_manager", None)
+    connector = session.connector if isinstance(session, aiohttp.ClientSession) else None
+    if isinstance(connector, aiohttp.TCPConnector):
+        connector._socket_factory = keepalive_socket  # kubernetes-asyncio builds the connector; no public setter
+
+
 class KubeClient:
     """A connection to one API server. Safe to share between tasks; close it once.
 
@@ -148,6 +176,7 @@ class KubeClient:
         self._api = api
         self.request_timeout = request_timeout
         _skip_env_lookups(api)
+        _keep_connections_alive(api)
         self.metrics = metrics if metrics is not None else ClientMetrics(self.host)
         self._limiter: TokenBucket | None = None
         self.set_rate_limit(qps, burst)

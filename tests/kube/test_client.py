@@ -209,3 +209,22 @@ async def test_connect_without_a_kubeconfig_uses_the_pods_service_account(
     async with await connect() as kube:
         assert kube.host == f"https://{sandbox.host}:{sandbox.port}"
         assert (await kube.get(SERVICES, "kubernetes", "default"))["metadata"]["name"] == "kubernetes"
+
+
+async def test_connections_to_the_server_keep_tcp_keepalive_on(client: KubeClient) -> None:
+    """An idle watch whose server went away is noticed by TCP keepalive (about 30 s), not only
+    by the informer's inactivity timer."""
+    await client.server_version()
+    session = client._api.rest_client.pool_manager
+    sockets = [
+        protocol.transport.get_extra_info("socket")
+        for connections in session.connector._conns.values()
+        for protocol, _ in connections
+        if protocol.transport is not None
+    ]
+    assert sockets, "no pooled connection to look at"
+    for sock in sockets:
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 15
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 5
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 3
