@@ -100,6 +100,7 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
             # From any device: the Gateway hands cross-cluster traffic over through the primary CNI.
             reply_marking=ReplyMarking(mark, remote_gateways),
             mss_clamp_interfaces=(tunnel.name,),
+            snat=_snat(accepted, tunnel.name, None),
         )
     probes = tuple(ProbeTarget(r.cluster_id, r.gateway_ip) for r in accepted)
     if use_wireguard:
@@ -160,7 +161,7 @@ def _routes(
     return tuple(routes)
 
 
-def _snat(accepted: Iterable[AcceptedRemote], device: str, to: IPv4Address) -> SnatRule:
+def _snat(accepted: Iterable[AcceptedRemote], device: str, to: IPv4Address | None) -> SnatRule:
     # Collapsed because an nftables interval set refuses overlapping elements.
     destinations = tuple(collapse_addresses(c for r in accepted for c in r.cidrs))
     return SnatRule(device, destinations, to)

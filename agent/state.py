@@ -140,11 +140,16 @@ class ReplyMarking:
 
 @dataclass(frozen=True)
 class SnatRule:
-    """SNAT of cross-cluster traffic leaving through ``out_interface`` to the Gateway IP."""
+    """Source NAT of cross-cluster traffic leaving through ``out_interface``: to the Gateway IP
+    on the Gateway, and on other Nodes to the source address the packet already has
+    (``to_address`` None). That null binding is what makes the Node's or the primary CNI's
+    own masquerade rules (kind's, a cluster's "SNAT what leaves the Pod CIDR") pass the
+    packet by, so it reaches the Gateway with its Pod's address, and so with its label
+    identity, as Antrea's Gateway sees it."""
 
     out_interface: str
     destinations: tuple[IPv4Network, ...]
-    to_address: IPv4Address
+    to_address: IPv4Address | None
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 Contents: a ``nat postrouting`` chain that SNATs cross-cluster traffic leaving the
 Gateway's tunnel to the Gateway IP (Antrea's Gateway behaviour; replies come back
-addressed to it and conntrack undoes the SNAT), a ``forward`` chain clamping the
+addressed to it and conntrack undoes the SNAT) and, on other Nodes, binds it to its own
+source address (agent.state.SnatRule says why), at srcnat - 5, ahead of the Node's
+other NAT rules, since the first NAT binding of a connection is the one that holds; a ``forward`` chain clamping the
 TCP MSS of SYNs entering our devices to the route MTU, because the tunnel's overhead
 makes its MTU smaller than the Pods', and the reply marking (agent.state.ReplyMarking,
 agent.linux.ownership.REPLY_MARK): a ``filter prerouting`` chain at mangle priority
@@ -33,6 +35,9 @@ from agent.state import DesiredDatapath, ReplyMarking
 _SET = "remote_cidrs"
 _GATEWAYS = "remote_gateways"
 _PRIO_MANGLE = -150
+# srcnat - 5: after the policy table tags packets with their Pod's identity (srcnat - 10,
+# agent/linux/policy_nft.py), before iptables' and the CNI's nat POSTROUTING (srcnat).
+_PRIO_SRCNAT_FIRST = 95
 _PRIO_LAST = 300
 _ALL_BITS = 0xFFFFFFFF
 
@@ -48,7 +53,8 @@ def render_table(desired: DesiredDatapath) -> list[dict[str, Any]] | None:
         snat = desired.snat
         elements = [{"prefix": {"addr": str(n.network_address), "len": n.prefixlen}} for n in snat.destinations]
         objects.append({"set": {**base, "name": _SET, "type": "ipv4_addr", "flags": ["interval"], "elem": elements}})
-        objects.append(_chain(base, "postrouting", "nat", "postrouting", 100))
+        objects.append(_chain(base, "postrouting", "nat", "postrouting", _PRIO_SRCNAT_FIRST))
+        to = str(snat.to_address) if snat.to_address is not None else {"payload": {"protocol": "ip", "field": "saddr"}}
         rules.append(
             {
                 **base,
@@ -56,7 +62,7 @@ def render_table(desired: DesiredDatapath) -> list[dict[str, Any]] | None:
                 "expr": [
                     _match({"meta": {"key": "oifname"}}, snat.out_interface),
                     _match({"payload": {"protocol": "ip", "field": "daddr"}}, f"@{_SET}"),
-                    {"snat": {"addr": str(snat.to_address)}},
+                    {"snat": {"addr": to}},
                 ],
             }
         )

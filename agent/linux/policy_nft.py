@@ -80,11 +80,12 @@ def classid(priority: int) -> str:
 
 def render_policy_table(policy: PolicyDatapath) -> str:
     """The nft text that creates the whole table."""
-    text, _count = _render(policy)
+    text, _count, _fingerprint = _render(policy)
     return text
 
 
-def _render(policy: PolicyDatapath) -> tuple[str, int]:
+def _render(policy: PolicyDatapath) -> tuple[str, int, str]:
+    """The table's text, its number of rules and the fingerprint every rule's comment starts with."""
     out: list[str] = []
     rules = 0
 
@@ -160,7 +161,7 @@ def _render(policy: PolicyDatapath) -> tuple[str, int]:
     out.append("}")
     body = "\n".join(out) + "\n"
     fingerprint = "mchub:" + hashlib.sha256(body.encode()).hexdigest()[:16]
-    return body.replace(_FINGERPRINT, fingerprint), rules
+    return body.replace(_FINGERPRINT, fingerprint), rules, fingerprint
 
 
 def _named(head: str, kind: str, elements: Iterable[str]) -> list[str]:
@@ -225,9 +226,8 @@ async def reconcile_policy_nft(netns: str | None, policy: PolicyDatapath | None,
             await _run(netns, f"delete table {NFT_FAMILY} {NFT_POLICY_TABLE}\n")
             changes.append(f"delete nft table {NFT_FAMILY} {NFT_POLICY_TABLE}")
         return
-    text, count = _render(policy)
-    fingerprint = text.split('comment "', 1)[1].split(" ", 1)[0].rstrip('"')
-    if live is not None and len(live) == count and all(c.startswith(fingerprint) for c in live):
+    text, count, fingerprint = _render(policy)
+    if live is not None and len(live) == count and all(c.split(" ", 1)[0] == fingerprint for c in live):
         return
     # add + delete makes the delete valid whether or not the table exists; one transaction.
     head = f"table {NFT_FAMILY} {NFT_POLICY_TABLE}\ndelete table {NFT_FAMILY} {NFT_POLICY_TABLE}\n"

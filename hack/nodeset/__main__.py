@@ -15,9 +15,10 @@ import sys
 import time
 from pathlib import Path
 
+from hack.nodeset import images
 from hack.nodeset.clusters import EnvtestNodes, nodes_unavailable_reason
-from hack.nodeset.clusterset import NodeClusterSet, start
-from hack.nodeset.install import MEMBER_NS, cluster_id
+from hack.nodeset.clusterset import NodeClusterSet, attach, start
+from hack.nodeset.install import LEADER_NS, MEMBER_NS, cluster_id, restart_workloads
 from hack.nodeset.workloads import client_pod, ensure_namespace, fetch_until, web_server
 
 
@@ -46,9 +47,19 @@ def demo(clusterset: NodeClusterSet) -> None:
     print(f"gateways: kubectl --kubeconfig {east.kubeconfig} get gateway,clusterinfoimport -n {MEMBER_NS}")
 
 
+def reload(clusterset: NodeClusterSet) -> None:
+    assert clusterset.envtest is not None
+    clusterset.envtest.load_images(images.build_mchub())
+    restart_workloads([(clusterset.leader, "deployment/mchub-hub")], namespace=LEADER_NS)
+    restart_workloads(
+        [(c, w) for c in clusterset.clusters.values() for w in ("deployment/mchub-member", "daemonset/mchub-agent")]
+    )
+    print("reloaded")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hack.nodeset", description=__doc__.split("\n\n")[0])
-    parser.add_argument("verb", choices=("up", "demo", "down"))
+    parser.add_argument("verb", choices=("up", "demo", "reload", "down"))
     parser.add_argument("dir", type=Path)
     args = parser.parse_args(argv)
     directory = args.dir.resolve()
@@ -59,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     if reason is not None:
         print(f"nodeset: {reason}", file=sys.stderr)
         return 3
+    if args.verb == "reload":
+        reload(attach(directory))
+        return 0
     clusterset = start(directory)
     _summary(clusterset)
     if args.verb == "demo":

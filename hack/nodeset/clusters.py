@@ -163,14 +163,40 @@ class EnvtestNodes:
             raise RuntimeError(f"{node}: {' '.join(command)} exited {done.returncode}: {done.stderr.strip()}")
         return done.stdout
 
+    def _cable(self, node: str) -> tuple[str, str]:
+        """The underlay namespace's holder PID and the name of the node's port on its bridge."""
+        line = self.node_exec(node, "ip", "-o", "link", "show", "eth0")
+        peer_index = line.split(":", 2)[1].strip().partition("@if")[2]
+        underlay = str(self._pid_file("underlay"))
+        links = subprocess.run(
+            ["nsenter", "-t", underlay, "-n", "ip", "-o", "link"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout
+        for entry in links.splitlines():
+            index, name = (part.strip() for part in entry.split(":")[:2])
+            if index == peer_index:
+                return underlay, name.partition("@")[0]
+        raise RuntimeError(f"{node}: no underlay port with ifindex {peer_index}")
+
+    def _pid_file(self, name: str) -> int:
+        return int((self.directory / "pids" / f"{name}.pid").read_text().strip())
+
+    def _set_cable(self, node: str, state: str) -> None:
+        underlay, port = self._cable(node)
+        subprocess.run(["nsenter", "-t", underlay, "-n", "ip", "link", "set", port, state], check=True, timeout=30)
+
     def fail_node(self, node: str) -> None:
         """The node stops: its kubelet freezes (no more status: NotReady after the controller
-        manager's grace period) and its link to the underlay goes down (no packet in or out)."""
+        manager's grace period) and its cable is pulled (its port on the underlay bridge goes
+        down: no packet in or out, while the node keeps its own addresses and routes)."""
         os.kill(self._pid(node, "kubelet"), signal.SIGSTOP)
-        self.node_exec(node, "ip", "link", "set", "eth0", "down")
+        self._set_cable(node, "down")
 
     def recover_node(self, node: str) -> None:
-        self.node_exec(node, "ip", "link", "set", "eth0", "up")
+        self._set_cable(node, "up")
         os.kill(self._pid(node, "kubelet"), signal.SIGCONT)
 
 

@@ -73,12 +73,14 @@ class NodeClusterSet:
         reads them); returns whether anything changed."""
         restarts: list[tuple[Cluster, str]] = []
         for cluster in self.clusters.values():
+            pod_cidrs = {"podCIDRs": [cluster.pod_cidr]} if cluster.pod_cidr else {}
             if set_config(
                 cluster,
                 MEMBER_CONFIG,
                 restart=False,
                 endpointIPType=mode.endpoint_ip_type,
                 enableStretchedNetworkPolicy=mode.stretched_policy,
+                **pod_cidrs,
             ):
                 restarts.append((cluster, MEMBER_CONFIG[2]))
             if set_config(

@@ -278,9 +278,9 @@ def set_config(cluster: Cluster, which: tuple[str, str, str], *, restart: bool =
     return True
 
 
-def restart_workloads(workloads: list[tuple[Cluster, str]]) -> None:
+def restart_workloads(workloads: list[tuple[Cluster, str]], namespace: str = MEMBER_NS) -> None:
     """``kubectl rollout restart`` each, then wait for every one of them."""
     for cluster, workload in workloads:
-        cluster.kubectl("-n", MEMBER_NS, "rollout", "restart", workload)
+        cluster.kubectl("-n", namespace, "rollout", "restart", workload)
     for cluster, workload in workloads:
-        wait_rollout(cluster.kubectl, MEMBER_NS, workload)
+        wait_rollout(cluster.kubectl, namespace, workload)

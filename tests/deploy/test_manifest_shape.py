@@ -272,6 +272,8 @@ def test_the_members_rbac_reads_and_writes_what_the_member_controller_handles() 
         ("discovery.k8s.io", "endpointslices", "create"),
         ("", "namespaces", "watch"),
         ("", "nodes", "watch"),
+        # Label identities (enableStretchedNetworkPolicy): every Pod's and Namespace's labels.
+        ("", "pods", "watch"),
         ("", "events", "create"),
         (mc, "labelidentities", "create"),
         ("crd.antrea.io", "clusternetworkpolicies", "create"),
@@ -293,7 +295,7 @@ def test_the_members_rbac_reads_and_writes_what_the_member_controller_handles() 
         assert _allows(namespaced, group, resource, verb), (group, resource, verb)
     # Read only where reading is all it needs; Secrets only in its own Namespace.
     assert not _allows(cluster, "", "nodes", "patch")
-    assert not _allows(cluster, "", "pods", "list")
+    assert not _allows(cluster, "", "pods", "create")
     assert not _allows(cluster, "", "namespaces", "create")
     assert not _allows(cluster, "", "secrets", "get")
     assert not _allows(namespaced, "", "secrets", "create")

@@ -59,8 +59,7 @@ def world(node_clusterset: NodeClusterSet) -> World:
     east, west, north = (clusterset.cluster(name) for name in ("east", "west", "north"))
     for cluster in (east, west, north):
         ensure_namespace(cluster, NS)
-    # On west's second node: the failover test stops the first, the active Gateway.
-    web_server(west, NS, "web", node=west.nodes[-1].name)
+    web_server(west, NS, "web")
     client_pod(east, NS, "client-on-gateway", node=east.nodes[0].name)
     client_pod(east, NS, "client", node=east.nodes[-1].name)
     client_pod(north, NS, "client", node=north.nodes[0].name)
@@ -116,8 +115,10 @@ def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
     world: World, envtest_nodes: EnvtestNodes
 ) -> None:
     west = world.west
-    active, standby = west.nodes[0].name, west.nodes[-1].name
-    assert until("west's Gateway", lambda: _gateway(west)) == active
+    active = until("west's Gateway", lambda: _gateway(west))
+    (standby,) = {node.name for node in west.nodes} - {active}
+    # The server runs on the standby: this test fails the Gateway, not the backend.
+    web_server(west, NS, "web", node=standby)
     # The member controller must survive the node: keep it on the standby node, as the
     # Deployment would after Kubernetes evicted it (minutes later).
     member = west.kubectl.json("get", "pods", "-n", MEMBER_NS, "-l", "component=mchub-member")["items"][0]

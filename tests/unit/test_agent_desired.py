@@ -148,7 +148,11 @@ def test_another_node_routes_everything_remote_to_the_local_gateway_internal_ip(
     # The Gateway hands cross-cluster connections over through the primary CNI: from any device.
     assert desired.reply_marking == ReplyMarking(REPLY_MARK, (ip("198.19.2.1"), ip("198.19.3.1")), ())
     assert PolicyRule(RULE_PRIORITY[RouteTable.REPLY], RouteTable.REPLY, fwmark=REPLY_MARK) in desired.rules
-    assert desired.snat is None
+    # Its Pods' traffic keeps their addresses into the tunnel (no masquerade of the Node's
+    # or the CNI's rewrites them), so the Gateway sees the Pod and its label identity.
+    assert desired.snat is not None
+    assert desired.snat.to_address is None
+    assert desired.snat.out_interface == "mc-tun0"
     assert desired.probe_targets == ()
 
 

@@ -29,6 +29,19 @@ def test_the_gateway_table_snats_to_the_gateway_ip_and_clamps_mss() -> None:
     assert the_set["elem"] == [{"prefix": {"addr": "10.2.0.0", "len": 16}}]
 
 
+def test_another_node_binds_tunnel_traffic_to_its_own_source_ahead_of_other_nat_rules() -> None:
+    desired = DesiredDatapath(role=Role.MEMBER, snat=SnatRule("mc-tun0", (IPv4Network("10.2.0.0/16"),), None))
+    commands = render_table(desired)
+    assert commands is not None
+    (chain,) = [c["add"]["chain"] for c in commands if "chain" in c["add"]]
+    # srcnat - 5: the first NAT binding of a connection holds, so a later masquerade rule
+    # (the Node's, the CNI's, iptables' at srcnat) leaves the Pod's address alone; and after
+    # the policy table's tagging (srcnat - 10), which reads the Pod's address.
+    assert (chain["type"], chain["hook"], chain["prio"]) == ("nat", "postrouting", 95)
+    (rule,) = [c["add"]["rule"] for c in commands if "rule" in c["add"]]
+    assert {"snat": {"addr": {"payload": {"protocol": "ip", "field": "saddr"}}}} in rule["expr"]
+
+
 def test_every_rule_carries_the_same_fingerprint_which_changes_with_the_content() -> None:
     def fingerprints(to: str) -> set[str]:
         desired = DesiredDatapath(
