@@ -14,9 +14,9 @@ the session, and a label whose last Pod went is withdrawn only once it has had n
 back, therefore neither withdraws nor re-exports the identity, and the hub keeps its ID
 (an identity withdrawn everywhere may come back with another one).
 
-Start order, so a restarted member does not churn (the same as the other exporters):
-``start_watching()`` (informers synced, index built), ``desired_exports()`` for the
-session's first sync bracket, then ``attach()`` the started session.
+Its sink is the hub session, given at construction: ``start()`` (informers synced, index
+built) hands it every identity before the session's first sync bracket, so a restarted member
+does not churn (the same as the other exporters).
 """
 
 from __future__ import annotations
@@ -25,15 +25,16 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Callable
-from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from kube.client import KubeClient, WatchEvent
 from kube.informer import Informer
+from kube.manager import Watches
 from kube.resources import NAMESPACES, PODS, name_of
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from member.hubclient.sink import ExportSink
 from member.identities.index import IdentityIndex, pod_key
 
 log = logging.getLogger(__name__)
@@ -42,13 +43,6 @@ log = logging.getLogger(__name__)
 DEFAULT_DEBOUNCE = 0.1
 # Seconds a label must stay without Pods before its identity is withdrawn.
 DEFAULT_WITHDRAW_AFTER = 3.0
-
-
-class ExportSink(Protocol):
-    """The part of HubSession this controller uses."""
-
-    def set_export(self, export: pb.ResourceExport) -> None: ...
-    def remove_export(self, export_name: str) -> None: ...
 
 
 class _Metrics:
@@ -92,25 +86,28 @@ class LabelIdentityController:
         self,
         client: KubeClient,
         cluster_id: str,
+        sink: ExportSink,
         *,
         debounce: float = DEFAULT_DEBOUNCE,
         withdraw_after: float = DEFAULT_WITHDRAW_AFTER,
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] | None = None,
+        sync_timeout: float | None = None,
     ) -> None:
-        """``debounce``, ``withdraw_after``: seconds (see the module doc)."""
+        """``sink``: the hub session. ``debounce``, ``withdraw_after``: seconds (see the module
+        doc). ``sync_timeout``: seconds start() waits for the informers' first lists."""
         if debounce < 0 or withdraw_after < 0:
             raise ValueError("debounce and withdraw_after must not be negative")
         self._client = client
         self._cluster_id = cluster_id
+        self._sink = sink
+        self._sync_timeout = sync_timeout
         self._debounce = debounce
         self._withdraw_after = withdraw_after
         self._clock = clock
         self._metrics = _Metrics.for_registry(registry)
         self.index = IdentityIndex()
-        self._pods: Informer | None = None
-        self._namespaces: Informer | None = None
-        self._sink: ExportSink | None = None
+        self._watches = Watches()
         self._exported: set[str] = set()  # labels the session holds
         self._dirty: set[str] = set()  # labels whose count crossed zero since the last flush
         self._idle_since: dict[str, float] = {}  # exported labels without Pods, since when
@@ -135,32 +132,25 @@ class LabelIdentityController:
 
     # ---- lifecycle -------------------------------------------------------------
 
-    async def start_watching(self, sync_timeout: float) -> None:
-        """Watch every Pod and Namespace; returns once both are listed and indexed."""
-        self._namespaces = Informer(self._client, NAMESPACES, handler=self._on_namespace)
-        self._pods = Informer(self._client, PODS, handler=self._on_pod)
-        try:
-            async with asyncio.timeout(sync_timeout):
-                await self._namespaces.wait_synced()
-                await self._pods.wait_synced()
-        except BaseException:
-            await self.stop()
-            raise
+    async def start(self) -> None:
+        """Watch every Pod and Namespace; once both are listed and indexed, hand the sink every
+        identity they make and follow their changes."""
+        namespaces = Informer(self._client, NAMESPACES, handler=self._on_namespace)
+        pods = Informer(self._client, PODS, handler=self._on_pod)
+        self._watches = Watches(namespaces, pods, sync_timeout=self._sync_timeout)
+        await self._watches.start()
+        for export in self.desired_exports():
+            self._sink.set_export(export)
         self._task = asyncio.create_task(self._run(), name=f"label-identities-{self._cluster_id}")
         log.info("label identities indexed", extra={"clusterID": self._cluster_id, "identities": len(self.index)})
 
     def desired_exports(self) -> list[pb.ResourceExport]:
-        """Every identity the Pods make now, for the first sync bracket (before attach)."""
+        """Every identity the Pods make now (what start() hands the sink)."""
         self._exported = self.index.labels()
         self._dirty.clear()
         self._idle_since.clear()
         self._metrics.exported.set(len(self._exported))
         return [label_identity_export(self._cluster_id, label) for label in sorted(self._exported)]
-
-    def attach(self, sink: ExportSink) -> None:
-        """From now on, hand changes to ``sink`` (the started session)."""
-        self._sink = sink
-        self._poke()
 
     async def stop(self) -> None:
         """Stop watching; what was exported stays exported (a stop is not a leave)."""
@@ -171,10 +161,7 @@ class LabelIdentityController:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        for informer in (self._pods, self._namespaces):
-            if informer is not None:
-                await informer.stop()
-        self._sink = None
+        await self._watches.stop()
         self._idle.set()
 
     async def settled(self) -> None:
@@ -216,8 +203,6 @@ class LabelIdentityController:
             self._wake.clear()
             if self._debounce:
                 await asyncio.sleep(self._debounce)  # churn arriving meanwhile joins this flush
-            if self._sink is None:
-                continue  # attach() pokes again
             next_due = self._flush(self._sink)
             if next_due is None:
                 if not self._dirty:
