@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kube.apply import OwnedCheck, contains, without_absent
+from kube.apply import contains, without_absent
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, Conflict, Invalid, NotFound, TemporaryError
 from kube.resources import Obj, Resource, name_of, namespace_of
@@ -47,15 +47,6 @@ LABEL_IMPORTED_ACNP = names.ANNOTATION_IMPORTED_ACNP
 _SERVER_METADATA = frozenset(
     {"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink", "deletionTimestamp"}
 )
-
-
-def _annotated(key: str) -> OwnedCheck:
-    # Antrea tests for the annotation's presence, whatever its value.
-    return lambda obj: key in ((obj.get("metadata") or {}).get("annotations") or {})
-
-
-is_imported_service: OwnedCheck = _annotated(names.ANNOTATION_IMPORTED_SERVICE)
-is_imported_acnp: OwnedCheck = _annotated(names.ANNOTATION_IMPORTED_ACNP)
 
 
 def imported_service_annotations() -> dict[str, str]:
@@ -181,9 +172,7 @@ class ObjectWriter:
     def _conflict(self, kind: OwnedKind, live: Obj, import_name: str) -> ImportBlocked:
         resource = kind.resource
         name, namespace = name_of(live), namespace_of(live)
-        annotation = (
-            names.ANNOTATION_IMPORTED_ACNP if kind.spec.owned is is_imported_acnp else names.ANNOTATION_IMPORTED_SERVICE
-        )
+        annotation = kind.spec.owner
         message = (
             f"{_ref(resource, namespace, name)} exists and was not created by Antrea Multi-cluster "
             f"(no annotation {annotation}): import {import_name} is not applied; "
