@@ -10,7 +10,9 @@ member.
 
 Churn is debounced twice: changes are gathered for ``debounce`` seconds before they reach
 the session, and a label whose last Pod went is withdrawn only once it has had no Pod for
-``withdraw_after`` seconds. A Deployment replacing its Pods, or a label flipped and flipped
+``withdraw_after`` seconds. Both are one key of a work queue: a change adds it after the
+debounce (changes meanwhile join the same pass), and a pass that leaves withdrawals waiting
+looks again when the next one is due. A Deployment replacing its Pods, or a label flipped and flipped
 back, therefore neither withdraws nor re-exports the identity, and the hub keeps its ID
 (an identity withdrawn everywhere may come back with another one).
 
@@ -31,7 +33,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from kube.client import KubeClient, WatchEvent
 from kube.informer import Informer
 from kube.manager import Watches
+from kube.queue_worker import QueueWorker
 from kube.resources import NAMESPACES, PODS, name_of
+from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient.sink import ExportSink
@@ -43,6 +47,8 @@ log = logging.getLogger(__name__)
 DEFAULT_DEBOUNCE = 0.1
 # Seconds a label must stay without Pods before its identity is withdrawn.
 DEFAULT_WITHDRAW_AFTER = 3.0
+# The work queue's one key: hand the session what changed, withdraw what is due.
+_FLUSH = "flush"
 
 
 class _Metrics:
@@ -111,11 +117,8 @@ class LabelIdentityController:
         self._exported: set[str] = set()  # labels the session holds
         self._dirty: set[str] = set()  # labels whose count crossed zero since the last flush
         self._idle_since: dict[str, float] = {}  # exported labels without Pods, since when
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._timer: asyncio.TimerHandle | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._queue: WorkQueue[str] = WorkQueue(f"label-identities-{cluster_id}")
+        self._worker: QueueWorker[str] = QueueWorker(self._queue, self._reconcile)
         # Export writes handed to the session (set, remove), for the benchmark and the tests.
         self.sets = 0
         self.removes = 0
@@ -141,7 +144,7 @@ class LabelIdentityController:
         await self._watches.start()
         for export in self.desired_exports():
             self._sink.set_export(export)
-        self._task = asyncio.create_task(self._run(), name=f"label-identities-{self._cluster_id}")
+        self._worker.start()
         log.info("label identities indexed", extra={"clusterID": self._cluster_id, "identities": len(self.index)})
 
     def desired_exports(self) -> list[pb.ResourceExport]:
@@ -154,20 +157,13 @@ class LabelIdentityController:
 
     async def stop(self) -> None:
         """Stop watching; what was exported stays exported (a stop is not a leave)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await self._worker.close()
         await self._watches.stop()
-        self._idle.set()
 
     async def settled(self) -> None:
         """Until every change seen so far reached the session (withdrawals waiting out their
         delay included)."""
-        await self._idle.wait()
+        await self._queue.wait_idle()
 
     # ---- events ----------------------------------------------------------------
 
@@ -186,34 +182,15 @@ class LabelIdentityController:
     def _touch(self, labels: set[str]) -> None:
         if labels:
             self._dirty |= labels
-            self._poke()
-
-    def _poke(self) -> None:
-        self._idle.clear()
-        self._wake.set()
+            self._queue.add_after(_FLUSH, self._debounce)  # churn arriving meanwhile joins this pass
 
     # ---- handing changes to the session ---------------------------------------
 
     def _now(self) -> float:
         return self._clock() if self._clock is not None else asyncio.get_running_loop().time()
 
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            if self._debounce:
-                await asyncio.sleep(self._debounce)  # churn arriving meanwhile joins this flush
-            next_due = self._flush(self._sink)
-            if next_due is None:
-                if not self._dirty:
-                    self._idle.set()
-            else:
-                self._schedule(next_due)
-
-    def _schedule(self, delay: float) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = asyncio.get_running_loop().call_later(max(delay, 0.0), self._wake.set)
+    async def _reconcile(self, key: str) -> float | None:
+        return self._flush(self._sink)
 
     def _flush(self, sink: ExportSink) -> float | None:
         """Export what appeared, withdraw what stayed gone long enough; the seconds until the
