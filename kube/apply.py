@@ -102,21 +102,6 @@ class FromApiServer:
         pass
 
 
-def has_label(key: str, value: str) -> OwnedCheck:
-    """Owned when metadata.labels[key] == value."""
-    return lambda obj: (obj.get("metadata", {}).get("labels") or {}).get(key) == value
-
-
-def has_annotation(key: str, value: str) -> OwnedCheck:
-    """Owned when metadata.annotations[key] == value."""
-    return lambda obj: (obj.get("metadata", {}).get("annotations") or {}).get(key) == value
-
-
-def owned_by_uid(uid: str) -> OwnedCheck:
-    """Owned when an ownerReference points at ``uid``."""
-    return lambda obj: any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
-
-
 def contains(live: Any, desired: Any) -> bool:
     """True if every field ``desired`` sets has that value in ``live`` (None: must be absent)."""
     if isinstance(desired, Mapping):

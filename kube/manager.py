@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Iterator
-from typing import Protocol, TypeVar
+from collections.abc import Iterable
+from typing import Protocol
 
 from kube.informer import Informer
 
@@ -34,29 +34,12 @@ class Runnable(Protocol):
         """Undo what start() got done, however far it got; a no-op when there is nothing to undo."""
 
 
-R = TypeVar("R", bound=Runnable)
-
-
 class Manager:
     def __init__(self, name: str, runnables: Iterable[Runnable] = ()) -> None:
         self.name = name
         self._runnables = list(runnables)
         self._started: list[Runnable] = []  # in start order; a failed start's runnable included
         self._running = False
-
-    def add(self, runnable: R) -> R:
-        """Start ``runnable`` after those added before it (and stop it before them)."""
-        if self._running:
-            raise RuntimeError(f"{self.name}: runnables are added before start")
-        self._runnables.append(runnable)
-        return runnable
-
-    @property
-    def running(self) -> bool:
-        return self._running
-
-    def __iter__(self) -> Iterator[Runnable]:
-        return iter(self._runnables)
 
     async def start(self) -> None:
         if self._running:
@@ -101,9 +84,6 @@ class Watches:
     def __init__(self, *informers: Informer, sync_timeout: float | None = None) -> None:
         self._informers = list(informers)
         self.sync_timeout = sync_timeout
-
-    def __iter__(self) -> Iterator[Informer]:
-        return iter(self._informers)
 
     async def start(self) -> None:
         async with asyncio.timeout(self.sync_timeout):

@@ -95,11 +95,6 @@ class ServiceExportController:
         # When each valid export was first seen waiting for the leader's answer (loop time).
         self._waiting_since: dict[Key, float] = {}
 
-    @property
-    def resource(self) -> Resource:
-        """The ServiceExport version this controller reads and writes."""
-        return self._resource
-
     # ---- lifecycle -----------------------------------------------------------
 
     async def start(self) -> None:

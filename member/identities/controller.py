@@ -119,9 +119,8 @@ class LabelIdentityController:
         self._idle_since: dict[str, float] = {}  # exported labels without Pods, since when
         self._queue: WorkQueue[str] = WorkQueue(f"label-identities-{cluster_id}")
         self._worker: QueueWorker[str] = QueueWorker(self._queue, self._reconcile)
-        # Export writes handed to the session (set, remove), for the benchmark and the tests.
+        # Exports handed to the session after start (the benchmark counts them).
         self.sets = 0
-        self.removes = 0
 
     # ---- what the member and tests look at -------------------------------------
 
@@ -212,7 +211,6 @@ class LabelIdentityController:
                 del self._idle_since[label]
                 sink.remove_export(self.export_name(label))
                 self._exported.discard(label)
-                self.removes += 1
                 self._metrics.changes.labels("remove").inc()
         self._metrics.exported.set(len(self._exported))
         if not self._idle_since:

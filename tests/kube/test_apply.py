@@ -9,16 +9,22 @@ import pytest
 from kube.apply import (
     NameTaken,
     Outcome,
+    OwnedCheck,
     contains,
     delete_if_owned,
     delete_object,
     ensure,
     ensure_status,
-    has_annotation,
 )
 from kube.client import KubeClient
 from kube.errors import Conflict, NotFound, NotOwned, TemporaryError
 from kube.resources import CONFIG_MAPS, SERVICE_EXPORTS, SERVICES, Resource
+
+
+def has_annotation(key: str, value: str) -> OwnedCheck:
+    """Owned when metadata.annotations[key] == value."""
+    return lambda obj: (obj.get("metadata", {}).get("annotations") or {}).get(key) == value
+
 
 OWNED = has_annotation("multicluster.antrea.io/imported-service", "true")
 
