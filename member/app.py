@@ -88,7 +88,12 @@ class MemberApp:
         caches = ImportCaches(self.client, self.namespace)
         dns = ClustersetDns(self.client, caches, self.options.dns, self.registry) if self.options.dns else None
         membership = ClusterSetMembership(
-            self.client, self.options, self.config, caches=caches, recorder=self.recorder, registry=self.registry
+            client=self.client,
+            options=self.options,
+            config=self.config,
+            caches=caches,
+            recorder=self.recorder,
+            registry=self.registry,
         )
         clusterset = ClusterSetController(
             self.client, self.namespace, membership, status_resync=self.options.status_resync
@@ -108,7 +113,7 @@ class MemberApp:
             if parts is not None:
                 await parts.stop()
         finally:
-            self.dns, self._clusterset = None, None
+            self.dns, self._membership, self._clusterset = None, None, None
         log.info("member stopped", extra={"namespace": self.namespace})
 
     async def leave(self, *, withdraw: bool) -> None:

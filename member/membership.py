@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
@@ -61,30 +61,20 @@ class Joined:
     parts: Manager  # exporters, importer, session
 
 
+@dataclass(eq=False, kw_only=True)
 class ClusterSetMembership:
     """The member's ``Membership`` (see member.join.controller); also a Runnable of the member,
     whose stop is a disconnect that is not a leave (the hub keeps this member's exports)."""
 
-    def __init__(
-        self,
-        client: KubeClient,
-        options: MemberOptions,
-        config: MultiClusterConfig,
-        *,
-        caches: ImportCaches,
-        recorder: EventRecorder,
-        registry: CollectorRegistry,
-    ) -> None:
-        """``caches``: the member's import caches, which every join's importer works from."""
-        self._client = client
-        self._options = options
-        self._config = config
-        self._caches = caches
-        self._recorder = recorder
-        self._registry = registry
-        self._joined: Joined | None = None
-        self._lock = asyncio.Lock()
-        self._link_listeners: list[Callable[[], None]] = []
+    client: KubeClient
+    options: MemberOptions
+    config: MultiClusterConfig
+    caches: ImportCaches  # the member's import caches, which every join's importer works from
+    recorder: EventRecorder
+    registry: CollectorRegistry
+    _joined: Joined | None = field(default=None, init=False)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    _link_listeners: list[Callable[[], None]] = field(default_factory=list, init=False)
 
     @property
     def joined(self) -> Joined | None:
@@ -110,7 +100,7 @@ class ClusterSetMembership:
             log.info("member joined", extra={"clusterSet": spec.ref, "clusterID": spec.cluster_id})
 
     def _parts(self, spec: JoinSpec, endpoint: HubEndpoint) -> Joined:
-        client, options, registry = self._client, self._options, self._registry
+        client, options, registry = self.client, self.options, self.registry
         session = HubSession(
             endpoint,
             HubSessionConfig(
@@ -124,7 +114,7 @@ class ClusterSetMembership:
         exports = ServiceExportController(
             client,
             spec.cluster_id,
-            self._config.endpoint_ip_type,
+            self.config.endpoint_ip_type,
             session,
             workers=options.export_workers,
             registry=registry,
@@ -133,10 +123,10 @@ class ClusterSetMembership:
         gateway = GatewayController(
             client,
             options.namespace,
-            self._config,
+            self.config,
             spec.cluster_id,
             session,
-            recorder=self._recorder,
+            recorder=self.recorder,
             sync_timeout=options.sync_timeout,
         )
         identities = (
@@ -147,17 +137,17 @@ class ClusterSetMembership:
                 registry=registry,
                 sync_timeout=options.sync_timeout,
             )
-            if self._config.enable_stretched_network_policy
+            if self.config.enable_stretched_network_policy
             else None
         )
         importer = ImportApplier(
             client,
             cluster_id=spec.cluster_id,
             report=session.report_import_status,
-            recorder=self._recorder,
+            recorder=self.recorder,
             workers=options.import_workers,
             registry=registry,
-            caches=self._caches,
+            caches=self.caches,
         )
         session.consume_imports(importer.handle)
         exporters = Manager(f"exporters-{spec.cluster_id}", [exports, gateway, *([identities] if identities else [])])
@@ -183,12 +173,12 @@ class ClusterSetMembership:
         """Take back every export and wait (bounded) until the hub has deleted them."""
         joined.session.replace_all([])
         try:
-            async with asyncio.timeout(self._options.leave_timeout):
+            async with asyncio.timeout(self.options.leave_timeout):
                 await joined.session.wait_exports_settled()
         except TimeoutError:
             log.warning(
                 "hub did not acknowledge the withdrawal of exports",
-                extra={"clusterSet": joined.spec.ref, "timeoutSeconds": self._options.leave_timeout},
+                extra={"clusterSet": joined.spec.ref, "timeoutSeconds": self.options.leave_timeout},
             )
 
     async def _close(self, joined: Joined, *, withdraw: bool) -> None:
