@@ -1,16 +1,22 @@
-"""Create-or-update for reconcilers, without churn and without trespassing.
+"""Create-or-update-if-owned for reconcilers, without churn and without trespassing.
 
 ``ensure`` compares the live object with the desired one on the fields the desired
 object sets (its managed fields): equal means no write at all, so resourceVersion
 stays put and watchers are not woken; different means one merge patch of exactly
 those fields, conditional on the resourceVersion that was compared. An object
-that exists but fails ``owned_check`` is refused with NotOwned: a reconciler never
-overwrites what a user or another controller made under the same name.
+that exists but fails ``owned_check`` is refused with ``NameTaken`` (a NotOwned that holds
+the object): a reconciler never overwrites what a user or another controller made under the
+same name. ``delete_if_owned`` and ``delete_object`` delete only what is ours, and only the
+object that was looked at.
 
 Lists are managed whole (a desired ``ports`` list replaces the live one, and items
 are compared field by field so that server defaults inside them are no change); a desired
 ``None`` value means "this field must be absent". ``status`` is not written by
 ``ensure`` (it is a separate subresource): use ``ensure_status``.
+
+Where the live object comes from is a ``LiveSource``: by default the API server (a GET before
+every decision); a controller that watches its objects passes its cache instead, so that
+deciding costs no request at all and its own writes count at once.
 """
 
 from __future__ import annotations
@@ -19,10 +25,10 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from kube.client import KubeClient
-from kube.errors import AlreadyExists, NotFound, NotOwned, TemporaryError
+from kube.errors import AlreadyExists, Conflict, NotFound, NotOwned, TemporaryError
 from kube.resources import Obj, Resource, name_of, namespace_of
 
 log = logging.getLogger(__name__)
@@ -47,19 +53,53 @@ class Applied:
     object: Obj
 
 
-def has_label(key: str, value: str) -> OwnedCheck:
-    """Owned when metadata.labels[key] == value."""
-    return lambda obj: (obj.get("metadata", {}).get("labels") or {}).get(key) == value
+class NameTaken(NotOwned):
+    """An object that is not ours holds the name; ``object`` is it (its owner may be told)."""
+
+    def __init__(self, resource: Resource, obj: Obj) -> None:
+        super().__init__(resource.kind, namespace_of(obj), name_of(obj))
+        self.resource = resource
+        self.object = obj
 
 
-def has_annotation(key: str, value: str) -> OwnedCheck:
-    """Owned when metadata.annotations[key] == value."""
-    return lambda obj: (obj.get("metadata", {}).get("annotations") or {}).get(key) == value
+class LiveSource(Protocol):
+    """Where ``ensure`` and the deletes find the object that is there now, and what they tell it
+    of their writes."""
+
+    async def read(self, resource: Resource, name: str, namespace: str | None) -> Obj | None:
+        """The object as it is now; None when there is none."""
+
+    async def read_taken(self, resource: Resource, name: str, namespace: str | None) -> Obj:
+        """The object a create found in its way (another writer was first, or ``read`` does not
+        show it); raises when it is gone again."""
+
+    def wrote(self, obj: Obj) -> None:
+        """``obj`` is what a create or a write just made."""
+
+    def deleted(self, obj: Obj) -> None:
+        """``obj`` was deleted, or is gone."""
 
 
-def owned_by_uid(uid: str) -> OwnedCheck:
-    """Owned when an ownerReference points at ``uid``."""
-    return lambda obj: any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
+class FromApiServer:
+    """The API server as the LiveSource: a GET for every read; nothing to remember."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self._client = client
+
+    async def read(self, resource: Resource, name: str, namespace: str | None) -> Obj | None:
+        try:
+            return await self._client.get(resource, name, namespace)
+        except NotFound:
+            return None
+
+    async def read_taken(self, resource: Resource, name: str, namespace: str | None) -> Obj:
+        return await self._client.get(resource, name, namespace)
+
+    def wrote(self, obj: Obj) -> None:
+        pass
+
+    def deleted(self, obj: Obj) -> None:
+        pass
 
 
 def contains(live: Any, desired: Any) -> bool:
@@ -106,38 +146,50 @@ async def ensure(
     resource: Resource,
     desired: Obj,
     owned_check: OwnedCheck | None = None,
+    *,
+    source: LiveSource | None = None,
 ) -> Applied:
     """Make the object match ``desired`` on the fields it sets; write only if it differs.
 
-    ``desired`` needs metadata.name (and namespace when namespaced). Raises NotOwned if
-    the live object fails ``owned_check``; Conflict (temporary) if it changed meanwhile.
+    ``desired`` needs metadata.name (and namespace when namespaced). Raises NameTaken if
+    the live object fails ``owned_check``; TemporaryError while it is being deleted; Conflict
+    (temporary) if it changed meanwhile; NotFound if it went away meanwhile.
     """
+    source = source or FromApiServer(client)
     name, namespace = name_of(desired), namespace_of(desired)
     managed = _managed(desired)
-    try:
-        live = await client.get(resource, name, namespace)
-    except NotFound:
+    live = await source.read(resource, name, namespace)
+    if live is None:
         try:
             created = await client.create(resource, without_absent(managed), namespace)
         except AlreadyExists:
-            live = await client.get(resource, name, namespace)  # lost a race with another writer
+            live = await source.read_taken(resource, name, namespace)
         else:
-            log.info("objectCreated", extra={"kind": resource.kind, "object": _ref(namespace, name)})
+            source.wrote(created)
+            log.info("objectCreated", extra={"kind": resource.kind, "object": resource.ref(namespace, name)})
             return Applied(Outcome.CREATED, created)
     if owned_check is not None and not owned_check(live):
-        raise NotOwned(resource.kind, namespace, name)
-    if live.get("metadata", {}).get("deletionTimestamp"):
+        raise NameTaken(resource, live)
+    if (live.get("metadata") or {}).get("deletionTimestamp"):
         # Patching it is pointless and creating is refused until it is gone: come back later.
         raise TemporaryError(f"{resource.ref(namespace, name)} is being deleted", delay=1.0)
     if contains(live, managed):
         return Applied(Outcome.UNCHANGED, live)
     patch = {**managed, "metadata": {**managed["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}}
     updated = await client.patch(resource, name, patch, namespace)
-    log.info("objectUpdated", extra={"kind": resource.kind, "object": _ref(namespace, name)})
+    source.wrote(updated)
+    log.info("objectUpdated", extra={"kind": resource.kind, "object": resource.ref(namespace, name)})
     return Applied(Outcome.UPDATED, updated)
 
 
-async def ensure_status(client: KubeClient, resource: Resource, live: Obj, desired_status: Mapping[str, Any]) -> Obj:
+async def ensure_status(
+    client: KubeClient,
+    resource: Resource,
+    live: Obj,
+    desired_status: Mapping[str, Any],
+    *,
+    source: LiveSource | None = None,
+) -> Obj:
     """Merge-patch the status subresource when ``desired_status`` is not already there.
 
     Conditional on ``live``'s resourceVersion: a Conflict means status was computed from a
@@ -147,7 +199,10 @@ async def ensure_status(client: KubeClient, resource: Resource, live: Obj, desir
         return live
     name, namespace = name_of(live), namespace_of(live)
     patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "status": dict(desired_status)}
-    return await client.patch_status(resource, name, patch, namespace)
+    updated = await client.patch_status(resource, name, patch, namespace)
+    if source is not None:
+        source.wrote(updated)
+    return updated
 
 
 async def delete_if_owned(
@@ -156,30 +211,55 @@ async def delete_if_owned(
     name: str,
     namespace: str | None = None,
     owned_check: OwnedCheck | None = None,
+    *,
+    source: LiveSource | None = None,
 ) -> bool:
     """Delete the object if it exists and is ours; True if a delete was issued.
 
-    Raises NotOwned if it exists but is someone else's. The delete is conditional on the
+    Raises NameTaken if it exists but is someone else's. The delete is conditional on the
     uid and resourceVersion that were checked (Conflict if it changed in between).
     """
-    try:
-        live = await client.get(resource, name, namespace)
-    except NotFound:
+    source = source or FromApiServer(client)
+    live = await source.read(resource, name, namespace)
+    if live is None:
         return False
     if owned_check is not None and not owned_check(live):
-        raise NotOwned(resource.kind, namespace, name)
-    if live.get("metadata", {}).get("deletionTimestamp"):
+        raise NameTaken(resource, live)
+    return await delete_object(client, resource, live, source=source, same_version=True)
+
+
+async def delete_object(
+    client: KubeClient,
+    resource: Resource,
+    live: Obj,
+    *,
+    source: LiveSource | None = None,
+    same_version: bool = False,
+) -> bool:
+    """Delete exactly ``live`` (its uid: a same-named successor made meanwhile is not hit; with
+    ``same_version``, only as it was read); True if a delete was issued.
+
+    False when it is already going away or gone, or (without ``same_version``) when another
+    object has its name by now; with ``same_version``, a Conflict says it changed since it was read.
+    """
+    meta = live.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
         return False  # already going away
-    meta = live["metadata"]
+    name, namespace = name_of(live), namespace_of(live)
+    version = meta.get("resourceVersion") if same_version else None
     try:
-        await client.delete(
-            resource, name, namespace, uid=meta.get("uid"), resource_version=meta.get("resourceVersion")
-        )
+        await client.delete(resource, name, namespace, uid=meta.get("uid") or None, resource_version=version)
     except NotFound:
+        if source is not None:
+            source.deleted(live)
         return False
-    log.info("objectDeleted", extra={"kind": resource.kind, "object": _ref(namespace, name)})
+    except Conflict:
+        if same_version:
+            raise
+        if source is not None:
+            source.deleted(live)
+        return False  # replaced by another object of that name (uid precondition)
+    if source is not None:
+        source.deleted(live)
+    log.info("objectDeleted", extra={"kind": resource.kind, "object": resource.ref(namespace, name)})
     return True
-
-
-def _ref(namespace: str | None, name: str) -> str:
-    return f"{namespace}/{name}" if namespace else name

@@ -8,8 +8,8 @@ never gets a clusterset.local name from us. Every change reaches the zone as one
 after the cache took it; a subscription starts with what the cache holds.
 
 The ServiceImport CRD may be missing when the member starts (MCS CRDs installed later) and its
-served version decides what is watched (``served_service_import``, the importer's own choice of
-the version it writes): until a version is served, and whenever its watch fails for good (CRD removed), the
+served version decides what is watched (``served``, the importer's own choice of the version it
+writes): until a version is served, and whenever its watch fails for good (CRD removed), the
 feed asks again every ``retry_interval`` seconds and has the caches watch it (the importer does
 the same when it writes one); the zone keeps no ServiceImport the caches no longer follow.
 """
@@ -26,15 +26,9 @@ from kube.resources import ENDPOINT_SLICES, SERVICE_IMPORTS, Obj
 from kube.waiting import until_set_or_done
 from mcapi import names
 from member.dns.zone import ClustersetZone
-from member.imports.caches import (
-    CachesStopped,
-    ImportCaches,
-    OwnedKind,
-    Unsubscribe,
-    served_service_import,
-    service_import_kind,
-)
+from member.imports.caches import CachesStopped, ImportCaches, OwnedKind, Unsubscribe
 from member.imports.discovery import ApiDiscovery
+from member.imports.objects import IMPORTED_SERVICE_IMPORTS, served
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +111,10 @@ class DnsFeed:
             # Asked only when nothing is watched (every retry_interval, or after a watch ended):
             # the answer of now, not one kept from a while ago.
             self._apis.forget()
-            resource = await served_service_import(self._apis)
-            if resource is None:
+            spec = await served(IMPORTED_SERVICE_IMPORTS, self._apis)
+            if spec is None:
                 return None
-            return await self.caches.optional_kind(service_import_kind(resource))
+            return await self.caches.optional_kind(spec)
         except (KubeError, RuntimeError) as err:  # RuntimeError: its watch ended before its list
             log.warning("dnsFeedDiscoveryFailed", extra={"error": str(err)})
             return None

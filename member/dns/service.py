@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from kube.client import KubeClient
+from kube.manager import Manager
 from member.dns.answer import DEFAULT_MAX_UDP_PAYLOAD, Responder
 from member.dns.feed import DnsFeed
 from member.dns.metrics import DnsMetrics
@@ -66,6 +67,8 @@ class ClustersetDns:
             max_tcp_connections=options.max_tcp_connections,
             tcp_idle_timeout=options.tcp_idle_timeout,
         )
+        # Follow the imports, then serve: a query never sees a zone that was not listed yet.
+        self._parts = Manager("clusterset-dns", [self.feed, self.server])
 
     @property
     def address(self) -> str:
@@ -73,14 +76,7 @@ class ClustersetDns:
         return self.server.address
 
     async def start(self) -> None:
-        """Follow the imports, then serve (a query never sees a zone that was not listed yet)."""
-        await self.feed.start()
-        try:
-            await self.server.start()
-        except BaseException:
-            await self.feed.stop()
-            raise
+        await self._parts.start()
 
     async def stop(self) -> None:
-        await self.server.stop()
-        await self.feed.stop()
+        await self._parts.stop()

@@ -11,9 +11,10 @@ ServiceExport. The conditions are compared with the cache as our last status wri
 (a WriteThroughCache), so a status write costs one request and the echo of our own write
 does not wake the ServiceExport again.
 
-Start order, so a restarted member does not churn: ``start_watching()`` (informers synced),
-``desired_exports()`` (everything, for the session's first sync bracket), then ``attach()``
-the started session.
+Its sink is the hub session, given at construction (not started yet when the member joins):
+``start()`` syncs the informers and hands the session every export the ServiceExports make
+before the session's first sync bracket, so a restarted member does not churn; then the
+workers give every ServiceExport its status.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from kube.client import KubeClient, WatchEvent
 from kube.errors import NotFound, PermanentError
 from kube.informer import Informer, cache_key
+from kube.manager import Watches
 from kube.queue_worker import QueueWorker
 from kube.resources import ENDPOINTS, SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1, SERVICES, Resource
 from kube.workqueue import WorkQueue
@@ -37,7 +39,7 @@ from mcapi.config import EndpointIPType
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.exports.conditions import READY, REASON_PENDING, HubAnswer, apply_conditions, wanted_conditions
 from member.exports.evaluate import Evaluation, Key, evaluate, export_names
-from member.hubclient import ExportRejection
+from member.hubclient import ExportSink
 from member.join.discovery import first_served
 
 log = logging.getLogger(__name__)
@@ -57,15 +59,6 @@ IMPORTED_SERVICE_RECHECK = 30.0
 PENDING_STATUS_GRACE = 2.0
 
 
-class ExportSink(Protocol):
-    """The part of HubSession this controller uses."""
-
-    def set_export(self, export: pb.ResourceExport) -> None: ...
-    def remove_export(self, export_name: str) -> None: ...
-    def verdict(self, export_name: str) -> pb.ExportStatus | None: ...
-    def rejection(self, export_name: str) -> ExportRejection | None: ...
-
-
 def _key(obj: Obj) -> Key:
     return cache_key(obj)
 
@@ -76,20 +69,25 @@ class ServiceExportController:
         client: KubeClient,
         cluster_id: str,
         ip_type: EndpointIPType,
+        sink: ExportSink,
         *,
         workers: int = DEFAULT_WORKERS,
         registry: CollectorRegistry | None = None,
+        sync_timeout: float | None = None,
     ) -> None:
+        """``sink``: the hub session. ``sync_timeout``: seconds start() waits for the informers' first lists."""
         self._client = client
         self._cluster_id = cluster_id
         self._ip_type = ip_type
+        self._sink = sink
+        self._sync_timeout = sync_timeout
         self._queue: WorkQueue[Key] = WorkQueue(f"serviceexport-{cluster_id}", registry=registry)
         self._resource: Resource = SERVICE_EXPORTS
+        self._watches = Watches()
         self._service_exports: Informer | None = None
         self._written: WriteThroughCache | None = None
         self._services: Informer | None = None
         self._endpoints: Informer | None = None
-        self._sink: ExportSink | None = None
         self._worker: QueueWorker[Key] = QueueWorker(self._queue, self._reconcile, workers=workers)
         # Keys whose exports the session holds; export name -> its ServiceExport.
         self._exported: set[Key] = set()
@@ -97,14 +95,11 @@ class ServiceExportController:
         # When each valid export was first seen waiting for the leader's answer (loop time).
         self._waiting_since: dict[Key, float] = {}
 
-    @property
-    def resource(self) -> Resource:
-        """The ServiceExport version this controller reads and writes."""
-        return self._resource
-
     # ---- lifecycle -----------------------------------------------------------
 
-    async def start_watching(self, sync_timeout: float) -> None:
+    async def start(self) -> None:
+        """Watch ServiceExports, Services and Endpoints; once synced, hand the sink every export
+        they make now and start reconciling (every ServiceExport gets its status)."""
         served = await first_served(self._client, (SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1))
         if served is None:
             raise PermanentError("the MCS ServiceExport CRD (multicluster.x-k8s.io) is not installed")
@@ -115,16 +110,17 @@ class ServiceExportController:
         self._endpoints = Informer(
             self._client, ENDPOINTS, label_selector=_NOT_IMPORTED, handler=self._on_backing_object
         )
-        try:
-            async with asyncio.timeout(sync_timeout):
-                for informer in self._informers():
-                    await informer.wait_synced()
-        except BaseException:
-            await self.stop()
-            raise
+        self._watches = Watches(self._service_exports, self._services, self._endpoints, sync_timeout=self._sync_timeout)
+        await self._watches.start()
+        self._sink.watch_answers(self._on_answer)
+        for export in self._desired_exports():
+            self._sink.set_export(export)
+        self._worker.start()
+        for obj in self._service_exports.list():
+            self._queue.add(_key(obj))
 
-    def desired_exports(self) -> list[pb.ResourceExport]:
-        """Every export the ServiceExports make now (call once the informers synced, before attach)."""
+    def _desired_exports(self) -> list[pb.ResourceExport]:
+        """Every export the ServiceExports make now (once the informers synced)."""
         assert self._service_exports is not None
         exports: list[pb.ResourceExport] = []
         for obj in self._service_exports.list():
@@ -136,35 +132,20 @@ class ServiceExportController:
                 self._remember(evaluation.key)
         return exports
 
-    def attach(self, sink: ExportSink) -> None:
-        """Start reconciling into ``sink`` (the started session); every ServiceExport gets its status."""
-        assert self._service_exports is not None
-        self._sink = sink
-        self._worker.start()
-        for obj in self._service_exports.list():
-            self._queue.add(_key(obj))
-
     async def stop(self) -> None:
         await self._worker.close()
-        for informer in self._informers():
-            await informer.stop()
-        self._sink = None
+        await self._watches.stop()
 
     async def wait_idle(self) -> None:
         await self._queue.wait_idle()
 
-    def _informers(self) -> list[Informer]:
-        return [i for i in (self._service_exports, self._services, self._endpoints) if i is not None]
-
     # ---- what the session tells ----------------------------------------------
 
-    def on_verdict(self, export_name: str, status: pb.ExportStatus) -> None:
+    def _on_answer(self, export_name: str) -> None:
+        """The hub answered (or refused) one of our exports: its ServiceExport's status follows."""
         key = self._owners.get(export_name)
         if key is not None:
             self._queue.add(key)
-
-    def on_rejected(self, export_name: str, rejection: ExportRejection) -> None:
-        self.on_verdict(export_name, pb.ExportStatus())
 
     # ---- events --------------------------------------------------------------
 
@@ -211,7 +192,6 @@ class ServiceExportController:
     def _withdraw(self, key: Key) -> None:
         if key not in self._exported:
             return
-        assert self._sink is not None
         self._exported.discard(key)
         for name in export_names(self._cluster_id, key):
             self._sink.remove_export(name)
@@ -219,7 +199,7 @@ class ServiceExportController:
         log.info("service export withdrawn", extra={"serviceExport": f"{key[0]}/{key[1]}"})
 
     async def _reconcile(self, key: Key) -> float | None:
-        assert self._written is not None and self._sink is not None
+        assert self._written is not None
         namespace, name = key
         service_export = self._written.get(name, namespace)
         if service_export is None or (service_export.get("metadata") or {}).get("deletionTimestamp"):
@@ -243,7 +223,6 @@ class ServiceExportController:
         return recheck
 
     def _answer(self, export_name: str) -> HubAnswer:
-        assert self._sink is not None
         return HubAnswer(self._sink.verdict(export_name), self._sink.rejection(export_name))
 
     def _conditions(self, obj: Obj, evaluation: Evaluation) -> tuple[list[dict[str, Any]], bool]:

@@ -3,23 +3,20 @@
 ``build_cluster_info_export`` is pure (the active Gateway + the cluster's ranges -> the
 ``<clusterID>-clusterinfo`` export, named like Antrea's: spec.name = cluster ID,
 spec.namespace = the member Namespace). ``ClusterInfoPublisher`` hands it to the hub
-session's exporter callbacks, only when it changed, and only while a Gateway is active.
+session (its ExportSink), only when it changed, and only while a Gateway is active.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.names import cluster_info_export_name
 from member.gateway.election import Candidate
+from member.hubclient.sink import ExportSink
 
 log = logging.getLogger(__name__)
-
-SetExport = Callable[[pb.ResourceExport], None]
-RemoveExport = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -56,62 +53,37 @@ def build_cluster_info_export(
 
 
 class ClusterInfoPublisher:
-    """Keeps the exporter's ClusterInfo equal to the last one ``publish``ed (None: withdrawn).
+    """Keeps the sink's ClusterInfo equal to the last one ``publish``ed (None: withdrawn), and
+    never repeats itself."""
 
-    Before ``attach`` it only remembers (``desired_exports`` feeds a session's first sync
-    bracket); after, it calls the callbacks on every change and never repeats itself.
-    """
-
-    def __init__(self, cluster_id: str, namespace: str) -> None:
+    def __init__(self, cluster_id: str, namespace: str, sink: ExportSink) -> None:
         self.cluster_id = cluster_id
         self.namespace = namespace
-        self._current: pb.ResourceExport | None = None
+        self._sink = sink
         self._sent: pb.ResourceExport | None = None
-        self._set: SetExport | None = None
-        self._remove: RemoveExport | None = None
 
     @property
     def export_name(self) -> str:
         return cluster_info_export_name(self.cluster_id)
 
-    @property
-    def current(self) -> pb.ResourceExport | None:
-        return self._current
-
-    def desired_exports(self) -> Sequence[pb.ResourceExport]:
-        return [self._current] if self._current is not None else []
-
-    def attach(self, set_export: SetExport, remove_export: RemoveExport) -> None:
-        self._set, self._remove = set_export, remove_export
-        self._flush(force=True)
-
-    def detach(self) -> None:
-        self._set = self._remove = None
-        self._sent = None
-
     def publish(self, gateway: Candidate | None, ranges: ClusterRanges) -> None:
         """Export ClusterInfo for ``gateway`` (None: withdraw it)."""
         if gateway is None:
-            self._current = None
-        else:
-            self._current = build_cluster_info_export(self.cluster_id, self.namespace, gateway, ranges)
-        self._flush(force=False)
-
-    def _flush(self, *, force: bool) -> None:
-        if self._set is None or self._remove is None:
-            return
-        if self._current is None:
-            if self._sent is not None or force:
-                self._remove(self.export_name)
+            if self._sent is not None:
+                self._sink.remove_export(self.export_name)
                 log.info("clusterInfoWithdrawn", extra={"export": self.export_name})
-        elif force or self._sent != self._current:
-            self._set(self._current)
-            log.info(
-                "clusterInfoExported",
-                extra={
-                    "export": self.export_name,
-                    "gatewayIP": self._current.cluster_info.gateway_infos[0].gateway_ip,
-                    "serviceCIDR": self._current.cluster_info.service_cidr,
-                },
-            )
-        self._sent = self._current
+            self._sent = None
+            return
+        current = build_cluster_info_export(self.cluster_id, self.namespace, gateway, ranges)
+        if current == self._sent:
+            return
+        self._sink.set_export(current)
+        self._sent = current
+        log.info(
+            "clusterInfoExported",
+            extra={
+                "export": self.export_name,
+                "gatewayIP": current.cluster_info.gateway_infos[0].gateway_ip,
+                "serviceCIDR": current.cluster_info.service_cidr,
+            },
+        )

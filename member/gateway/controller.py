@@ -12,16 +12,16 @@ work queue with two keys:
 * ``overlap``: the condition ``CIDRConflict`` on every ClusterInfoImport (status
   subresource only; the importer's ``Ready`` and everything else is left alone).
 
-Start order, so a restarted member does not churn its ClusterInfo: ``start()`` (Service
-CIDR known, informers synced, one election done), ``desired_exports()`` for the session's
-first sync bracket, then ``attach(set_export, remove_export)``.
+Its sink is the hub session, given at construction: ``start()`` (Service CIDR known,
+informers synced, one election done) hands it the ClusterInfo before the session's first sync
+bracket, so a restarted member does not churn its ClusterInfo. How each remote Gateway answers
+our agent's probes (the ``GatewayReachable`` condition of its ClusterInfoImport) goes to the
+hub too, as that import's status, so its dashboard shows the links' health.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from kube.apply import delete_if_owned, ensure
@@ -30,16 +30,17 @@ from kube.conditions import find_condition
 from kube.errors import NotFound
 from kube.events import EventRecorder
 from kube.informer import Informer
+from kube.manager import Watches
 from kube.queue_worker import QueueWorker
 from kube.resources import CLUSTER_INFO_IMPORTS, GATEWAYS, NODES, Obj, name_of
 from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.config import MultiClusterConfig
-from mcapi.mchub.v1 import common_area_pb2 as pb
-from member.gateway.cluster_info import ClusterInfoPublisher, ClusterRanges, RemoveExport, SetExport
+from member.gateway.cluster_info import ClusterInfoPublisher, ClusterRanges
 from member.gateway.election import Candidate, candidates_from_nodes, elect
 from member.gateway.overlap import CONDITION_CIDR_CONFLICT, Ranges, find_overlaps, ranges_from_import
 from member.gateway.service_cidr import discover_service_cidr
+from member.hubclient.sink import ExportSink
 from member.imports.cluster_info_status import set_cluster_info_import_condition
 
 log = logging.getLogger(__name__)
@@ -63,9 +64,6 @@ def desired_gateway(gateway: Candidate, namespace: str, service_cidr: str) -> Ob
     return body
 
 
-ReportStatus = Callable[[str, bool, str, str], None]
-
-
 class GatewayController:
     def __init__(
         self,
@@ -73,44 +71,35 @@ class GatewayController:
         namespace: str,
         config: MultiClusterConfig,
         cluster_id: str,
+        sink: ExportSink,
         *,
         recorder: EventRecorder | None = None,
+        sync_timeout: float | None = 30.0,
     ) -> None:
+        """``sink``: the hub session. ``sync_timeout``: seconds start() waits for the informers' first lists."""
         self._client = client
         self._namespace = namespace
         self._config = config
         self._recorder = recorder
-        self._publisher = ClusterInfoPublisher(cluster_id, namespace)
+        self._sink = sink
+        self._sync_timeout = sync_timeout
+        self._publisher = ClusterInfoPublisher(cluster_id, namespace, sink)
         self._queue: WorkQueue[Key] = WorkQueue(f"gateway-{cluster_id}")
+        self._watches = Watches()
         self._nodes: Informer | None = None
         self._gateways: Informer | None = None
         self._imports: Informer | None = None
         self._worker: QueueWorker[Key] = QueueWorker(self._queue, self._reconcile)
         self._ranges: ClusterRanges | None = None
         self._active: Candidate | None = None
-        self._report: ReportStatus | None = None
         # Reachability verdicts already told to the hub, by ClusterInfoImport name.
         self._reported: dict[str, tuple[str, str, str]] = {}
 
-    # ---- what the lead and tests look at --------------------------------------
-
-    @property
-    def active(self) -> Candidate | None:
-        """The Gateway as last written (None: no eligible candidate)."""
-        return self._active
-
-    @property
-    def ranges(self) -> ClusterRanges | None:
-        return self._ranges
-
-    def desired_exports(self) -> Sequence[pb.ResourceExport]:
-        """The ClusterInfo export now (empty without a Gateway); call after start()."""
-        return self._publisher.desired_exports()
-
     # ---- lifecycle -----------------------------------------------------------
 
-    async def start(self, sync_timeout: float = 30.0) -> None:
-        """Discover the Service CIDR (unless configured), sync the informers, elect once.
+    async def start(self) -> None:
+        """Discover the Service CIDR (unless configured), sync the informers, elect once (the
+        ClusterInfo goes to the sink), then reconcile on every change.
 
         Raises ServiceCIDRUnknown when the Service CIDR cannot be found, a KubeError when the
         API cannot be read, TimeoutError when the informers do not sync in time."""
@@ -119,13 +108,8 @@ class GatewayController:
         self._nodes = Informer(self._client, NODES, handler=self._on_election_input)
         self._gateways = Informer(self._client, GATEWAYS, namespace=self._namespace, handler=self._on_election_input)
         self._imports = Informer(self._client, CLUSTER_INFO_IMPORTS, namespace=self._namespace, handler=self._on_import)
-        try:
-            async with asyncio.timeout(sync_timeout):
-                for informer in self._informers():
-                    await informer.wait_synced()
-        except BaseException:
-            await self.stop()
-            raise
+        self._watches = Watches(self._nodes, self._gateways, self._imports, sync_timeout=self._sync_timeout)
+        await self._watches.start()
         try:
             await self._reconcile_election()
         except Exception as err:  # the worker retries it
@@ -134,23 +118,10 @@ class GatewayController:
         self._queue.add(ELECTION)
         self._queue.add(OVERLAP)
 
-    def attach(self, set_export: SetExport, remove_export: RemoveExport, report: ReportStatus | None = None) -> None:
-        """Publish ClusterInfo through these (HubSession.set_export / remove_export) from now on;
-        with `report` (HubSession.report_import_status), also tell the hub how each remote
-        Gateway answers our agent's probes, so its dashboard shows the links' health."""
-        self._publisher.attach(set_export, remove_export)
-        self._report = report
-        self._reported.clear()
-        self._queue.add(OVERLAP)
-
-    def detach(self) -> None:
-        self._publisher.detach()
-
     async def stop(self) -> None:
+        """Stop reconciling; the ClusterInfo stays exported (a stop is not a leave)."""
         await self._worker.close()
-        for informer in self._informers():
-            await informer.stop()
-        self._publisher.detach()
+        await self._watches.stop()
 
     async def remove_gateways(self) -> None:
         """Delete every Gateway CR of the Namespace (when leaving the ClusterSet); call after stop()."""
@@ -161,9 +132,6 @@ class GatewayController:
 
     async def wait_idle(self) -> None:
         await self._queue.wait_idle()
-
-    def _informers(self) -> list[Informer]:
-        return [i for i in (self._nodes, self._gateways, self._imports) if i is not None]
 
     # ---- events --------------------------------------------------------------
 
@@ -227,15 +195,13 @@ class GatewayController:
                 )
 
     def _forward_reachability(self, imports: dict[str, dict[str, Any]]) -> None:
-        if self._report is None:
-            return
         for name, live in imports.items():
             found = find_condition((live.get("status") or {}).get("conditions"), names.CONDITION_GATEWAY_REACHABLE)
             if found is None or found.get("status") not in ("True", "False"):
                 continue
             verdict = (str(found["status"]), str(found.get("reason", "")), str(found.get("message", "")))
             if self._reported.get(name) != verdict:
-                self._report(name, verdict[0] == "True", verdict[1], verdict[2])
+                self._sink.report_import_status(name, verdict[0] == "True", verdict[1], verdict[2])
                 self._reported[name] = verdict
 
     async def _reconcile_overlap(self) -> None:

@@ -36,6 +36,7 @@ from member.hubclient.events import ImportConsumer, WatchPosition
 from member.hubclient.export_stream import ExportPump, ExportSettings, RejectionListener, VerdictListener
 from member.hubclient.leave import leave as leave_clusterset
 from member.hubclient.reports import ImportStatusReporter, ReportSettings
+from member.hubclient.sink import AnswerListener
 from member.hubclient.state import ConnectionState, StateListener, StateTracker
 from member.hubclient.verdicts import VerdictBook
 from member.hubclient.watch import ImportWatch, WatchSettings
@@ -85,13 +86,15 @@ class HubSessionConfig:
 class HubSession:
     """Start with `await start()` (or `async with`), stop with `await stop()`.
 
-    Listeners (`on_verdict`, `on_rejected`, `on_state_change`) are plain callables called on
-    the event loop; they must not block. `on_import_event` is awaited, one event at a time,
-    and returning acknowledges the event (see `member.hubclient.events`); without it the
-    session does not watch imports. `watch_from` and `known_imports` are what a restarted
-    member persisted (`import_position`, `known_imports`) so it resumes instead of resyncing.
-    Exports set and reports made before `start()` are kept and sent once connected (the
-    first sync bracket then already holds the member's whole desired set).
+    Listeners (`on_verdict`, `on_rejected`, `on_state_change`, and those added with
+    `watch_answers`) are plain callables called on the event loop; they must not block.
+    `on_import_event` (or the consumer given to `consume_imports` before `start()`) is awaited,
+    one event at a time, and returning acknowledges the event (see `member.hubclient.events`);
+    without one the session does not watch imports. `watch_from` and `known_imports` are what a
+    restarted member persisted (`import_position`, `known_imports`) so it resumes instead of
+    resyncing. Exports set and reports made before `start()` are kept and sent once connected
+    (the first sync bracket then already holds the member's whole desired set). A HubSession
+    is an `ExportSink`.
     """
 
     def __init__(
@@ -129,6 +132,7 @@ class HubSession:
         )
         self._consumer = on_import_event
         self._on_verdict = on_verdict
+        self._answer_listeners: list[AnswerListener] = []
         self._watch_from = watch_from
         self._known_imports = known_imports
 
@@ -173,8 +177,8 @@ class HubSession:
                 cfg.max_in_flight,
                 self._endpoint.call_metadata(),
             ),
-            on_verdict=self._on_verdict,
-            on_rejected=self._on_rejected,
+            on_verdict=self._heard_verdict,
+            on_rejected=self._heard_rejection,
             on_not_joined=self._announcer.poke,
         )
         self._tasks = [
@@ -297,15 +301,38 @@ class HubSession:
             raise RuntimeError("the hub session is not started")
         await self._exports.wait_idle()
 
+    def watch_answers(self, listener: AnswerListener) -> None:
+        """Also call ``listener(export_name)`` whenever the hub's answer on an export changes: a
+        verdict, its deletion, or a refusal (the session's own, of an export too large, included)."""
+        self._answer_listeners.append(listener)
+
     def _tell_rejected(self, name: str, rejection: ExportRejection) -> None:
         log.warning("export rejected", extra={"exportName": name, "code": rejection.code.name})
+        self._heard_rejection(name, rejection)
+
+    def _heard_verdict(self, name: str, status: pb.ExportStatus) -> None:
+        if self._on_verdict is not None:
+            _tell("verdict", self._on_verdict, name, status)
+        self._answered(name)
+
+    def _heard_rejection(self, name: str, rejection: ExportRejection) -> None:
         if self._on_rejected is not None:
-            try:
-                self._on_rejected(name, rejection)
-            except Exception:
-                log.exception("rejection listener failed", extra={"exportName": name})
+            _tell("rejection", self._on_rejected, name, rejection)
+        self._answered(name)
+
+    def _answered(self, name: str) -> None:
+        for listener in self._answer_listeners:
+            _tell("answer", listener, name)
 
     # ---- imports -------------------------------------------------------------
+
+    def consume_imports(self, consumer: ImportConsumer) -> None:
+        """Deliver import events to ``consumer`` (as ``on_import_event`` does); call before start()."""
+        if self._consumer is not None:
+            raise RuntimeError("the hub session already has an import consumer")
+        if self._channel is not None:
+            raise RuntimeError("the import consumer is given before the hub session starts")
+        self._consumer = consumer
 
     @property
     def import_position(self) -> WatchPosition:
@@ -357,3 +384,11 @@ class HubSession:
     @property
     def announce_attempts(self) -> int:
         return self._announcer.attempts if self._announcer is not None else 0
+
+
+def _tell(what: str, listener: Callable[..., None], *args: object) -> None:
+    """Call a listener; its failure is logged, not the session's."""
+    try:
+        listener(*args)
+    except Exception:
+        log.exception("listener failed", extra={"listener": what, "exportName": args[0] if args else ""})

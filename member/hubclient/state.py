@@ -49,7 +49,6 @@ class StateTracker:
         self._pulse = Pulse()
         # Set while the hub knows this member (an Announce succeeded); streams wait for it.
         self.joined = asyncio.Event()
-        self.last_announce: datetime | None = None
 
     @property
     def state(self) -> ConnectionState:
@@ -70,7 +69,6 @@ class StateTracker:
                 log.exception("state listener failed")
 
     def announced(self, epoch: str, heartbeat_interval: float) -> None:
-        self.last_announce = datetime.now(UTC)
         self.joined.set()
         self.update(
             connected=True, last_error="", needs_operator=False, epoch=epoch, heartbeat_interval=heartbeat_interval

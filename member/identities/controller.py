@@ -10,13 +10,15 @@ member.
 
 Churn is debounced twice: changes are gathered for ``debounce`` seconds before they reach
 the session, and a label whose last Pod went is withdrawn only once it has had no Pod for
-``withdraw_after`` seconds. A Deployment replacing its Pods, or a label flipped and flipped
+``withdraw_after`` seconds. Both are one key of a work queue: a change adds it after the
+debounce (changes meanwhile join the same pass), and a pass that leaves withdrawals waiting
+looks again when the next one is due. A Deployment replacing its Pods, or a label flipped and flipped
 back, therefore neither withdraws nor re-exports the identity, and the hub keeps its ID
 (an identity withdrawn everywhere may come back with another one).
 
-Start order, so a restarted member does not churn (the same as the other exporters):
-``start_watching()`` (informers synced, index built), ``desired_exports()`` for the
-session's first sync bracket, then ``attach()`` the started session.
+Its sink is the hub session, given at construction: ``start()`` (informers synced, index
+built) hands it every identity before the session's first sync bracket, so a restarted member
+does not churn (the same as the other exporters).
 """
 
 from __future__ import annotations
@@ -25,15 +27,18 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Callable
-from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from kube.client import KubeClient, WatchEvent
 from kube.informer import Informer
+from kube.manager import Watches
+from kube.queue_worker import QueueWorker
 from kube.resources import NAMESPACES, PODS, name_of
+from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from member.hubclient.sink import ExportSink
 from member.identities.index import IdentityIndex, pod_key
 
 log = logging.getLogger(__name__)
@@ -42,13 +47,8 @@ log = logging.getLogger(__name__)
 DEFAULT_DEBOUNCE = 0.1
 # Seconds a label must stay without Pods before its identity is withdrawn.
 DEFAULT_WITHDRAW_AFTER = 3.0
-
-
-class ExportSink(Protocol):
-    """The part of HubSession this controller uses."""
-
-    def set_export(self, export: pb.ResourceExport) -> None: ...
-    def remove_export(self, export_name: str) -> None: ...
+# The work queue's one key: hand the session what changed, withdraw what is due.
+_FLUSH = "flush"
 
 
 class _Metrics:
@@ -92,36 +92,35 @@ class LabelIdentityController:
         self,
         client: KubeClient,
         cluster_id: str,
+        sink: ExportSink,
         *,
         debounce: float = DEFAULT_DEBOUNCE,
         withdraw_after: float = DEFAULT_WITHDRAW_AFTER,
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] | None = None,
+        sync_timeout: float | None = None,
     ) -> None:
-        """``debounce``, ``withdraw_after``: seconds (see the module doc)."""
+        """``sink``: the hub session. ``debounce``, ``withdraw_after``: seconds (see the module
+        doc). ``sync_timeout``: seconds start() waits for the informers' first lists."""
         if debounce < 0 or withdraw_after < 0:
             raise ValueError("debounce and withdraw_after must not be negative")
         self._client = client
         self._cluster_id = cluster_id
+        self._sink = sink
+        self._sync_timeout = sync_timeout
         self._debounce = debounce
         self._withdraw_after = withdraw_after
         self._clock = clock
         self._metrics = _Metrics.for_registry(registry)
         self.index = IdentityIndex()
-        self._pods: Informer | None = None
-        self._namespaces: Informer | None = None
-        self._sink: ExportSink | None = None
+        self._watches = Watches()
         self._exported: set[str] = set()  # labels the session holds
         self._dirty: set[str] = set()  # labels whose count crossed zero since the last flush
         self._idle_since: dict[str, float] = {}  # exported labels without Pods, since when
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._timer: asyncio.TimerHandle | None = None
-        self._task: asyncio.Task[None] | None = None
-        # Export writes handed to the session (set, remove), for the benchmark and the tests.
+        self._queue: WorkQueue[str] = WorkQueue(f"label-identities-{cluster_id}")
+        self._worker: QueueWorker[str] = QueueWorker(self._queue, self._reconcile)
+        # Exports handed to the session after start (the benchmark counts them).
         self.sets = 0
-        self.removes = 0
 
     # ---- what the member and tests look at -------------------------------------
 
@@ -135,52 +134,35 @@ class LabelIdentityController:
 
     # ---- lifecycle -------------------------------------------------------------
 
-    async def start_watching(self, sync_timeout: float) -> None:
-        """Watch every Pod and Namespace; returns once both are listed and indexed."""
-        self._namespaces = Informer(self._client, NAMESPACES, handler=self._on_namespace)
-        self._pods = Informer(self._client, PODS, handler=self._on_pod)
-        try:
-            async with asyncio.timeout(sync_timeout):
-                await self._namespaces.wait_synced()
-                await self._pods.wait_synced()
-        except BaseException:
-            await self.stop()
-            raise
-        self._task = asyncio.create_task(self._run(), name=f"label-identities-{self._cluster_id}")
+    async def start(self) -> None:
+        """Watch every Pod and Namespace; once both are listed and indexed, hand the sink every
+        identity they make and follow their changes."""
+        namespaces = Informer(self._client, NAMESPACES, handler=self._on_namespace)
+        pods = Informer(self._client, PODS, handler=self._on_pod)
+        self._watches = Watches(namespaces, pods, sync_timeout=self._sync_timeout)
+        await self._watches.start()
+        for export in self.desired_exports():
+            self._sink.set_export(export)
+        self._worker.start()
         log.info("label identities indexed", extra={"clusterID": self._cluster_id, "identities": len(self.index)})
 
     def desired_exports(self) -> list[pb.ResourceExport]:
-        """Every identity the Pods make now, for the first sync bracket (before attach)."""
+        """Every identity the Pods make now (what start() hands the sink)."""
         self._exported = self.index.labels()
         self._dirty.clear()
         self._idle_since.clear()
         self._metrics.exported.set(len(self._exported))
         return [label_identity_export(self._cluster_id, label) for label in sorted(self._exported)]
 
-    def attach(self, sink: ExportSink) -> None:
-        """From now on, hand changes to ``sink`` (the started session)."""
-        self._sink = sink
-        self._poke()
-
     async def stop(self) -> None:
         """Stop watching; what was exported stays exported (a stop is not a leave)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        for informer in (self._pods, self._namespaces):
-            if informer is not None:
-                await informer.stop()
-        self._sink = None
-        self._idle.set()
+        await self._worker.close()
+        await self._watches.stop()
 
     async def settled(self) -> None:
         """Until every change seen so far reached the session (withdrawals waiting out their
         delay included)."""
-        await self._idle.wait()
+        await self._queue.wait_idle()
 
     # ---- events ----------------------------------------------------------------
 
@@ -199,36 +181,15 @@ class LabelIdentityController:
     def _touch(self, labels: set[str]) -> None:
         if labels:
             self._dirty |= labels
-            self._poke()
-
-    def _poke(self) -> None:
-        self._idle.clear()
-        self._wake.set()
+            self._queue.add_after(_FLUSH, self._debounce)  # churn arriving meanwhile joins this pass
 
     # ---- handing changes to the session ---------------------------------------
 
     def _now(self) -> float:
         return self._clock() if self._clock is not None else asyncio.get_running_loop().time()
 
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            if self._debounce:
-                await asyncio.sleep(self._debounce)  # churn arriving meanwhile joins this flush
-            if self._sink is None:
-                continue  # attach() pokes again
-            next_due = self._flush(self._sink)
-            if next_due is None:
-                if not self._dirty:
-                    self._idle.set()
-            else:
-                self._schedule(next_due)
-
-    def _schedule(self, delay: float) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = asyncio.get_running_loop().call_later(max(delay, 0.0), self._wake.set)
+    async def _reconcile(self, key: str) -> float | None:
+        return self._flush(self._sink)
 
     def _flush(self, sink: ExportSink) -> float | None:
         """Export what appeared, withdraw what stayed gone long enough; the seconds until the
@@ -250,7 +211,6 @@ class LabelIdentityController:
                 del self._idle_since[label]
                 sink.remove_export(self.export_name(label))
                 self._exported.discard(label)
-                self.removes += 1
                 self._metrics.changes.labels("remove").inc()
         self._metrics.exported.set(len(self._exported))
         if not self._idle_since:

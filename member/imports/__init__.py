@@ -1,8 +1,9 @@
 """The member's import side: what the hub imports becomes objects in this cluster.
 
-`ImportApplier.handle` is the HubSession's `on_import_event` (it records the desired state
-and returns); `start`/`stop` run its caches and workers; `settled` waits until what was
-handed over was tried; `remove_all` removes everything it imported.
+`ImportApplier.handle` consumes the HubSession's import events (it records the desired state
+and returns); `start`/`stop` run its workers over the member's import caches; `settled`
+waits until what was handed over was tried; `remove_all` removes everything it imported.
+What each payload means is the registry's (`member.imports.kinds`).
 """
 
 from member.imports.applier import DEFAULT_WORKERS, ImportApplier, Report

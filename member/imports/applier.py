@@ -2,13 +2,15 @@
 in this cluster (Antrea's ResourceImport reconciler and the import half of its stale
 controller), level-based and concurrent.
 
-The session's events only change the desired state, the latest import of every name, and
-queue that name; ``handle`` returns at once. A keyed work queue with ``workers`` workers
-converges each name on what the caches show (``member.imports.caches``): one name is
-never handled by two workers at once, repeated updates of a name coalesce into one pass,
-and a name that fails backs off alone. A name with no import is removed, once the
-importer knows it is stale: the hub deleted it, or a snapshot ended without it (Synced) —
-those removals go in the queue's background lane, behind every import to apply.
+What an import of each payload means (how it is applied, which objects it writes and so
+deletes) is the registry's (member.imports.kinds). The session's events only change the
+desired state, the latest import of every name, and queue that name; ``handle`` returns at
+once. A keyed work queue with ``workers`` workers converges each name on what the caches show
+(``member.imports.caches``): one name is never handled by two workers at once, repeated
+updates of a name coalesce into one pass, and a name that fails backs off alone. A name with
+no import is removed, once the importer knows it is stale: the hub deleted it, or a snapshot
+ended without it (Synced) — those removals go in the queue's background lane, behind every
+import to apply.
 
 An import blocked by this cluster (its Namespace missing, a user's object under our name,
 Antrea's CRDs or a Tier missing) is reported failed and tried again with a backoff up to
@@ -37,15 +39,12 @@ from mcapi.convert.errors import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient.events import Delete, ImportEvent, Resumed, Synced, Upsert
 from member.imports.caches import ImportCaches, Unlisten
-from member.imports.cluster_info import apply_cluster_info, delete_cluster_info
 from member.imports.context import ImportContext
 from member.imports.discovery import ApiDiscovery
-from member.imports.endpoints import apply_endpoints, delete_endpoints
-from member.imports.label_identity import apply_label_identity, delete_label_identity
+from member.imports.kinds import import_kind, written_kinds
 from member.imports.outcome import SUCCEEDED, ImportBlocked, ImportReason, Outcome
 from member.imports.ownership import ObjectWriter
-from member.imports.policies import apply_acnp, delete_acnp, policy_tier, watched_policies
-from member.imports.services import apply_service_import, delete_service_import
+from member.imports.policies import policy_tier
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +53,6 @@ EVENT_COMPONENT = "mchub-member"
 EVENT_REASON_CONFLICT = "ImportConflict"
 # A real API server takes 1-2k writes/s on two cores; 8 writers keep it busy without a pile-up.
 DEFAULT_WORKERS = 8
-_NAMESPACED_PAYLOADS = ("service_import", "endpoints")
 
 
 def _utc_now() -> datetime:
@@ -119,9 +117,8 @@ class ImportApplier:
         if self._worker.running:
             return
         self._unlisten = self._caches.listen(self._on_object_changed, self._on_namespace, self._on_tier)
-        # Policies may have been imported before a restart: watch them when Antrea serves them.
-        await watched_policies(self._ctx)
-        await self._ctx.service_imports()
+        # Objects of the optional kinds may have been imported before a restart: watch them.
+        await self._watch_optional_kinds()
         self._worker.start()
 
     async def stop(self) -> None:
@@ -209,8 +206,9 @@ class ImportApplier:
 
     async def _watch_optional_kinds(self) -> None:
         """Watch the CRD kinds served now, so that their stale objects are seen too."""
-        await self._ctx.service_imports()
-        await watched_policies(self._ctx)
+        for spec in written_kinds():
+            if spec.optional:
+                await self._ctx.watched(spec)
 
     # ---- one import ----------------------------------------------------------
 
@@ -243,20 +241,11 @@ class ImportApplier:
         return None
 
     async def _write(self, message: pb.ResourceImport) -> None:
-        payload = message.WhichOneof("payload")
+        kind = import_kind(message)
+        if kind is None:
+            raise ImportBlocked(ImportReason.INVALID, f"import {message.import_name} has no payload")
         try:
-            if payload == "service_import":
-                await apply_service_import(self._ctx, message)
-            elif payload == "endpoints":
-                await apply_endpoints(self._ctx, message)
-            elif payload == "cluster_network_policy":
-                await apply_acnp(self._ctx, message)
-            elif payload == "cluster_info":
-                await apply_cluster_info(self._ctx, message)
-            elif payload == "label_identity":
-                await apply_label_identity(self._ctx, message)
-            else:
-                raise ImportBlocked(ImportReason.INVALID, f"import {message.import_name} has no payload")
+            await kind.apply(self._ctx, message)
         except (ConversionError, ValueError) as err:
             raise ImportBlocked(ImportReason.INVALID, f"import {message.import_name}: {err}") from None
 
@@ -270,16 +259,10 @@ class ImportApplier:
     async def _remove(self, import_name: str) -> None:
         """Delete whatever objects of ours belong to this import (found in the caches by name,
         so this works for imports this process never saw)."""
-        ctx = self._ctx
         deleted = 0
-        for remove in (
-            delete_service_import,
-            delete_endpoints,
-            delete_acnp,
-            delete_cluster_info,
-            delete_label_identity,
-        ):
-            deleted += await remove(ctx, import_name)
+        for spec in written_kinds():
+            for kind in self._caches.kinds_of(spec):
+                deleted += await self._ctx.writer.delete_all(kind, import_name)
         if deleted:
             log.info("importRemoved", extra={"import": import_name, "objects": deleted})
 
@@ -317,7 +300,8 @@ class ImportApplier:
             return
         namespace = name_of(event.object)
         for name, message in self._desired.items():
-            if message.namespace == namespace and message.WhichOneof("payload") in _NAMESPACED_PAYLOADS:
+            kind = import_kind(message)
+            if message.namespace == namespace and kind is not None and kind.namespaced:
                 self._again_now(name)
 
     def _on_tier(self, event: WatchEvent) -> None:

@@ -1,11 +1,12 @@
 """What the importer knows of this cluster without asking: watch caches of the objects it makes.
 
-One ``OwnedKind`` per kind of imported object: an informer selecting only the importer's
-objects (by label, or all of a kind that only the importer writes), seen through a
-``WriteThroughCache`` so the importer's own writes and deletes count at once, and indexed by
-the import each object belongs to. Reads (does it exist, is it ours, is it up to date, which
-objects does this import have) never cost a request; a change someone else made to one of
-them is reported through ``on_change`` so the import can be looked at again.
+One ``OwnedKind`` per kind of imported object that the registry of import kinds names
+(member.imports.kinds; each described by a ``KindSpec``, member.imports.objects): an informer
+selecting only the importer's objects (by label, or all of a kind that only the importer
+writes), seen through a ``WriteThroughCache`` so the importer's own writes and deletes count at
+once, and indexed by the import each object belongs to. Reads (does it exist, is it ours, is it
+up to date, which objects does this import have) never cost a request; a change someone else
+made to one of them is reported through ``on_change`` so the import can be looked at again.
 
 Kinds whose CRD may be missing (the MCS ServiceImport, Antrea's ClusterNetworkPolicy) are
 watched from the moment the API server serves them, in the version the importer writes.
@@ -28,40 +29,16 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from kube.apply import OwnedCheck
 from kube.client import KubeClient, WatchEvent
 from kube.informer import CacheKey, Informer, cache_key
-from kube.resources import (
-    CLUSTER_INFO_IMPORTS,
-    ENDPOINT_SLICES,
-    ENDPOINTS,
-    LABEL_IDENTITIES,
-    NAMESPACES,
-    SERVICE_IMPORTS,
-    SERVICE_IMPORTS_V1BETA1,
-    SERVICES,
-    Obj,
-    Resource,
-    name_of,
-    namespace_of,
-)
+from kube.resources import NAMESPACES, Obj, Resource
 from kube.writecache import WriteThroughCache
-from mcapi import names
-from member.imports.discovery import ApiDiscovery
-from member.imports.ownership import (
-    LABEL_IMPORTED_ACNP,
-    LABEL_IMPORTED_SERVICE,
-    LABEL_MANAGED_BY,
-    MANAGED_BY,
-    is_imported_acnp,
-    is_imported_service,
-)
+from member.imports.kinds import written_kinds
+from member.imports.objects import KindSpec
 
 log = logging.getLogger(__name__)
 
-ImportNameOf = Callable[[Obj], str | None]
 OnChange = Callable[[str], None]
 OnEvent = Callable[[WatchEvent], None]
 Unsubscribe = Callable[[], None]
@@ -80,63 +57,15 @@ def _ignore_event(event: WatchEvent) -> None:
     """No importer listens (the caches are between two joins)."""
 
 
-# ---- which import an object belongs to (names are derived, so this survives restarts) ----
-
-
-def _unprefixed(obj: Obj) -> str | None:
-    name = name_of(obj)
-    return name.removeprefix(names.IMPORTED_PREFIX) if name.startswith(names.IMPORTED_PREFIX) else None
-
-
-def service_import_of_service(obj: Obj) -> str | None:
-    base = _unprefixed(obj)
-    return names.service_import_name(namespace_of(obj) or "", base) if base else None
-
-
-def endpoints_import_of_endpoints(obj: Obj) -> str | None:
-    base = _unprefixed(obj)
-    return names.endpoints_import_name(namespace_of(obj) or "", base) if base else None
-
-
-def endpoints_import_of_slice(obj: Obj) -> str | None:
-    service = ((obj.get("metadata") or {}).get("labels") or {}).get(names.LABEL_MCS_SERVICE_NAME)
-    return names.endpoints_import_name(namespace_of(obj) or "", service) if service else None
-
-
-def service_import_of_service_import(obj: Obj) -> str | None:
-    return names.service_import_name(namespace_of(obj) or "", name_of(obj))
-
-
-def acnp_import_of_policy(obj: Obj) -> str | None:
-    base = _unprefixed(obj)
-    return names.acnp_import_name(base) if base else None
-
-
-def named_after_import(obj: Obj) -> str | None:
-    return name_of(obj)
-
-
-# ---- one kind -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KindSpec:
-    resource: Resource
-    import_of: ImportNameOf
-    owned: OwnedCheck | None  # None: every object of the kind (as selected) is the importer's
-    label_selector: str | None = None
-    namespace: str | None = None
-
-
 class OwnedKind:
-    def __init__(self, client: KubeClient, spec: KindSpec, on_change: OnChange) -> None:
+    def __init__(self, client: KubeClient, spec: KindSpec, on_change: OnChange, member_namespace: str) -> None:
         self.spec = spec
         self.resource = spec.resource
         self._on_change = on_change
         self._informer = Informer(
             client,
             spec.resource,
-            namespace=spec.namespace,
+            namespace=member_namespace if spec.in_member_namespace else None,
             label_selector=spec.label_selector,
             handler=self._on_event,
         )
@@ -208,7 +137,7 @@ class OwnedKind:
     # Reading
 
     def owns(self, obj: Obj) -> bool:
-        return self.spec.owned is None or self.spec.owned(obj)
+        return self.spec.owns(obj)
 
     def get(self, name: str, namespace: str | None = None) -> Obj | None:
         """The object of that name as far as we know, ours or not (None: there is none)."""
@@ -267,41 +196,6 @@ class OwnedKind:
 
 # ---- every kind ----------------------------------------------------------------------------
 
-_IMPORTED = f"{LABEL_IMPORTED_SERVICE}=true"
-
-
-def _fixed_kinds(member_namespace: str) -> list[KindSpec]:
-    return [
-        KindSpec(SERVICES, service_import_of_service, is_imported_service, _IMPORTED),
-        KindSpec(ENDPOINTS, endpoints_import_of_endpoints, is_imported_service, _IMPORTED),
-        # Slices made before imported objects were labelled carry the managed-by label too.
-        KindSpec(ENDPOINT_SLICES, endpoints_import_of_slice, is_imported_service, f"{LABEL_MANAGED_BY}={MANAGED_BY}"),
-        KindSpec(LABEL_IDENTITIES, named_after_import, None),
-        KindSpec(CLUSTER_INFO_IMPORTS, named_after_import, None, namespace=member_namespace),
-    ]
-
-
-# v1beta1 first: only it carries internalTrafficPolicy and trafficDistribution (the
-# mcs-api conformance suite checks both, and a v1alpha1 schema would prune them).
-# Both versions are one stored object, so v1alpha1 readers (Antrea's tools) still see it;
-# a cluster with only Antrea's v1alpha1 CRD gets v1alpha1.
-SERVICE_IMPORT_VERSIONS = {"v1beta1": SERVICE_IMPORTS_V1BETA1, "v1alpha1": SERVICE_IMPORTS}
-
-
-async def served_service_import(apis: ApiDiscovery) -> Resource | None:
-    """The MCS ServiceImport version the importer writes and the member watches, None when the
-    MCS CRD is not installed (or serves none of these versions)."""
-    version = await apis.pick_version(names.MCS_GROUP, "serviceimports", tuple(SERVICE_IMPORT_VERSIONS))
-    return SERVICE_IMPORT_VERSIONS.get(version) if version else None
-
-
-def service_import_kind(resource: Resource) -> KindSpec:
-    return KindSpec(resource, service_import_of_service_import, is_imported_service, _IMPORTED)
-
-
-def acnp_kind(resource: Resource) -> KindSpec:
-    return KindSpec(resource, acnp_import_of_policy, is_imported_acnp, f"{LABEL_IMPORTED_ACNP}=true")
-
 
 class ImportCaches:
     """Every kind the importer writes, plus Namespaces (an import waits for its Namespace)."""
@@ -315,7 +209,9 @@ class ImportCaches:
         self._listener: object | None = None  # who listens (see listen)
         self._tiers: Informer | None = None
         self._kinds: dict[Resource, OwnedKind] = {
-            spec.resource: OwnedKind(client, spec, self._changed) for spec in _fixed_kinds(member_namespace)
+            spec.resource: OwnedKind(client, spec, self._changed, member_namespace)
+            for spec in written_kinds()
+            if not spec.optional
         }
         self._optional: dict[str, OwnedKind] = {}  # plural.group -> the served version's kind
         self._subscribers: dict[str, list[OnEvent]] = {}  # plural.group -> handlers
@@ -392,9 +288,12 @@ class ImportCaches:
         await asyncio.gather(*(informer.stop() for informer in informers), *(kind.stop() for kind in kinds))
 
     def kind(self, resource: Resource) -> OwnedKind:
-        """A kind that is always watched (Services, Endpoints, EndpointSlices, LabelIdentities,
-        ClusterInfoImports)."""
+        """A kind that is always watched (one whose KindSpec is not optional)."""
         return self._kinds[resource]
+
+    def kinds_of(self, spec: KindSpec) -> list[OwnedKind]:
+        """The watched kinds of ``spec``, whichever version (none, for an optional kind not watched)."""
+        return [kind for kind in self.all_kinds() if kind.resource.qualified_name == spec.resource.qualified_name]
 
     async def optional_kind(self, spec: KindSpec) -> OwnedKind:
         """The kind of a CRD that may come and go, watched in the version ``spec`` names from
@@ -408,7 +307,7 @@ class ImportCaches:
             current = self._optional.get(plural)
             if current is not None and current.resource == spec.resource and not current.failed:
                 return current
-            kind = OwnedKind(self._client, spec, self._changed)
+            kind = OwnedKind(self._client, spec, self._changed, self._member_namespace)
             try:
                 await kind.start()
                 self._refuse_if_stopped()  # stopped during the first list: stop() did not know it
@@ -460,9 +359,6 @@ class ImportCaches:
     def _refuse_if_stopped(self) -> None:
         if self._stopped:
             raise CachesStopped("the import caches are stopped: they start no watch any more")
-
-    def optional_kinds(self) -> list[OwnedKind]:
-        return list(self._optional.values())
 
     def all_kinds(self) -> list[OwnedKind]:
         return [*self._kinds.values(), *self._optional.values()]

@@ -7,11 +7,15 @@ health) is set through ``cluster_info_status``, so other reconcilers can own par
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kube.resources import CLUSTER_INFO_IMPORTS, Obj
 from mcapi.convert import build_cluster_info_import
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.imports.cluster_info_status import CONDITION_READY, set_cluster_info_import_condition
-from member.imports.context import ImportContext
+
+if TYPE_CHECKING:
+    from member.imports.context import ImportContext
 
 # ClusterInfo fields the spec carries: one the import leaves unset must be absent.
 _SPEC_FIELDS = ("clusterID", "serviceCIDR", "gatewayInfos", "podCIDRs", "wireGuard")
@@ -42,7 +46,3 @@ async def apply_cluster_info(ctx: ImportContext, message: pb.ResourceImport) -> 
     if written is not live:
         kind.wrote(written)
     return written
-
-
-async def delete_cluster_info(ctx: ImportContext, import_name: str) -> int:
-    return await ctx.writer.delete_all(ctx.caches.kind(CLUSTER_INFO_IMPORTS), import_name)

@@ -12,13 +12,9 @@ from datetime import datetime
 
 from kube.client import KubeClient
 from kube.conditions import Status, set_condition
-from kube.errors import Conflict
 from kube.resources import CLUSTER_INFO_IMPORTS, Obj, name_of, namespace_of
 
 CONDITION_READY = "Ready"
-# Several writers own conditions on one ClusterInfoImport (import, overlap, gateway
-# health); a conflicting write is re-read and retried this many times before giving up.
-_CONFLICT_RETRIES = 5
 
 
 async def set_cluster_info_import_condition(
@@ -41,26 +37,3 @@ async def set_cluster_info_import_condition(
         return live
     patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "status": {"conditions": conditions}}
     return await client.patch_status(CLUSTER_INFO_IMPORTS, name_of(live), patch, namespace_of(live))
-
-
-async def set_condition_retrying(
-    client: KubeClient,
-    live: Obj,
-    condition_type: str,
-    status: Status,
-    *,
-    reason: str = "",
-    message: str = "",
-    now: datetime | None = None,
-) -> Obj:
-    """set_cluster_info_import_condition, re-reading and retrying when another writer got there first."""
-    for _ in range(_CONFLICT_RETRIES):
-        try:
-            return await set_cluster_info_import_condition(
-                client, live, condition_type, status, reason=reason, message=message, now=now
-            )
-        except Conflict:
-            live = await client.get(CLUSTER_INFO_IMPORTS, name_of(live), namespace_of(live))
-    return await set_cluster_info_import_condition(
-        client, live, condition_type, status, reason=reason, message=message, now=now
-    )

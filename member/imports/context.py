@@ -9,8 +9,9 @@ from typing import TypeVar
 
 from kube.client import KubeClient
 from kube.errors import NotFound
-from member.imports.caches import ImportCaches, OwnedKind, served_service_import, service_import_kind
+from member.imports.caches import ImportCaches, OwnedKind
 from member.imports.discovery import ApiDiscovery
+from member.imports.objects import KindSpec, served
 from member.imports.ownership import ObjectWriter, require_namespace
 
 T = TypeVar("T")
@@ -29,12 +30,13 @@ class ImportContext:
     def require_namespace(self, namespace: str) -> None:
         require_namespace(namespace, self.cluster_id, self.caches.namespace(namespace))
 
-    async def service_imports(self) -> OwnedKind | None:
-        """The watched ServiceImports of the served version, None when the MCS CRD is not installed."""
-        resource = await served_service_import(self.apis)
-        if resource is None:
+    async def watched(self, spec: KindSpec) -> OwnedKind | None:
+        """The kind of a CRD that may come and go (``spec.optional``), watched in the version served
+        now; None when its CRD is not installed."""
+        version = await served(spec, self.apis)
+        if version is None:
             return None
-        return await self.watched_if_served(self.caches.optional_kind(service_import_kind(resource)))
+        return await self.watched_if_served(self.caches.optional_kind(version))
 
     async def watched_if_served(self, watch: Awaitable[T]) -> T | None:
         """What ``watch`` (the caches' watch of a CRD's kind that discovery lists: an optional kind,

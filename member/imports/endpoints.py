@@ -12,10 +12,14 @@ once, with its addresses, instead of twice.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kube.resources import ENDPOINT_SLICES, ENDPOINTS, name_of
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from member.imports.context import ImportContext
 from member.imports.slices import desired_endpoint_slices, desired_endpoints
+
+if TYPE_CHECKING:
+    from member.imports.context import ImportContext
 
 
 async def apply_endpoints(ctx: ImportContext, message: pb.ResourceImport) -> None:
@@ -32,9 +36,3 @@ async def apply_endpoints(ctx: ImportContext, message: pb.ResourceImport) -> Non
     for live in slices.of_import(imported):
         if name_of(live) not in keep:
             await ctx.writer.delete(slices, live)
-
-
-async def delete_endpoints(ctx: ImportContext, import_name: str) -> int:
-    """Delete the Endpoints and EndpointSlices of this import (ours only); how many were deleted."""
-    deleted = await ctx.writer.delete_all(ctx.caches.kind(ENDPOINTS), import_name)
-    return deleted + await ctx.writer.delete_all(ctx.caches.kind(ENDPOINT_SLICES), import_name)

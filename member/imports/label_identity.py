@@ -3,9 +3,13 @@ label hash), spec = label and ID. Every LabelIdentity is the importer's, as in A
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kube.resources import LABEL_IDENTITIES, Obj
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from member.imports.context import ImportContext
+
+if TYPE_CHECKING:
+    from member.imports.context import ImportContext
 
 
 def desired_label_identity(message: pb.ResourceImport) -> Obj:
@@ -16,7 +20,3 @@ def desired_label_identity(message: pb.ResourceImport) -> Obj:
 async def apply_label_identity(ctx: ImportContext, message: pb.ResourceImport) -> None:
     kind = ctx.caches.kind(LABEL_IDENTITIES)
     await ctx.writer.ensure(kind, desired_label_identity(message), import_name=message.import_name)
-
-
-async def delete_label_identity(ctx: ImportContext, import_name: str) -> int:
-    return await ctx.writer.delete_all(ctx.caches.kind(LABEL_IDENTITIES), import_name)

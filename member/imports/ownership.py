@@ -1,5 +1,6 @@
 """Writing only what is ours, once per change: how imported objects are marked, and the
-create-or-update and delete that read the importer's caches and refuse to touch anything else.
+importer's create-or-update and delete: kube.apply's, reading the importer's caches instead of
+the API server, and refusing to touch anything else.
 
 Antrea's rule: an object under the name an import needs that lacks the importer's
 annotation belongs to a user (or another controller) and is never changed or deleted; the
@@ -16,20 +17,17 @@ instead of failing again.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
-from kube.apply import OwnedCheck, contains, without_absent
+from kube import apply
 from kube.client import KubeClient
-from kube.errors import AlreadyExists, Conflict, Invalid, NotFound, TemporaryError
-from kube.resources import Obj, Resource, name_of, namespace_of
+from kube.errors import Invalid, NotFound, TemporaryError
+from kube.resources import Obj, Resource
 from mcapi import names
 from member.imports.outcome import Conflicting, ImportBlocked, ImportReason
 
 if TYPE_CHECKING:
     from member.imports.caches import OwnedKind
-
-log = logging.getLogger(__name__)
 
 # Antrea also marks a ServiceImport with the cluster that imported it.
 ANNOTATION_LOCAL_CLUSTER_ID = "multicluster.antrea.io/local-cluster-id"
@@ -43,20 +41,6 @@ MANAGED_BY = "mchub-member.multicluster.antrea.io"
 LABEL_IMPORTED_SERVICE = names.ANNOTATION_IMPORTED_SERVICE
 LABEL_IMPORTED_ACNP = names.ANNOTATION_IMPORTED_ACNP
 
-# Set by the server; a desired object carrying them must not make them look "different".
-_SERVER_METADATA = frozenset(
-    {"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink", "deletionTimestamp"}
-)
-
-
-def _annotated(key: str) -> OwnedCheck:
-    # Antrea tests for the annotation's presence, whatever its value.
-    return lambda obj: key in ((obj.get("metadata") or {}).get("annotations") or {})
-
-
-is_imported_service: OwnedCheck = _annotated(names.ANNOTATION_IMPORTED_SERVICE)
-is_imported_acnp: OwnedCheck = _annotated(names.ANNOTATION_IMPORTED_ACNP)
-
 
 def imported_service_annotations() -> dict[str, str]:
     return {names.ANNOTATION_IMPORTED_SERVICE: "true"}
@@ -66,14 +50,44 @@ def imported_service_labels() -> dict[str, str]:
     return {LABEL_IMPORTED_SERVICE: "true"}
 
 
-def _ref(resource: Resource, namespace: str | None, name: str) -> str:
-    return f"{resource.kind} {namespace}/{name}" if namespace else f"{resource.kind} {name}"
+Unseen = tuple[Resource, str | None, str]
 
 
-def _managed(desired: Obj) -> Obj:
-    body = {k: v for k, v in desired.items() if k not in ("status", "apiVersion", "kind")}
-    body["metadata"] = {k: v for k, v in (desired.get("metadata") or {}).items() if k not in _SERVER_METADATA}
-    return body
+class _CachedKind:
+    """One kind's cache as kube.apply's LiveSource, with the names found taken by objects it
+    does not show (read from the API server, not created, on a retry)."""
+
+    def __init__(self, client: KubeClient, kind: OwnedKind, unseen: set[Unseen]) -> None:
+        self._client = client
+        self._kind = kind
+        self._unseen = unseen
+
+    async def read(self, resource: Resource, name: str, namespace: str | None) -> Obj | None:
+        return self._kind.get(name, namespace) or await self._read_unseen(resource, name, namespace)
+
+    async def read_taken(self, resource: Resource, name: str, namespace: str | None) -> Obj:
+        self._unseen.add((resource, namespace, name))
+        live = await self._read_unseen(resource, name, namespace)
+        if live is None:
+            raise TemporaryError(f"{resource.ref(namespace, name)} was there and is gone", delay=0.1)
+        return live
+
+    def wrote(self, obj: Obj) -> None:
+        self._kind.wrote(obj)
+        meta = obj.get("metadata") or {}
+        self._unseen.discard((self._kind.resource, meta.get("namespace"), meta.get("name", "")))
+
+    def deleted(self, obj: Obj) -> None:
+        self._kind.deleted(obj)
+
+    async def _read_unseen(self, resource: Resource, name: str, namespace: str | None) -> Obj | None:
+        if (resource, namespace, name) not in self._unseen:
+            return None
+        try:
+            return await self._client.get(resource, name, namespace)
+        except NotFound:
+            self._unseen.discard((resource, namespace, name))
+            return None
 
 
 class ObjectWriter:
@@ -82,73 +96,35 @@ class ObjectWriter:
     def __init__(self, client: KubeClient) -> None:
         self.client = client
         # Names found taken by an object our caches do not see: read, not created, on a retry.
-        self._unseen: set[tuple[Resource, str | None, str]] = set()
+        self._unseen: set[Unseen] = set()
+
+    def _source(self, kind: OwnedKind) -> _CachedKind:
+        return _CachedKind(self.client, kind, self._unseen)
 
     async def ensure(self, kind: OwnedKind, desired: Obj, *, import_name: str) -> Obj:
         """Create or update ``desired`` when what is there differs; returns the object as it is
         now. ImportBlocked when the name is someone else's or the API server refuses the object."""
         resource = kind.resource
-        name, namespace = name_of(desired), namespace_of(desired)
-        managed = _managed(desired)
         try:
-            live = kind.get(name, namespace) or await self._read_unseen(resource, name, namespace)
-            if live is None:
-                created = await self._create(kind, managed, name, namespace)
-                if created is not None:
-                    return created
-                live = await self._read_unseen(resource, name, namespace)
-                if live is None:
-                    raise TemporaryError(f"{_ref(resource, namespace, name)} was there and is gone", delay=0.1)
-            if not kind.owns(live):
-                raise self._conflict(kind, live, import_name)
-            if (live.get("metadata") or {}).get("deletionTimestamp"):
-                # Patching it is pointless and creating is refused until it is gone: come back later.
-                raise TemporaryError(f"{_ref(resource, namespace, name)} is being deleted", delay=1.0)
-            if contains(live, managed):
-                return live
-            patch = {
-                **managed,
-                "metadata": {**managed["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]},
-            }
-            try:
-                updated = await self.client.patch(resource, name, patch, namespace)
-            except NotFound:
-                raise TemporaryError(f"{_ref(resource, namespace, name)} went away meanwhile", delay=0.1) from None
-            kind.wrote(updated)
-            self._unseen.discard((resource, namespace, name))
-            log.info("importedObjectUpdated", extra={"kind": resource.kind, "object": _ref(resource, namespace, name)})
-            return updated
+            applied = await apply.ensure(self.client, resource, desired, kind.owns, source=self._source(kind))
+        except apply.NameTaken as taken:
+            raise _conflict(kind, taken.object, import_name) from None
+        except NotFound:
+            ref = resource.ref(desired["metadata"].get("namespace"), desired["metadata"]["name"])
+            raise TemporaryError(f"{ref} went away meanwhile", delay=0.1) from None
         except Invalid as err:
-            message = f"{_ref(resource, namespace, name)} refused by the API server: {err.message}"
-            raise ImportBlocked(ImportReason.INVALID, message) from None
+            ref = resource.ref(desired["metadata"].get("namespace"), desired["metadata"]["name"])
+            raise ImportBlocked(ImportReason.INVALID, f"{ref} refused by the API server: {err.message}") from None
+        return applied.object
 
     async def ensure_status(self, kind: OwnedKind, live: Obj, desired_status: dict[str, Any]) -> Obj:
         """Patch the status subresource when ``desired_status`` is not already there (conditional
         on ``live``'s resourceVersion: a Conflict is retried once the cache has caught up)."""
-        if contains(live.get("status") or {}, desired_status):
-            return live
-        name, namespace = name_of(live), namespace_of(live)
-        patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "status": desired_status}
-        updated = await self.client.patch_status(kind.resource, name, patch, namespace)
-        kind.wrote(updated)
-        return updated
+        return await apply.ensure_status(self.client, kind.resource, live, desired_status, source=self._source(kind))
 
     async def delete(self, kind: OwnedKind, live: Obj) -> bool:
         """Delete exactly this object (its uid): a same-named successor made meanwhile is not hit."""
-        meta = live.get("metadata") or {}
-        if meta.get("deletionTimestamp"):
-            return False
-        name, namespace = name_of(live), namespace_of(live)
-        try:
-            await self.client.delete(kind.resource, name, namespace, uid=meta.get("uid") or None)
-        except (NotFound, Conflict):
-            kind.deleted(live)
-            return False  # gone, or replaced by another object of that name (uid precondition)
-        kind.deleted(live)
-        log.info(
-            "importedObjectDeleted", extra={"kind": kind.resource.kind, "object": _ref(kind.resource, namespace, name)}
-        )
-        return True
+        return await apply.delete_object(self.client, kind.resource, live, source=self._source(kind))
 
     async def delete_all(self, kind: OwnedKind, import_name: str) -> int:
         deleted = 0
@@ -157,39 +133,16 @@ class ObjectWriter:
                 deleted += 1
         return deleted
 
-    async def _create(self, kind: OwnedKind, managed: Obj, name: str, namespace: str | None) -> Obj | None:
-        """POST it; None when the name turned out to be taken by an object the cache does not see."""
-        resource = kind.resource
-        try:
-            created = await self.client.create(resource, without_absent(managed), namespace)
-        except AlreadyExists:
-            self._unseen.add((resource, namespace, name))
-            return None
-        kind.wrote(created)
-        log.info("importedObjectCreated", extra={"kind": resource.kind, "object": _ref(resource, namespace, name)})
-        return created
 
-    async def _read_unseen(self, resource: Resource, name: str, namespace: str | None) -> Obj | None:
-        if (resource, namespace, name) not in self._unseen:
-            return None
-        try:
-            return await self.client.get(resource, name, namespace)
-        except NotFound:
-            self._unseen.discard((resource, namespace, name))
-            return None
-
-    def _conflict(self, kind: OwnedKind, live: Obj, import_name: str) -> ImportBlocked:
-        resource = kind.resource
-        name, namespace = name_of(live), namespace_of(live)
-        annotation = (
-            names.ANNOTATION_IMPORTED_ACNP if kind.spec.owned is is_imported_acnp else names.ANNOTATION_IMPORTED_SERVICE
-        )
-        message = (
-            f"{_ref(resource, namespace, name)} exists and was not created by Antrea Multi-cluster "
-            f"(no annotation {annotation}): import {import_name} is not applied; "
-            f"delete or rename that {resource.kind} to import it"
-        )
-        return ImportBlocked(ImportReason.CONFLICT, message, Conflicting(resource, live))
+def _conflict(kind: OwnedKind, live: Obj, import_name: str) -> ImportBlocked:
+    resource = kind.resource
+    meta = live.get("metadata") or {}
+    message = (
+        f"{resource.ref(meta.get('namespace'), meta.get('name', ''))} exists and was not created by Antrea "
+        f"Multi-cluster (no annotation {kind.spec.owner}): import {import_name} is not applied; "
+        f"delete or rename that {resource.kind} to import it"
+    )
+    return ImportBlocked(ImportReason.CONFLICT, message, Conflicting(resource, live))
 
 
 def require_namespace(namespace: str, cluster_id: str, known: Obj | None) -> None:

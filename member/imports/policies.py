@@ -13,7 +13,7 @@ not checked.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf.struct_pb2 import Struct
 
@@ -21,36 +21,21 @@ from kube.resources import Obj, Resource
 from mcapi import names
 from mcapi.convert import struct_to_dict
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from member.imports.caches import OwnedKind, acnp_kind
-from member.imports.context import ImportContext
+from member.imports.objects import ANTREA_CRD_GROUP, IMPORTED_POLICIES
 from member.imports.outcome import ImportBlocked, ImportReason
 from member.imports.ownership import LABEL_IMPORTED_ACNP
 
-ANTREA_CRD_GROUP = "crd.antrea.io"
-ACNP_VERSIONS = ("v1beta1", "v1alpha1")
+if TYPE_CHECKING:
+    from member.imports.context import ImportContext
+
 TIER_VERSIONS = ("v1beta1", "v1alpha1")
 # Antrea puts a ClusterNetworkPolicy without a tier into its default Tier.
 DEFAULT_TIER = "application"
 _ACNP_SUFFIX = "-antreaclusternetworkpolicy"
 
 
-def acnp_resource(version: str) -> Resource:
-    return Resource(ANTREA_CRD_GROUP, version, "clusternetworkpolicies", "ClusterNetworkPolicy", False)
-
-
 def tier_resource(version: str) -> Resource:
     return Resource(ANTREA_CRD_GROUP, version, "tiers", "Tier", False)
-
-
-async def served_acnp_resource(ctx: ImportContext) -> Resource | None:
-    version = await ctx.apis.pick_version(ANTREA_CRD_GROUP, "clusternetworkpolicies", ACNP_VERSIONS)
-    return acnp_resource(version) if version else None
-
-
-async def watched_policies(ctx: ImportContext) -> OwnedKind | None:
-    """The importer's ClusterNetworkPolicies in the served version, None without Antrea's CRD."""
-    resource = await served_acnp_resource(ctx)
-    return await ctx.watched_if_served(ctx.caches.optional_kind(acnp_kind(resource))) if resource is not None else None
 
 
 def tier_of(spec: Struct) -> str:
@@ -72,7 +57,7 @@ def policy_name(message: pb.ResourceImport) -> str:
 
 
 async def apply_acnp(ctx: ImportContext, message: pb.ResourceImport) -> None:
-    policies = await watched_policies(ctx)
+    policies = await ctx.watched(IMPORTED_POLICIES)
     if policies is None:
         raise ImportBlocked(
             ImportReason.CRD_NOT_INSTALLED, "ClusterNetworkPolicy CRD not installed: is Antrea running?"
@@ -107,11 +92,3 @@ async def _tier_exists(ctx: ImportContext, tier: str) -> bool:
     if tiers is None:
         return True  # Tiers not served (a trimmed-down install, or their CRD went): nothing to check against
     return tiers.get(tier) is not None
-
-
-async def delete_acnp(ctx: ImportContext, import_name: str) -> int:
-    deleted = 0
-    for kind in ctx.caches.optional_kinds():
-        if kind.resource.plural == "clusternetworkpolicies":
-            deleted += await ctx.writer.delete_all(kind, import_name)
-    return deleted

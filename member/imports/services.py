@@ -7,7 +7,7 @@ Headless import gets a headless Service and a ServiceImport without IPs.
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from kube.resources import SERVICES, Obj, Resource
 from mcapi import names
@@ -15,13 +15,16 @@ from mcapi.convert import build_service_import
 from mcapi.convert.errors import ConversionError
 from mcapi.crds.mcs import SERVICE_IMPORT_HEADLESS
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from member.imports.context import ImportContext
+from member.imports.objects import IMPORTED_SERVICE_IMPORTS
 from member.imports.outcome import ImportBlocked, ImportReason
 from member.imports.ownership import (
     ANNOTATION_LOCAL_CLUSTER_ID,
     imported_service_annotations,
     imported_service_labels,
 )
+
+if TYPE_CHECKING:
+    from member.imports.context import ImportContext
 
 # Spec fields the importer owns on each version: one the import leaves unset must be absent.
 _SPEC_FIELDS = {
@@ -107,7 +110,7 @@ async def apply_service_import(ctx: ImportContext, message: pb.ResourceImport) -
     status: at most three writes, none when all is as it should be."""
     ctx.require_namespace(message.namespace)
     service = await _apply_service(ctx, message)
-    service_imports = await ctx.service_imports()
+    service_imports = await ctx.watched(IMPORTED_SERVICE_IMPORTS)
     if service_imports is None:
         raise ImportBlocked(
             ImportReason.CRD_NOT_INSTALLED,
@@ -130,12 +133,3 @@ async def _apply_service(ctx: ImportContext, message: pb.ResourceImport) -> Obj:
         if live_headless != is_headless(message.service_import):
             await ctx.writer.delete(services, live)  # the cache hides it from now on: ensure creates anew
     return await ctx.writer.ensure(services, desired, import_name=message.import_name)
-
-
-async def delete_service_import(ctx: ImportContext, import_name: str) -> int:
-    """Delete the Service and ServiceImport of this import (ours only); how many were deleted."""
-    deleted = await ctx.writer.delete_all(ctx.caches.kind(SERVICES), import_name)
-    for kind in ctx.caches.optional_kinds():
-        if kind.resource.plural == "serviceimports":
-            deleted += await ctx.writer.delete_all(kind, import_name)
-    return deleted

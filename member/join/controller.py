@@ -5,18 +5,21 @@ One work queue, one worker, two keys: ``membership`` (read the ClusterSet, its c
 token Secret; join, rejoin or leave) and ``status`` (rewrite the ClusterSet status from the
 hub session's state). One worker serialises them, so a status is never written for a
 session being torn down. What joining means (the hub session, exports, imports) is the
-``Membership``'s business: this controller only decides when.
+``Membership``'s business: this controller only decides when. Its watches: the ClusterSets,
+ClusterClaims and Secrets of the member Namespace, and the membership's link to the leader.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from kube.client import KubeClient, WatchEvent
 from kube.errors import KubeError, NotFound, PermanentError, TemporaryError
 from kube.informer import Informer
+from kube.manager import Watches
 from kube.queue_worker import QueueWorker
 from kube.resources import (
     CLUSTER_CLAIMS,
@@ -54,6 +57,9 @@ class Membership(Protocol):
     def link(self) -> LeaderLink:
         """The hub session's state, for the ClusterSet status."""
 
+    def watch_link(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` from now on whenever the link may have changed."""
+
 
 class ClusterSetController:
     def __init__(self, client: KubeClient, namespace: str, membership: Membership, *, status_resync: float) -> None:
@@ -62,7 +68,7 @@ class ClusterSetController:
         self._membership = membership
         self._status_resync = status_resync
         self._queue: WorkQueue[str] = WorkQueue("clusterset")
-        self._informers: list[Informer] = []
+        self._watches = Watches()
         self._cluster_sets: Informer | None = None
         self._claims: Informer | None = None
         self._worker: QueueWorker[str] = QueueWorker(self._queue, self._reconcile)
@@ -86,31 +92,23 @@ class ClusterSetController:
             raise PermanentError("the ClusterSet CRD (multicluster.crd.antrea.io) is not installed")
         self._resource = served
         self._cluster_sets = Informer(self._client, served, namespace=ns, handler=self._on_event)
-        self._informers = [self._cluster_sets]
+        informers = [self._cluster_sets]
         # Legacy claims carry their well-known name in a v1alpha1-only field: read them as v1alpha1.
         claims = await first_served(self._client, (CLUSTER_CLAIMS_V1ALPHA1, CLUSTER_CLAIMS), ns)
         if claims is not None:
             self._claims = Informer(self._client, claims, namespace=ns, handler=self._on_event)
-            self._informers.append(self._claims)
-        self._informers.append(Informer(self._client, SECRETS, namespace=ns, handler=self._on_secret))
-        try:
-            for informer in self._informers:
-                await informer.wait_synced()
-        except BaseException:
-            await self._stop_informers()
-            raise
+            informers.append(self._claims)
+        informers.append(Informer(self._client, SECRETS, namespace=ns, handler=self._on_secret))
+        self._watches = Watches(*informers)
+        await self._watches.start()
+        self._membership.watch_link(self.status_changed)
         self._worker.start()
         self._queue.add(KEY_MEMBERSHIP)
 
     async def stop(self) -> None:
         """Stop watching; the membership itself is left to the caller (a process stop is not a leave)."""
         await self._worker.close()
-        await self._stop_informers()
-
-    async def _stop_informers(self) -> None:
-        for informer in self._informers:
-            await informer.stop()
-        self._informers = []
+        await self._watches.stop()
 
     def status_changed(self) -> None:
         """The hub session's state changed: the ClusterSet status follows."""

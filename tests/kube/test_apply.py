@@ -6,10 +6,25 @@ from typing import Any
 
 import pytest
 
-from kube.apply import Outcome, contains, delete_if_owned, ensure, ensure_status, has_annotation
+from kube.apply import (
+    NameTaken,
+    Outcome,
+    OwnedCheck,
+    contains,
+    delete_if_owned,
+    delete_object,
+    ensure,
+    ensure_status,
+)
 from kube.client import KubeClient
 from kube.errors import Conflict, NotFound, NotOwned, TemporaryError
-from kube.resources import CONFIG_MAPS, SERVICE_EXPORTS, SERVICES
+from kube.resources import CONFIG_MAPS, SERVICE_EXPORTS, SERVICES, Resource
+
+
+def has_annotation(key: str, value: str) -> OwnedCheck:
+    """Owned when metadata.annotations[key] == value."""
+    return lambda obj: (obj.get("metadata", {}).get("annotations") or {}).get(key) == value
+
 
 OWNED = has_annotation("multicluster.antrea.io/imported-service", "true")
 
@@ -95,8 +110,10 @@ async def test_ensure_status_writes_only_a_differing_status(client: KubeClient, 
     condition = {"type": "Valid", "status": "True", "reason": "Valid", "message": ""}
     # metav1.Condition requires lastTransitionTime: a real apiserver (and the sandbox) refuses it without.
     status = {"conditions": [{**condition, "lastTransitionTime": "2025-01-01T00:00:00Z"}]}
-    written = await ensure_status(client, SERVICE_EXPORTS, live, status)
+    source = DictSource(client)
+    written = await ensure_status(client, SERVICE_EXPORTS, live, status, source=source)
     assert written["metadata"]["resourceVersion"] != live["metadata"]["resourceVersion"]
+    assert source.objects[(namespace, "web")] == written  # the source hears of the write
     again = await ensure_status(client, SERVICE_EXPORTS, written, status)
     assert again is written
     with pytest.raises(Conflict):
@@ -118,3 +135,69 @@ async def test_an_object_being_deleted_is_retried_later_not_patched(client: Kube
     with pytest.raises(TemporaryError):
         await ensure(client, CONFIG_MAPS, {**desired, "data": {"k": "v"}})
     await client.patch(CONFIG_MAPS, "a", {"metadata": {"finalizers": None}}, namespace)
+
+
+class DictSource:
+    """A controller's cache as ensure's LiveSource: what it was told, plus what it is told to hide."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        self.objects: dict[tuple[str | None, str], dict[str, Any]] = {}
+        self.hidden: set[str] = set()
+        self.taken: list[str] = []
+        self.deletes: list[str] = []
+
+    async def read(self, resource: Resource, name: str, namespace: str | None) -> dict[str, Any] | None:
+        return None if name in self.hidden else self.objects.get((namespace, name))
+
+    async def read_taken(self, resource: Resource, name: str, namespace: str | None) -> dict[str, Any]:
+        self.taken.append(name)
+        return await self.client.get(resource, name, namespace)
+
+    def wrote(self, obj: dict[str, Any]) -> None:
+        self.objects[(obj["metadata"].get("namespace"), obj["metadata"]["name"])] = obj
+
+    def deleted(self, obj: dict[str, Any]) -> None:
+        self.deletes.append(obj["metadata"]["name"])
+        self.objects.pop((obj["metadata"].get("namespace"), obj["metadata"]["name"]), None)
+
+
+async def test_a_cache_as_the_source_costs_no_read_and_hears_every_write(client: KubeClient, namespace: str) -> None:
+    source = DictSource(client)
+    gets = client.metrics.total(verbs=["get"])
+    created = await ensure(client, SERVICES, imported_service(namespace), OWNED, source=source)
+    unchanged = await ensure(client, SERVICES, imported_service(namespace), OWNED, source=source)
+    changed = await ensure(client, SERVICES, imported_service(namespace, port=8080), OWNED, source=source)
+    outcomes = [created.outcome, unchanged.outcome, changed.outcome]
+    assert outcomes == [Outcome.CREATED, Outcome.UNCHANGED, Outcome.UPDATED]
+    assert client.metrics.total(verbs=["get"]) == gets
+    assert source.objects[(namespace, "antrea-mc-web")] == changed.object
+
+
+async def test_a_name_taken_by_an_object_the_source_does_not_show_is_read_and_refused(
+    client: KubeClient, namespace: str
+) -> None:
+    theirs = imported_service(namespace)
+    theirs["metadata"]["annotations"] = {"someone": "else"}
+    await client.create(SERVICES, theirs)
+    source = DictSource(client)
+    with pytest.raises(NameTaken) as refused:
+        await ensure(client, SERVICES, imported_service(namespace), OWNED, source=source)
+    assert isinstance(refused.value, NotOwned)
+    assert refused.value.object["metadata"]["annotations"] == {"someone": "else"}
+    assert refused.value.resource == SERVICES and source.taken == ["antrea-mc-web"]
+
+
+async def test_delete_object_deletes_only_the_object_it_was_given(client: KubeClient, namespace: str) -> None:
+    source = DictSource(client)
+    body = {"metadata": {"name": "a", "namespace": namespace}}
+    first = (await ensure(client, CONFIG_MAPS, body, source=source)).object
+    assert await delete_object(client, CONFIG_MAPS, first, source=source)
+    assert source.deletes == ["a"]
+    successor = await client.create(CONFIG_MAPS, {"metadata": {"name": "a", "namespace": namespace}})
+    assert not await delete_object(client, CONFIG_MAPS, first, source=source)  # the uid no longer matches
+    assert (await client.get(CONFIG_MAPS, "a", namespace))["metadata"]["uid"] == successor["metadata"]["uid"]
+    await client.patch(CONFIG_MAPS, "a", {"data": {"k": "v"}}, namespace)
+    with pytest.raises(Conflict):  # changed since it was read
+        await delete_object(client, CONFIG_MAPS, successor, same_version=True)
+    assert await delete_object(client, CONFIG_MAPS, await client.get(CONFIG_MAPS, "a", namespace), same_version=True)

@@ -197,7 +197,7 @@ async def test_the_cluster_set_status_is_not_rewritten_when_nothing_changed(
     east = await members.join("east")
     obj = await _cluster_set_ready(east, hub, "True")
     version = obj["metadata"]["resourceVersion"]
-    clusterset = east.member._clusterset
+    clusterset = east.member.clusterset
     assert clusterset is not None
     for _ in range(3):  # each pass recomputes the status from the live ClusterSet
         passes = clusterset.status_passes

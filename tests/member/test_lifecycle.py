@@ -159,7 +159,7 @@ async def test_a_restarted_member_does_not_flap_or_rewrite_its_cluster_set_statu
     await east.stop_member()
     await east.start_member()
     await east.wait_connected()
-    clusterset = east.member._clusterset
+    clusterset = east.member.clusterset
     assert clusterset is not None
     passes = clusterset.status_passes
     clusterset.status_changed()

@@ -22,8 +22,10 @@ from mcapi import names
 from member.dns.feed import DnsFeed
 from member.dns.service import ClustersetDns, DnsOptions
 from member.dns.zone import ClustersetZone
-from member.imports.caches import ImportCaches, served_service_import, service_import_kind
+from member.imports.caches import ImportCaches
 from member.imports.discovery import ApiDiscovery
+from member.imports.objects import IMPORTED_SERVICE_IMPORTS
+from member.imports.objects import served as served_version
 from sandbox.server import SandboxServer
 from tests.kubeenv.cluster import CRD_DIR, ensure_namespace, install_crds
 from tests.kubeenv.tasks import running_informers, running_tasks
@@ -188,7 +190,7 @@ async def test_queries_cost_the_api_server_nothing_and_the_dns_watches_nothing_i
     await cluster.create(SERVICE_IMPORTS_V1BETA1, service_import("nginx", "web", ips=["10.112.0.5"]), namespace="web")
     async with import_caches(cluster) as caches:
         # What the importer watches when it starts: its fixed kinds, and the served ServiceImports.
-        await caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1))
+        await caches.optional_kind(IMPORTED_SERVICE_IMPORTS.in_version("v1beta1"))
         kinds = len(caches.all_kinds()) + 1  # and Namespaces
         await until(lambda: cluster.metrics.total(verbs=["watch"]) == kinds)
         registry = CollectorRegistry()
@@ -230,7 +232,7 @@ async def test_a_start_cancelled_midway_leaves_nothing_following_the_caches(clus
         assert not feed.synced
         # The importer has the ServiceImports watched: their contents go to every subscriber at
         # once, and none of them to the feed that never started.
-        await caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1))
+        await caches.optional_kind(IMPORTED_SERVICE_IMPORTS.in_version("v1beta1"))
         assert feed.zone.services == 0
         assert running_informers(SERVICE_IMPORTS_V1BETA1) == 1
 
@@ -259,7 +261,8 @@ async def test_where_only_v1alpha1_is_served_the_dns_follows_the_version_the_imp
         assert served.feed.synced
         watched = served.feed.caches.watching(SERVICE_IMPORTS.qualified_name)
         assert watched is not None and watched.resource == SERVICE_IMPORTS
-        assert await served_service_import(ApiDiscovery(cluster)) == SERVICE_IMPORTS
+        version = await served_version(IMPORTED_SERVICE_IMPORTS, ApiDiscovery(cluster))
+        assert version is not None and version.resource == SERVICE_IMPORTS
         assert await answers(served, NAME) == {"10.112.0.5"}
 
 

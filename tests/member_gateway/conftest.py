@@ -2,9 +2,10 @@
 
 * ``cluster``: a sandbox API server (Service CIDR 10.96.0.0/12) with the CRDs, and its client.
 * ``gateways``: ``await gateways.start(config=..., cluster_id=...)`` gives a started
-  GatewayController on ``cluster`` whose ClusterInfo goes to ``gateways.exported`` (a fake
-  exporter: the export by name, absent once withdrawn; ``gateways.changed`` is set on
-  every call). Every controller is stopped at teardown.
+  GatewayController on ``cluster`` whose sink is ``gateways`` (a fake hub session): its
+  ClusterInfo goes to ``gateways.exported`` (the export by name, absent once withdrawn;
+  ``gateways.changed`` is set on every call), the reachability it forwards to
+  ``gateways.reports``. Every controller is stopped at teardown.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Gateways:
     client: KubeClient
     exported: dict[str, pb.ResourceExport] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
+    reports: list[tuple[str, bool, str, str]] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     controllers: list[GatewayController] = field(default_factory=list)
 
@@ -50,11 +52,15 @@ class Gateways:
         self.calls.append(f"remove {name}")
         self.changed.set()
 
+    def report_import_status(self, import_name: str, succeeded: bool, reason: str = "", message: str = "") -> None:
+        self.reports.append((import_name, succeeded, reason, message))
+
     async def start(self, config: MultiClusterConfig | None = None, cluster_id: str = "east") -> GatewayController:
-        controller = GatewayController(self.client, NAMESPACE, config or MultiClusterConfig(), cluster_id)
+        controller = GatewayController(
+            self.client, NAMESPACE, config or MultiClusterConfig(), cluster_id, self, sync_timeout=10.0
+        )
         self.controllers.append(controller)
-        await controller.start(sync_timeout=10.0)
-        controller.attach(self.set_export, self.remove_export)
+        await controller.start()
         return controller
 
     async def export_where(

@@ -36,13 +36,12 @@ async def controllers(world: PodWorld) -> AsyncIterator[list[LabelIdentityContro
 
 
 async def start(world: PodWorld, made: list[LabelIdentityController], sink: RecordingSink) -> LabelIdentityController:
-    controller = LabelIdentityController(world.client, CLUSTER, debounce=0.05, withdraw_after=WITHDRAW_AFTER)
+    controller = LabelIdentityController(
+        world.client, CLUSTER, sink, debounce=0.05, withdraw_after=WITHDRAW_AFTER, sync_timeout=SYNC
+    )
     made.append(controller)
-    await controller.start_watching(SYNC)
-    for export in controller.desired_exports():
-        sink.set_export(export)
+    await controller.start()  # hands the sink every identity of the Pods there are
     sink.calls.clear()
-    controller.attach(sink)
     return controller
 
 
@@ -167,17 +166,18 @@ async def test_a_restarted_controller_wants_exactly_what_the_first_exported(
     first = await start(world, controllers, sink)
     await first.stop()
 
-    second = LabelIdentityController(world.client, CLUSTER)
+    restarted = RecordingSink()
+    second = LabelIdentityController(world.client, CLUSTER, restarted, sync_timeout=SYNC)
     controllers.append(second)
-    await second.start_watching(SYNC)
+    await second.start()
     # On a real cluster the Pods of earlier tests may still be going away (their Namespaces
     # terminate in the background) between the two starts: compare what this Namespace makes.
     expected = {world.label(ns, {"app": "a0"}), world.label(ns, {"app": "a1"})}
     first_wanted = {e.label_identity.normalized_label for e in sink.desired.values()}
-    second_wanted = {e.label_identity.normalized_label for e in second.desired_exports()}
+    second_wanted = {e.label_identity.normalized_label for e in restarted.desired.values()}
     assert _in_namespace(world, first_wanted, ns) == expected
     assert _in_namespace(world, second_wanted, ns) == expected
-    ours = {e.export_name for e in second.desired_exports() if e.label_identity.normalized_label in expected}
+    ours = {name for name, e in restarted.desired.items() if e.label_identity.normalized_label in expected}
     assert ours == {name for name, e in sink.desired.items() if e.label_identity.normalized_label in expected}
 
 

@@ -13,7 +13,8 @@ from kube.errors import NotFound
 from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS_V1BETA1, SERVICES, Obj
 from mcapi import names
 from member.imports import ImportApplier
-from member.imports.caches import CachesStopped, ImportCaches, service_import_kind
+from member.imports.caches import CachesStopped, ImportCaches
+from member.imports.objects import IMPORTED_SERVICE_IMPORTS
 from member.imports.ownership import LABEL_IMPORTED_SERVICE, LABEL_MANAGED_BY, MANAGED_BY
 from member.imports.policies import tier_resource
 from sandbox.server import SandboxServer
@@ -126,7 +127,7 @@ async def test_a_subscriber_follows_an_optional_kind_from_its_first_watch_throug
     caches.subscribe(SERVICE_IMPORTS, seen)
     assert seen.events == []  # not watched yet: nobody needed it
 
-    first = await caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1))
+    first = await caches.optional_kind(IMPORTED_SERVICE_IMPORTS.in_version("v1beta1"))
     assert seen.events == [("ADDED", "nginx")]
     assert caches.watching(SERVICE_IMPORTS) is first
 
@@ -141,7 +142,7 @@ async def test_a_subscriber_follows_an_optional_kind_from_its_first_watch_throug
     # Back: watched anew, and the subscriber gets its contents.
     await install_crds(client)
     await client.create(SERVICE_IMPORTS_V1BETA1, imported_service_import("db"), namespace="web")
-    again = await caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1))
+    again = await caches.optional_kind(IMPORTED_SERVICE_IMPORTS.in_version("v1beta1"))
     assert again is not first and caches.watching(SERVICE_IMPORTS) is again
     assert seen.events[-1] == ("ADDED", "db")
 
@@ -154,7 +155,7 @@ async def test_stopped_caches_refuse_to_watch_an_optional_kind_or_tiers_and_make
     before = client.metrics.total()
 
     with pytest.raises(CachesStopped, match="stopped"):
-        await caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1))
+        await caches.optional_kind(IMPORTED_SERVICE_IMPORTS.in_version("v1beta1"))
     with pytest.raises(CachesStopped, match="stopped"):
         await caches.tiers(tier_resource("v1beta1"))
     assert client.metrics.total() == before
@@ -165,7 +166,7 @@ async def test_an_optional_kind_being_watched_when_the_caches_stop_is_stopped_to
     cluster: tuple[SandboxServer, KubeClient, ImportCaches],
 ) -> None:
     _, _, caches = cluster
-    pending = asyncio.create_task(caches.optional_kind(service_import_kind(SERVICE_IMPORTS_V1BETA1)))
+    pending = asyncio.create_task(caches.optional_kind(IMPORTED_SERVICE_IMPORTS.in_version("v1beta1")))
     await asyncio.sleep(0)  # its first list under way
     assert running_informers(SERVICE_IMPORTS_V1BETA1) == 1
     await caches.stop()

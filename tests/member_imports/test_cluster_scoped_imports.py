@@ -10,7 +10,8 @@ from typing import Any
 import yaml
 
 from kube.client import KubeClient
-from kube.errors import NotFound
+from kube.conditions import Status
+from kube.errors import Conflict, NotFound
 from kube.resources import (
     CLUSTER_INFO_IMPORTS,
     CRDS,
@@ -22,11 +23,36 @@ from kube.resources import (
 )
 from mcapi import names
 from member.hubclient import Delete
-from member.imports.cluster_info_status import set_cluster_info_import_condition, set_condition_retrying
+from member.imports.cluster_info_status import set_cluster_info_import_condition
 from tests.kubeenv.cluster import CRD_DIR
 from tests.member_imports.conftest import MEMBER_NAMESPACE, Appliers, Reports, eventually
 from tests.member_imports.messages import acnp_import, cluster_info_import, label_identity_import, service_import
 from tests.member_imports.test_service_imports import eventually_applied
+
+# Several writers own conditions on one ClusterInfoImport (import, overlap, gateway health): a
+# writer that meets a conflicting write re-reads and retries this many times before giving up.
+CONFLICT_RETRIES = 5
+
+
+async def set_condition_retrying(
+    client: KubeClient,
+    live: Obj,
+    condition_type: str,
+    status: Status,
+    *,
+    reason: str = "",
+    message: str = "",
+) -> Obj:
+    """set_cluster_info_import_condition, re-reading and retrying when another writer got there first."""
+    for _ in range(CONFLICT_RETRIES):
+        try:
+            return await set_cluster_info_import_condition(
+                client, live, condition_type, status, reason=reason, message=message
+            )
+        except Conflict:
+            live = await client.get(CLUSTER_INFO_IMPORTS, live["metadata"]["name"], live["metadata"].get("namespace"))
+    return await set_cluster_info_import_condition(client, live, condition_type, status, reason=reason, message=message)
+
 
 ACNP = Resource("crd.antrea.io", "v1beta1", "clusternetworkpolicies", "ClusterNetworkPolicy", False)
 TIER = Resource("crd.antrea.io", "v1beta1", "tiers", "Tier", False)
