@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test lint proto crds manifests image bench clean
+.PHONY: setup demo demo-nodes test lint proto crds manifests image bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,9 +36,19 @@ crds: setup
 manifests: setup
 	$(BIN)/python hack/render_manifests.py
 
-# Needs a Docker engine (not required for anything else here).
+# deploy/Dockerfile with buildah or podman, on a base made from Debian packages
+# (mmdebstrap); prints the OCI archive's path last. With Docker:
+# docker build -f deploy/Dockerfile -t mchub:latest .
 image:
-	docker build -f deploy/Dockerfile -t mchub:latest .
+	hack/build-image
+
+# The demo's ClusterSet on real nodes (root; ../shared/envtest, containerd, ...):
+# the image built and loaded, mchub installed as deploy/INSTALL.md says, and an
+# east Pod fetching a west Pod's answer. DIR is kept running until
+# `python -m hack.nodeset down DIR`.
+NODES_DIR ?= /tmp/mchub-demo-nodes
+demo-nodes: setup
+	$(BIN)/python -m hack.nodeset demo $(NODES_DIR)
 
 bench: setup
 	$(BIN)/python bench/hub_fanout.py --json bench/results/hub_fanout.json
