@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo demo-nodes test lint proto crds manifests image bench clean
+.PHONY: setup demo demo-nodes conformance test lint proto crds manifests image bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,14 @@ image:
 NODES_DIR ?= /tmp/mchub-demo-nodes
 demo-nodes: setup
 	$(BIN)/python -m hack.nodeset demo $(NODES_DIR)
+
+# The upstream mcs-api conformance suite (../shared/mcs-conformance) on a
+# ClusterSet of real clusters with nodes, mchub installed as a user does;
+# report.yaml, report.html and the log land in test-artifacts/conformance/.
+# CONFORMANCE_DIR: a ClusterSet `python -m hack.nodeset up DIR` left running.
+CONFORMANCE_DIR ?= /tmp/mchub-conformance
+conformance: setup
+	$(BIN)/python -m hack.nodeset.conformance $(CONFORMANCE_DIR)
 
 bench: setup
 	$(BIN)/python bench/hub_fanout.py --json bench/results/hub_fanout.json

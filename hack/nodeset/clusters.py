@@ -39,6 +39,8 @@ class Cluster:
     nodes: list[Node]
     pod_cidr: str | None = None
     service_cidr: str | None = None
+    cluster_dns: str | None = None
+    """The kubelets' clusterDNS address, where a cluster DNS must answer (envtest has none)."""
 
     @property
     def kubeconfig(self) -> Path:
@@ -97,7 +99,8 @@ class EnvtestNodes:
             text=True,
             timeout=600,
             check=False,
-            env={**os.environ, **(env or {})},
+            # The kubelets' clusterDNS: the tenth address of each Service CIDR, as kubeadm's.
+            env={**os.environ, "ENVTEST_CLUSTER_DNS": "+10", **(env or {})},
         )
         if done.returncode != 0:
             raise RuntimeError(f"envtest up exited {done.returncode}: {done.stderr.strip()[-3000:]}")
@@ -123,6 +126,7 @@ class EnvtestNodes:
             [Node(n["name"], n["ip"], n["podCIDR"]) for n in info.get("nodes", [])],
             pod_cidr=info.get("podCIDR"),
             service_cidr=info.get("serviceCIDR"),
+            cluster_dns=info.get("clusterDNS") or None,
         )
 
     def down(self) -> None:

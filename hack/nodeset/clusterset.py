@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hack.nodeset import images
+from hack.nodeset import clusterdns, images
 from hack.nodeset.clusters import Cluster, EnvtestNodes, user_clusters
 from hack.nodeset.install import (
     AGENT_CONFIG,
@@ -156,6 +156,9 @@ def install(clusters: dict[str, Cluster], tls_dir: Path, say: object = print) ->
         join_member(installed, cluster, gateways_of(cluster), wait=False, **config)
     for cluster in clusters.values():
         wait_member(cluster)
+    for cluster in clusters.values():
+        if cluster.cluster_dns:  # envtest's: a user's clusters have their own DNS
+            clusterdns.install(cluster, cluster.cluster_dns)
     until("every member Ready in the leader's ClusterSet", lambda: clusterset_ready(installed), timeout=120)
     installed.seconds["to_ready"] = time.monotonic() - started
     return installed

@@ -5,8 +5,16 @@
   ``image: mchub:latest``;
 - ``web``: envtest's busybox test image (Debian's busybox-static): ``httpd`` serves the
   test Deployments, ``wget``/``nc`` make single requests;
-- ``tools``: Debian's curl, wrk, iperf3, socat, dnsutils and netcat, for request loops,
-  load and DNS questions.
+- ``tools``: Debian's curl, wrk, iperf3, socat, BIND's nslookup and dig, OpenBSD's nc,
+  dnsmasq and Python, named as the mcs-api conformance suite names its toolbox
+  (``nicolaka/netshoot:v0.15``; no ENTRYPOINT, as there): request loops, load, DNS questions,
+  the suite's ``request`` Pods and the test clusters' DNS (hack/nodeset/clusterdns.py);
+- ``socat``: Debian's socat 1.7.4.4, named as the suite's server image
+  (``alpine/socat:1.7.4.4``, ENTRYPOINT socat).
+
+Names are stored fully qualified (``docker.io/...``): that is what a kubelet looks up for the
+short names Pods use; an archive naming ``nicolaka/netshoot:v0.15`` imports, but its Pods fail
+with ErrImagePull.
 """
 
 from __future__ import annotations
@@ -39,9 +47,10 @@ class Archives:
     mchub: Path
     web: Path
     tools: Path
+    socat: Path
 
     def all(self) -> tuple[Path, ...]:
-        return (self.mchub, self.web, self.tools)
+        return (self.mchub, self.web, self.tools, self.socat)
 
 
 def _last_line(command: list[str], what: str, timeout: float = 1200) -> Path:

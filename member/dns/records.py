@@ -6,6 +6,9 @@
   ``<hostname>.<clusterid>.<svc>.<ns>.svc.<zone>`` per ready endpoint; SRV per ready endpoint and
   named port, pointing at the endpoint's name. An endpoint without a hostname is named after its
   address (``10-0-0-2``), as cluster DNS names them, so that every endpoint has an SRV target.
+- Both: SRV at the Service name itself, as CoreDNS answers it: one record per distinct port
+  number (named or not) and target, so the same number over TCP and UDP is one record (the
+  mcs-api conformance suite counts them).
 
 A Service with no address to give (no IP yet, no ready endpoint) has no records at all: the
 specification wants NXDOMAIN then. Names that cannot be DNS names (a label too long, a dot in
@@ -84,17 +87,21 @@ class _Port:
         return f"_{self.name}", f"_{self.protocol.lower()}"
 
 
-def _named_ports(entries: object) -> list[_Port]:
+def _ports(entries: object) -> list[_Port]:
+    """Every valid port; an unnamed one has the name ""."""
     ports: list[_Port] = []
     for entry in entries if isinstance(entries, list) else []:
         if not isinstance(entry, dict):
             continue
-        name, port, protocol = entry.get("name"), entry.get("port"), entry.get("protocol") or "TCP"
-        # Unnamed ports have no SRV record.
-        named = isinstance(name, str) and is_label(name)
-        if named and isinstance(port, int) and 0 < port < 65536 and isinstance(protocol, str) and is_label(protocol):
+        name, port, protocol = entry.get("name") or "", entry.get("port"), entry.get("protocol") or "TCP"
+        if isinstance(port, int) and 0 < port < 65536 and isinstance(protocol, str) and is_label(protocol):
             ports.append(_Port(str(name), port, protocol))
     return ports
+
+
+def _named_ports(ports: list[_Port]) -> list[_Port]:
+    """Unnamed ports have no ``_<port>._<proto>`` SRV name."""
+    return [port for port in ports if is_label(port.name)]
 
 
 class _Builder:
@@ -130,7 +137,12 @@ class _Builder:
                 node[rdtype] = dns.rrset.from_rdata_list(name, self.ttl, rdatas)
             out.nodes[name] = node
         for name, targets in self.srv_targets.items():
-            extra = [rrset for target in targets for rrset in out.nodes.get(target, {}).values()]
+            extra = [
+                rrset
+                for target in targets
+                for rdtype, rrset in out.nodes.get(target, {}).items()
+                if rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA)
+            ]
             out.additional[name] = tuple(extra)
         return out
 
@@ -175,7 +187,10 @@ def _cluster_set_ip(builder: _Builder, owner: dns.name.Name, spec: dict[str, obj
             builder.add_address(owner, ip)
     if owner not in builder.rdatas:
         return
-    for port in _named_ports(spec.get("ports")):
+    ports = _ports(spec.get("ports"))
+    for port in ports:
+        builder.add_srv(owner, port.port, owner)
+    for port in _named_ports(ports):
         srv_name = _child(port.label, owner)
         if srv_name is not None:
             builder.add_srv(srv_name, port.port, owner)
@@ -185,7 +200,7 @@ def _headless(builder: _Builder, owner: dns.name.Name, slices: Iterable[Obj]) ->
     for slice_ in slices:
         labels = (slice_.get("metadata") or {}).get("labels") or {}
         cluster = labels.get(names.LABEL_MCS_SOURCE_CLUSTER, "")
-        ports = _named_ports(slice_.get("ports"))
+        ports = _ports(slice_.get("ports"))
         endpoints = slice_.get("endpoints")
         for endpoint in endpoints if isinstance(endpoints, list) else []:
             if not isinstance(endpoint, dict):
@@ -205,6 +220,8 @@ def _headless(builder: _Builder, owner: dns.name.Name, slices: Iterable[Obj]) ->
             if endpoint_name is None:
                 continue
             for port in ports:
+                builder.add_srv(owner, port.port, endpoint_name)
+            for port in _named_ports(ports):
                 srv_name = _child(port.label, owner)
                 if srv_name is not None:
                     builder.add_srv(srv_name, port.port, endpoint_name)

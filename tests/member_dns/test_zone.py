@@ -211,7 +211,38 @@ def test_an_import_that_turns_headless_changes_its_records() -> None:
 def test_any_answers_every_type_at_the_name() -> None:
     zone = ClustersetZone()
     zone.put_service_import(service_import("dual", ips=["10.112.0.6", "fd00::6"]))
-    assert values(ask(zone, "dual.default.svc.clusterset.local.", "ANY").answer) == {"10.112.0.6", "fd00::6"}
+    assert values(ask(zone, "dual.default.svc.clusterset.local.", "ANY").answer) == {
+        "10.112.0.6",
+        "fd00::6",
+        "0 100 80 dual.default.svc.clusterset.local.",
+    }
+
+
+def test_srv_at_a_clustersetip_name_is_one_record_per_port_number_as_coredns_answers() -> None:
+    """The same number over TCP and UDP is one record; an unnamed port has one too."""
+    zone = ClustersetZone()
+    ports = [("tcp", 42, "TCP"), ("udp", 42, "UDP"), ("", 8080, "TCP")]
+    zone.put_service_import(service_import("hello", "mcs", ips=["10.112.0.7"], ports=ports))
+    found = ask(zone, "hello.mcs.svc.clusterset.local.", "SRV")
+    assert sorted((r.port, r.target.to_text()) for rrset in found.answer for r in rrset) == [
+        (42, "hello.mcs.svc.clusterset.local."),
+        (8080, "hello.mcs.svc.clusterset.local."),
+    ]
+    assert values(found.additional) == {"10.112.0.7"}
+
+
+def test_srv_at_a_headless_name_is_one_record_per_ready_endpoint_and_port_number() -> None:
+    zone = _headless_zone()
+    found = ask(zone, "db.data.svc.clusterset.local.", "SRV")
+    assert sorted((r.port, r.target.to_text()) for rrset in found.answer for r in rrset) == [
+        (9, "10-0-0-2.west.db.data.svc.clusterset.local."),
+        (9, "db-0.west.db.data.svc.clusterset.local."),
+        (9, "db-3.west.db.data.svc.clusterset.local."),
+        (5433, "10-0-0-2.west.db.data.svc.clusterset.local."),
+        (5433, "db-0.north.db.data.svc.clusterset.local."),
+        (5433, "db-0.west.db.data.svc.clusterset.local."),
+        (5433, "db-3.west.db.data.svc.clusterset.local."),
+    ]
 
 
 def test_objects_that_cannot_be_named_are_left_out_without_failing() -> None:

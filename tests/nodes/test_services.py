@@ -17,6 +17,7 @@ from hack.nodeset.kubectl import until
 from hack.nodeset.workloads import (
     client_pod,
     ensure_namespace,
+    exec_in,
     fetch,
     fetch_until,
     gaps,
@@ -74,6 +75,21 @@ def test_an_east_pod_reaches_the_west_service_by_its_imported_service_and_its_cl
     for ip in (service_ip, clusterset_ip):
         answer = fetch_until(world.east, NS, pod, f"http://{ip}/")
         assert answer in world.west_pods()
+
+
+def test_an_east_pod_reaches_the_west_service_by_its_clusterset_local_name(world: World) -> None:
+    """Through the cluster's DNS, which forwards clusterset.local to the member's DNS as the
+    `mcctl get dnsconfig` stanza tells a user's CoreDNS to."""
+    if world.east.cluster_dns is None:
+        pytest.skip("the cluster's own DNS must forward clusterset.local (mcctl get dnsconfig)")
+    _, clusterset_ip = world.imported_ips(world.east)
+    name = f"web.{NS}.svc.clusterset.local"
+    answer = until(f"{name} in east", lambda: exec_in(world.east, NS, "client", "dig", "+short", name) or None)
+    assert answer.split() == [clusterset_ip]
+    assert fetch_until(world.east, NS, "client", f"http://{name}/") in world.west_pods()
+    # cluster.local still resolves the cluster's own Services.
+    local = exec_in(world.east, NS, "client", "dig", "+short", "kubernetes.default.svc.cluster.local").split()
+    assert local == [world.east.kubectl("get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}")]
 
 
 def test_the_dual_role_leader_reaches_the_west_service_as_a_member_too(world: World) -> None:

@@ -1,0 +1,199 @@
+"""Datapath on real nodes: Pods through kube-proxy and the Gateways, against the same Pods in one cluster.
+
+The ClusterSet of hack/nodeset (north, east and west with envtest's real nodes: kubelet,
+containerd, kube-proxy in iptables mode, a CNI bridge), mchub installed as INSTALL.md says.
+East and west each run an iperf3 server and an HTTP server (busybox httpd) behind a Service,
+on a node that is not their Gateway; west exports its Services. Client Pods run on east's
+Gateway node and on its other node. For each encryption mode (VXLAN, WireGuard) and each
+client node, in the same run:
+
+- ``local``: the client to east's own Service (kube-proxy, one hop between nodes): the floor;
+- ``cross``: the client to west's Service through ``antrea-mc-<name>`` (kube-proxy, the
+  Gateways' tunnel, kube-proxy again).
+
+Figures: iperf3 TCP throughput (one stream, ``--seconds``), and HTTP request latency (curl,
+a new connection per request, ``--requests`` of them: p50, p99), each with its ratio to
+``local``. Prints them and writes JSON (``--json``). Needs root and what the node tests
+need. ``MCHUB_NODESET_DIR=DIR`` measures a ClusterSet ``python -m hack.nodeset up DIR`` left
+running (and leaves it running); otherwise one is started and stopped (about 2 minutes).
+
+Usage: sudo .venv/bin/python bench/datapath_nodes.py [--seconds 5] [--requests 200] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import yaml
+
+from hack.nodeset.clusters import Cluster
+from hack.nodeset.clusterset import Mode, NodeClusterSet, attach, start
+from hack.nodeset.images import TOOLS_IMAGE
+from hack.nodeset.kubectl import until
+from hack.nodeset.workloads import client_pod, ensure_namespace, exec_in, fetch_until, time_requests, web_server
+
+NS = "bench"
+IPERF_PORT = 5201
+
+
+def iperf_server(cluster: Cluster, node: str) -> None:
+    """An iperf3 server Deployment on ``node``, its Service and ServiceExport."""
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "iperf", "namespace": NS},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "iperf"}},
+                "template": {
+                    "metadata": {"labels": {"app": "iperf"}},
+                    "spec": {
+                        "terminationGracePeriodSeconds": 0,
+                        "nodeSelector": {"kubernetes.io/hostname": node},
+                        "containers": [
+                            {
+                                "name": "iperf",
+                                "image": TOOLS_IMAGE,
+                                "imagePullPolicy": "IfNotPresent",
+                                "command": ["iperf3", "-s", "-p", str(IPERF_PORT)],
+                                "readinessProbe": {"tcpSocket": {"port": IPERF_PORT}, "periodSeconds": 1},
+                            }
+                        ],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "iperf", "namespace": NS},
+            "spec": {"selector": {"app": "iperf"}, "ports": [{"name": "iperf", "port": IPERF_PORT}]},
+        },
+        {
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+            "kind": "ServiceExport",
+            "metadata": {"name": "iperf", "namespace": NS},
+        },
+    ]
+    cluster.kubectl.apply(yaml.safe_dump_all(objects))
+    cluster.kubectl("-n", NS, "rollout", "status", "deployment/iperf", "--timeout=120s", timeout=130)
+
+
+def service_ip(cluster: Cluster, name: str) -> str:
+    return str(
+        until(name, lambda: cluster.kubectl("get", "service", name, "-n", NS, "-o", "jsonpath={.spec.clusterIP}"))
+    )
+
+
+def throughput(cluster: Cluster, pod: str, ip: str, seconds: float) -> float:
+    """Gbit/s received by the server, one TCP stream (iperf3 retries until the path is up)."""
+    for _ in range(20):
+        out = exec_in(
+            cluster, NS, pod, "iperf3", "-c", ip, "-p", str(IPERF_PORT), "-t", str(seconds), "-J", timeout=seconds + 60
+        )
+        try:
+            return float(json.loads(out)["end"]["sum_received"]["bits_per_second"]) / 1e9
+        except (KeyError, ValueError):
+            time.sleep(1)
+    raise RuntimeError(f"iperf3 to {ip} never ran")
+
+
+def measure(clusterset: NodeClusterSet, seconds: float, requests: int) -> list[dict[str, Any]]:
+    east, west = clusterset.cluster("east"), clusterset.cluster("west")
+    for cluster in (east, west):
+        ensure_namespace(cluster, NS)
+        # Servers off the Gateway (the first node is every member's Gateway here).
+        web_server(cluster, NS, "web", node=cluster.nodes[-1].name)
+        iperf_server(cluster, cluster.nodes[-1].name)
+    clients = {"gateway node": east.nodes[0].name, "other node": east.nodes[-1].name}
+    for node in clients.values():
+        client_pod(east, NS, f"client-{node}", node=node)
+    rows: list[dict[str, Any]] = []
+    for encryption in ("none", "wireGuard"):
+        clusterset.ensure(Mode(encryption=encryption))
+        local = {"web": service_ip(east, "web"), "iperf": service_ip(east, "iperf")}
+        cross = {"web": service_ip(east, "antrea-mc-web"), "iperf": service_ip(east, "antrea-mc-iperf")}
+        for where, node in clients.items():
+            pod = f"client-{node}"
+            for path, ips in (("local", local), ("cross", cross)):
+                fetch_until(east, NS, pod, f"http://{ips['web']}/")
+                gbps = throughput(east, pod, ips["iperf"], seconds)
+                timings = time_requests(east, NS, pod, f"http://{ips['web']}/", requests)
+                rows.append(
+                    {
+                        "tunnel": "VXLAN" if encryption == "none" else "WireGuard",
+                        "client": where,
+                        "path": path,
+                        "gbit_s": round(gbps, 3),
+                        "p50_ms": round(timings.p50, 2),
+                        "p99_ms": round(timings.p99, 2),
+                        "failed": timings.failed,
+                    }
+                )
+                print(rows[-1], file=sys.stderr, flush=True)
+    clusterset.ensure(Mode())
+    for cluster in (east, west):
+        cluster.kubectl("delete", "namespace", NS, "--wait=false")
+    return rows
+
+
+def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    floors = {(r["tunnel"], r["client"]): r for r in rows if r["path"] == "local"}
+    out = []
+    for row in rows:
+        if row["path"] != "cross":
+            continue
+        floor = floors[(row["tunnel"], row["client"])]
+        out.append(
+            {
+                **row,
+                "local_gbit_s": floor["gbit_s"],
+                "local_p50_ms": floor["p50_ms"],
+                "local_p99_ms": floor["p99_ms"],
+                "throughput_ratio": round(row["gbit_s"] / floor["gbit_s"], 3) if floor["gbit_s"] else None,
+                "p50_extra_ms": round(row["p50_ms"] - floor["p50_ms"], 2),
+            }
+        )
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    running = os.environ.get("MCHUB_NODESET_DIR")
+    clusterset = attach(Path(running)) if running else start(Path(tempfile.mkdtemp(prefix="mchub-bench-")) / "ct")
+    try:
+        rows = measure(clusterset, args.seconds, args.requests)
+    finally:
+        if not running:
+            clusterset.down()
+    summary = with_ratios(rows)
+    head = ("tunnel", "client", "Gbit/s cross/local", "ratio", "p50 ms cross/local", "p99 ms cross")
+    print(f"{head[0]:9} {head[1]:12} {head[2]:>22} {head[3]:>6} {head[4]:>20} {head[5]:>12}")
+    for row in summary:
+        print(
+            f"{row['tunnel']:9} {row['client']:12} {row['gbit_s']:>10.2f} / {row['local_gbit_s']:<9.2f} "
+            f"{row['throughput_ratio']:>6} {row['p50_ms']:>9.2f} / {row['local_p50_ms']:<8.2f} {row['p99_ms']:>12.2f}"
+        )
+    if args.json:
+        args.json.write_text(
+            json.dumps({"rows": rows, "summary": summary, "figures": clusterset.figures}, indent=2) + "\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
