@@ -28,18 +28,12 @@ from hack.nodeset.clusters import REPO, envtest_dir
 OUT_DIR = REPO / "build" / "image"
 MCHUB_IMAGE = "mchub:latest"
 WEB_IMAGE = "localhost/envtest/busybox:test"
-TOOLS_IMAGE = "localhost/mchub-test/tools:1"
+TOOLS_IMAGE = "docker.io/nicolaka/netshoot:v0.15"
 TOOLS_PACKAGES = (
-    "curl",
-    "wrk",
-    "iperf3",
-    "socat",
-    "dnsutils",
-    "netcat-openbsd",
-    "iproute2",
-    "procps",
-    "ca-certificates",
+    *("curl", "wrk", "iperf3", "socat", "bind9-dnsutils", "netcat-openbsd", "iproute2", "procps"),
+    *("ca-certificates", "dnsmasq-base", "python3"),
 )
+SOCAT_IMAGE = "docker.io/alpine/socat:1.7.4.4"
 
 
 @dataclass(frozen=True)
@@ -70,20 +64,19 @@ def build_web() -> Path:
     return _last_line([str(scripts / "build-test-image"), str(OUT_DIR / "web.oci.tar")], "build-test-image")
 
 
+def _debian(ref: str, archive: str, packages: tuple[str, ...], *options: str) -> Path:
+    command = [str(REPO / "hack" / "debian-image"), "--ref", ref, "--out", str(OUT_DIR / archive), *options]
+    return _last_line([*command, *packages], ref)
+
+
 def build_tools() -> Path:
-    return _last_line(
-        [
-            str(REPO / "hack" / "debian-image"),
-            "--ref",
-            TOOLS_IMAGE,
-            "--out",
-            str(OUT_DIR / "tools.oci.tar"),
-            *TOOLS_PACKAGES,
-        ],
-        "the tools image",
-    )
+    return _debian(TOOLS_IMAGE, "tools.oci.tar", TOOLS_PACKAGES, "--cmd", '["bash"]')
+
+
+def build_socat() -> Path:
+    return _debian(SOCAT_IMAGE, "socat.oci.tar", ("socat",), "--entrypoint", '["socat"]')
 
 
 def build_all() -> Archives:
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    return Archives(build_mchub(), build_web(), build_tools())
+    return Archives(build_mchub(), build_web(), build_tools(), build_socat())
