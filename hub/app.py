@@ -27,6 +27,7 @@ from hub.engine import ClusterSetEnd, Engine, utc_now
 from hub.follow_kube import KubeFollowSource
 from hub.follow_sqlite import SqliteFollowSource
 from hub.follower import Follower, FollowSource
+from hub.grpc.reflection import ReflectionNeedsToken, enable_reflection
 from hub.grpc.service import SERVICE_NAME, CommonAreaService, handlers
 from hub.import_batch import ImportBatch
 from hub.kubectl_exports import LeaderExportsWatch
@@ -35,7 +36,6 @@ from hub.metrics import HubMetrics
 from hub.mirror.feed import ChangeFeed, FeedingStore
 from hub.mirror.leader import LeaderCluster
 from hub.pod_role import FOLLOWER, LEADER, label_pod_role
-from hub.reflection import ReflectionNeedsToken, enable_reflection
 from hub.rest.app import build_rest_app
 from hub.store.base import Store
 from hub.store.sqlite import SqliteStore

@@ -11,6 +11,8 @@ MAX_MESSAGE_BYTES: even fully percent-encoded it stays under 8 KiB.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 # Values up to this many characters are quoted whole: every cluster ID,
 # Namespace and Service name (DNS-1123 labels, at most 63).
 MAX_QUOTED_CHARS = 64
@@ -41,8 +43,24 @@ def bounded(message: str, limit: int = MAX_MESSAGE_BYTES) -> str:
     return keep + _CUT
 
 
+# Texts of store and transport errors (not client values) are cut to this in logs and refusals.
+DETAIL_BYTES = 512
+
+
+def store_unavailable(error: Exception) -> str:
+    """The refusal's text when the store failed (UNAVAILABLE, HTTP 503): nothing was acknowledged."""
+    return f"the hub could not use its store ({bounded(str(error), DETAIL_BYTES)}); retry later"
+
+
 class HubError(Exception):
-    """A request the hub refused; nothing was changed. The message is bounded()."""
+    """A request the hub refused; nothing was changed. The message is bounded().
+
+    Each refusal names its gRPC status code and its HTTP status (with Kubernetes' reason):
+    the one table both faces map refusals with (hub.grpc.codes, hub.rest.errors).
+    """
+
+    grpc_code: ClassVar[str] = "UNKNOWN"
+    http_status: ClassVar[tuple[int, str]] = (500, "InternalError")
 
     def __init__(self, message: str = "") -> None:
         super().__init__(bounded(message))
@@ -55,18 +73,41 @@ class HubError(Exception):
 class InvalidRequest(HubError):
     """Malformed content (gRPC INVALID_ARGUMENT, HTTP 400)."""
 
+    grpc_code = "INVALID_ARGUMENT"
+    http_status = (400, "BadRequest")
+
 
 class TooLarge(InvalidRequest):
     """An export that would make a record too large for the hub's store or for members' watches,
     alone or merged with others' (gRPC INVALID_ARGUMENT, HTTP 400)."""
 
 
+class Unauthenticated(HubError):
+    """No bearer token, or one no authenticator knows (gRPC UNAUTHENTICATED, HTTP 401)."""
+
+    grpc_code = "UNAUTHENTICATED"
+    http_status = (401, "Unauthorized")
+
+
 class Forbidden(HubError):
     """The caller may not do this (gRPC PERMISSION_DENIED, HTTP 403)."""
+
+    grpc_code = "PERMISSION_DENIED"
+    http_status = (403, "Forbidden")
+
+
+class NotFound(HubError):
+    """The named object does not exist (gRPC NOT_FOUND, HTTP 404)."""
+
+    grpc_code = "NOT_FOUND"
+    http_status = (404, "NotFound")
 
 
 class NotJoined(HubError):
     """The member must announce before it exports (gRPC FAILED_PRECONDITION, HTTP 409)."""
+
+    grpc_code = "FAILED_PRECONDITION"
+    http_status = (409, "Conflict")
 
 
 class ClusterSetEnded(NotJoined):
@@ -78,19 +119,40 @@ class OutOfOrder(HubError):
     """A stream item the stream's state does not allow now, e.g. a second sync_begin
     (gRPC FAILED_PRECONDITION, HTTP 409)."""
 
+    grpc_code = "FAILED_PRECONDITION"
+    http_status = (409, "Conflict")
+
 
 class Conflict(HubError):
     """The request conflicts with how this hub is set up, e.g. deleting through REST what a
     CR holds (gRPC FAILED_PRECONDITION, HTTP 409)."""
 
+    grpc_code = "FAILED_PRECONDITION"
+    http_status = (409, "Conflict")
 
-class NotFound(HubError):
-    """The named object does not exist (gRPC NOT_FOUND, HTTP 404)."""
+
+class FellBehind(HubError):
+    """A watch fell further behind than the hub keeps for it: resume from the last revision
+    (gRPC ABORTED; HTTP 410 Expired, as a Kubernetes watch too old)."""
+
+    grpc_code = "ABORTED"
+    http_status = (410, "Expired")
 
 
 class Unavailable(HubError):
     """The hub cannot decide now (a service it relies on failed); retry (gRPC UNAVAILABLE, HTTP 503)."""
 
+    grpc_code = "UNAVAILABLE"
+    http_status = (503, "ServiceUnavailable")
+
 
 class NotLeader(HubError):
-    """This replica does not hold the leader lease (gRPC UNAVAILABLE, HTTP 503)."""
+    """This replica does not hold the leader lease (gRPC UNAVAILABLE, HTTP 503). `leader` names
+    where writes go, as this replica knows it ("" when it does not)."""
+
+    grpc_code = "UNAVAILABLE"
+    http_status = (503, "ServiceUnavailable")
+
+    def __init__(self, message: str = "", leader: str = "") -> None:
+        super().__init__(message)
+        self.leader = leader
