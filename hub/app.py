@@ -19,27 +19,27 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from hub.auth.identity import Authenticator
 from hub.auth.tokenreview import ChainAuthenticator
 from hub.auth.tokens import TokenStore, ensure_admin_token
-from hub.clusterset import member_health
-from hub.clusterset_end import EndRecord, deleted_through_rest, held_by_cr
-from hub.clusterset_identity import ClusterSetIdentity
+from hub.clusterset.end import EndRecord, deleted_through_rest, held_by_cr
+from hub.clusterset.identity import ClusterSetIdentity
+from hub.clusterset.status import member_health
 from hub.config import HubConfig
 from hub.engine import ClusterSetEnd, Engine, utc_now
-from hub.follow_kube import KubeFollowSource
-from hub.follow_sqlite import SqliteFollowSource
-from hub.follower import Follower, FollowSource
 from hub.grpc.reflection import ReflectionNeedsToken, enable_reflection
 from hub.grpc.service import SERVICE_NAME, CommonAreaService, handlers
-from hub.import_batch import ImportBatch
-from hub.kubectl_exports import LeaderExportsWatch
-from hub.leadership import KubeLeadership
+from hub.leader_cluster.kubectl_exports import LeaderExportsWatch
 from hub.metrics import HubMetrics
 from hub.mirror.feed import ChangeFeed, FeedingStore
 from hub.mirror.leader import LeaderCluster
-from hub.pod_role import FOLLOWER, LEADER, label_pod_role
+from hub.replicas.follower import Follower, FollowSource
+from hub.replicas.kube_source import KubeFollowSource
+from hub.replicas.leadership import KubeLeadership
+from hub.replicas.pod_role import FOLLOWER, LEADER, label_pod_role
+from hub.replicas.sqlite_source import SqliteFollowSource
 from hub.rest.app import build_rest_app
 from hub.store.base import Store
 from hub.store.sqlite import SqliteStore
 from hub.tls import ensure_tls, server_ssl_context
+from hub.watch.batches import ImportBatch
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class HubApp:
     With the sqlite store the process serves as soon as it started. With the
     kube store, replicas elect a leader through a Lease: only the holder loads
     the index from the CRs and takes writes; the others follow the leader's CRs
-    (hub.follower) and serve WatchImports and the REST read views with the
+    (hub.replicas.follower) and serve WatchImports and the REST read views with the
     leader's epoch and revisions, answering writes with UNAVAILABLE and a hint
     naming the leader, until they take over. `config.follow` makes a SQLite-store
     process such a follower of another process's data dir.
@@ -89,7 +89,7 @@ class HubApp:
         self.engine = Engine(store or SqliteStore(self.config.data_dir), self.config, clock)
         # The leader cluster a SQLite hub mirrors into (hub.mirror.leader).
         self.leader_cluster: LeaderCluster | None = None
-        # Kube store, while leading: ResourceExports a person applies (hub.kubectl_exports).
+        # Kube store, while leading: ResourceExports a person applies (hub.leader_cluster.kubectl_exports).
         self.kubectl_exports: LeaderExportsWatch | None = None
         # Whether (and why) this data dir's ClusterSet was deleted (SQLite store; the kube store
         # follows the leader ClusterSet CR instead).
@@ -330,7 +330,7 @@ class HubApp:
             await watch.stop()
 
     async def adopt_identity(self, identity: ClusterSetIdentity) -> None:
-        """Serve the ClusterSet the leader's ClusterSet CR describes (hub.clusterset_identity)."""
+        """Serve the ClusterSet the leader's ClusterSet CR describes (hub.clusterset.identity)."""
         cfg = self.config
         if (cfg.cluster_set_id, cfg.leader_cluster_id) == (identity.cluster_set_id, identity.leader_cluster_id):
             return
@@ -414,7 +414,7 @@ class HubApp:
 
 
 if TYPE_CHECKING:
-    from hub.leadership import LeaderSeat
+    from hub.replicas.leadership import LeaderSeat
     from hub.rest import RestHub
 
     # mypy checks here that HubApp offers the narrow views its parts are handed:

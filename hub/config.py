@@ -83,7 +83,7 @@ class HubConfig:
     # This replica's name in the Lease (default: the host name, i.e. the Pod name).
     replica_id: str = field(default_factory=socket.gethostname)
     # SQLite store: serve watches and reads from the change log of a data dir another hub
-    # process writes (hub.follow_sqlite), never writing. (Kube-store replicas that do not hold
+    # process writes (hub.replicas.sqlite_source), never writing. (Kube-store replicas that do not hold
     # the Lease always follow the leader's CRs.)
     follow: bool = False
     # The address members send writes to, named by a follower that refuses one (UNAVAILABLE with

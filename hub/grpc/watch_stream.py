@@ -4,7 +4,7 @@ The stream subscribes to the engine's imports bus first, then reads what it star
 a snapshot of the imports delivered to the watcher (consistent with its revision: read
 without awaiting), or, asked for a revision of the engine's epoch, the changes since then
 from the store's change log. Then it sends what the bus brings, one change per message or in
-batches (hub.grpc.watch_messages), bookmarks for the ticks, and ends when its subscription
+batches (hub.watch.batches), bookmarks for the ticks, and ends when its subscription
 overflows: the watcher fell behind (it resumes), or the hub is shutting down.
 """
 
@@ -17,10 +17,16 @@ from typing import Any
 
 from hub.engine import Engine
 from hub.errors import FellBehind, Unavailable
-from hub.grpc.watch_messages import MAX_BATCH_CHANGES, batch_bytes, batched_deltas, batched_snapshot, single_deltas
-from hub.import_batch import ImportBatch
 from hub.metrics import HubMetrics
 from hub.store.base import EpochMismatch, RevisionCompacted, RevisionInFuture
+from hub.watch.batches import (
+    MAX_BATCH_CHANGES,
+    ImportBatch,
+    batch_bytes,
+    batched_deltas,
+    batched_snapshot,
+    single_deltas,
+)
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 

@@ -4,14 +4,14 @@ Everything the leader Namespace of K holds for kubectl, beside the hub's own sto
 
 - the mirror of ResourceExports, ResourceImports and MemberClusterAnnounces (hub.mirror.mirror);
 - AntreaClusterNetworkPolicy ResourceExports a person applies there, taken in as admin
-  exports (hub.kubectl_exports), so the user guide's policy replication works as with the
+  exports (hub.leader_cluster.kubectl_exports), so the user guide's policy replication works as with the
   kube store;
-- the leader ClusterSet CR (hub.clusterset_watch): the ClusterSet and leader IDs the hub
+- the leader ClusterSet CR (hub.leader_cluster.clusterset_cr): the ClusterSet and leader IDs the hub
   serves (the configuration is the fallback), its status (total and ready clusters,
   ClusterConnected per member, HubConfigMatches), and its deletion, which ends the
   ClusterSet as `DELETE /api/v1/clusterset` does (recorded in the data dir);
 - members' import reports as ResourceImport status and ACNPImportFailed Events
-  (hub.import_outcomes).
+  (hub.leader_cluster.import_outcomes).
 
 None of it stands between members and the hub: a leader cluster that is down makes the
 mirror lag, and it catches up when the cluster is back.
@@ -26,14 +26,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from hub.clusterset import clusterset_status, with_mismatches
-from hub.clusterset_end import EndRecord
-from hub.clusterset_identity import ClusterSetIdentity
-from hub.clusterset_watch import LeaderClusterSetWatch
-from hub.clusterset_writer import ClusterSetStatusWriter
+from hub.clusterset.end import EndRecord
+from hub.clusterset.identity import ClusterSetIdentity
+from hub.clusterset.status import clusterset_status, with_mismatches
 from hub.config import HubConfig
-from hub.import_outcomes import ImportOutcomeWriter, ReportSource
-from hub.kubectl_exports import KubectlExports
+from hub.leader_cluster.clusterset_cr import LeaderClusterSetWatch
+from hub.leader_cluster.import_outcomes import ImportOutcomeWriter, ReportSource
+from hub.leader_cluster.kubectl_exports import KubectlExports
+from hub.leader_cluster.status_writer import ClusterSetStatusWriter
 from hub.mirror.feed import ChangeFeed
 from hub.mirror.mirror import LeaderMirror
 from kube.client import KubeClient, connect

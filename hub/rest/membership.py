@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from hub.clusterset import MemberHealth, member_health
-from hub.clusterset_end import held_by_cr
+from hub.clusterset.end import held_by_cr
+from hub.clusterset.status import MemberHealth, member_health
 from hub.errors import quote
 from hub.rest import shapes
 from hub.rest.context import hub_of, is_dry_run, require_admin

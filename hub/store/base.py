@@ -125,7 +125,7 @@ class Store(abc.ABC):
     def max_record_bytes(self) -> int | None:
         """The largest export or import this store can hold, as record_bytes() measures it;
         None when it has no limit of its own. A batch holding a larger record fails whole, so
-        the hub refuses the export that would make one before it commits (hub.engine_fit)."""
+        the hub refuses the export that would make one before it commits (hub.engine.fit)."""
         return None
 
     def record_bytes(self, record: pb.ResourceExport | pb.ResourceImport) -> int:

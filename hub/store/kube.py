@@ -27,7 +27,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from hub.packed import M, PackedMessages
 from hub.store.base import (
     EpochMismatch,
     ImportChange,
@@ -54,6 +53,7 @@ from hub.store.kube_codec import (
     storable,
 )
 from hub.store.kube_measured import MeasuredCRs
+from hub.store.packed import M, PackedMessages
 from kube.client import KubeClient, PatchType
 from kube.errors import AlreadyExists, KubeError, NotFound, TemporaryError
 from kube.resources import MEMBER_CLUSTER_ANNOUNCES, NAMESPACES, RESOURCE_EXPORTS, RESOURCE_IMPORTS, Resource, name_of
@@ -105,7 +105,7 @@ class KubeStore(Store):
         self._import_revision = 0
         self._compacted_through = 0
         self._log: list[ImportChange] = []
-        # What the CRs hold as the hub wrote them, kept packed (hub.packed) like the engine's index.
+        # What the CRs hold as the hub wrote them, kept packed (hub.store.packed) like the engine's index.
         self._exports: PackedMessages[pb.ResourceExport] = _packed(pb.ResourceExport.FromString)
         self._imports: PackedMessages[pb.ResourceImport] = _packed(pb.ResourceImport.FromString)
         self._members: dict[str, MemberRecord] = {}
@@ -149,7 +149,7 @@ class KubeStore(Store):
             for obj in (await self._client.list_all(RESOURCE_EXPORTS, namespace=self.namespace)).items:
                 if authorship(obj) is not Authorship.HUB:
                     # A person's (kubectl) or one changed since the hub wrote it: not the hub's
-                    # state. hub.kubectl_exports takes policies in; members resend their own.
+                    # state. hub.leader_cluster.kubectl_exports takes policies in; members resend their own.
                     log.info("kube store skips a ResourceExport it did not write", extra={"object": name_of(obj)})
                     continue
                 export = export_from_cr(obj)

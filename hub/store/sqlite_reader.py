@@ -74,11 +74,6 @@ class SnapshotReader:
 
         return await self._read(read)
 
-    async def count(self, table: str) -> int:
-        if table not in ("exports", "imports", "members", "import_changes"):
-            raise ValueError(f"no table {table!r}")
-        return await self._read(lambda conn: int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]))
-
     async def _read(self, read: Callable[[sqlite3.Connection], T]) -> T:
         conn = self._conn
         if conn is None:

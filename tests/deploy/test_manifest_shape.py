@@ -218,7 +218,7 @@ def _bound_rules(objects: list[Obj], account: str) -> tuple[list[Obj], list[Obj]
     return namespaced, cluster
 
 
-# What the hub's code does with the API (hub/store/kube.py, hub/clusterset_writer.py,
+# What the hub's code does with the API (hub/store/kube.py, hub/leader_cluster/status_writer.py,
 # kube/leader.py, hub/auth/tokenreview.py), in its own Namespace unless cluster-scoped.
 HUB_NAMESPACED_CALLS = [
     *[

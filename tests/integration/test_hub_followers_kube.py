@@ -20,7 +20,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from hub.pod_role import ROLE_LABEL
+from hub.replicas.pod_role import ROLE_LABEL
 from hub.store.base import WriteBatch
 from hub.store.kube import KubeStore
 from hub.store.kube_codec import change_stamp, deleting_patch, is_being_deleted, read_change_stamp

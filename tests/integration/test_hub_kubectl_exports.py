@@ -32,7 +32,7 @@ import yaml
 from hub.app import HubApp
 from hub.config import HubConfig
 from hub.engine import Engine
-from hub.kubectl_exports import KubectlExports
+from hub.leader_cluster.kubectl_exports import KubectlExports
 from hub.store.base import WriteBatch
 from hub.store.sqlite import CommitFailed, SqliteStore
 from kube.client import KubeClient, WatchEvent

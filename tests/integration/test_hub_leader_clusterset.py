@@ -23,7 +23,7 @@ import grpc
 import pytest
 
 from hub.app import HubApp
-from hub.clusterset_end import RECORD_FILE
+from hub.clusterset.end import RECORD_FILE
 from kube.client import KubeClient
 from kube.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
@@ -107,7 +107,7 @@ async def serving(hub: HubApp) -> None:
 async def test_the_hub_serves_the_clusterset_its_leader_cr_names_and_reports_the_mismatch(
     leader: Leader, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="hub.clusterset_watch")
+    caplog.set_level(logging.WARNING, logger="hub.leader_cluster.clusterset_cr")
     ns, client = leader.namespace, leader.client
     await client.create(CLUSTER_SETS, clusterset("prod-clusterset", "leader-a", "leader-a"), namespace=ns)
     hub = leader.hub()
@@ -137,7 +137,7 @@ async def test_the_hub_serves_the_clusterset_its_leader_cr_names_and_reports_the
         assert check is not None and check["reason"] == "ConfigMismatch"
         assert "'prod-clusterset'" in check["message"] and f"'{CONFIGURED_SET}'" in check["message"]
         assert "'leader-a'" in check["message"] and f"'{CONFIGURED_LEADER}'" in check["message"]
-        logged = [r.getMessage() for r in caplog.records if r.name == "hub.clusterset_watch"]
+        logged = [r.getMessage() for r in caplog.records if r.name == "hub.leader_cluster.clusterset_cr"]
         assert "leader clusterset mismatch" in logged
     finally:
         await members.close()

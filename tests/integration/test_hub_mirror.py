@@ -405,7 +405,7 @@ async def test_what_changed_while_the_mirror_was_off_is_caught_up_at_start(leade
     await plain.start()
     members = MemberFactory(plain)
     try:
-        await plain.engine.forget_member("test-cluster-east")
+        await plain.engine.remove_member("test-cluster-east", "removed by the test")
         await export_nginx(members, "test-cluster-west", "10.112.0.10")
     finally:
         await members.close()

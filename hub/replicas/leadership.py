@@ -10,13 +10,13 @@ from datetime import datetime
 from typing import Protocol
 
 from hub.auth.tokenreview import TokenReviewAuthenticator
-from hub.clusterset import clusterset_status, with_mismatches
-from hub.clusterset_identity import ClusterSetIdentity
-from hub.clusterset_watch import LeaderClusterSetWatch
-from hub.clusterset_writer import ClusterSetStatusWriter
+from hub.clusterset.identity import ClusterSetIdentity
+from hub.clusterset.status import clusterset_status, with_mismatches
 from hub.config import HubConfig
 from hub.engine import Engine
-from hub.import_outcomes import ImportOutcomeWriter, ReportSource
+from hub.leader_cluster.clusterset_cr import LeaderClusterSetWatch
+from hub.leader_cluster.import_outcomes import ImportOutcomeWriter, ReportSource
+from hub.leader_cluster.status_writer import ClusterSetStatusWriter
 from hub.store.base import StoreError
 from hub.store.kube import KubeStore
 from kube.client import KubeClient, connect

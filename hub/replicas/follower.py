@@ -2,8 +2,8 @@
 
 The follower keeps an Engine (index, revision, epoch, watchers' bus) in step with what a
 `FollowSource` reads of the leader's durable state — the SQLite change log of the data dir
-(`hub.follow_sqlite`), or the ResourceImport CRs the kube store stamps with the epoch and
-revision that wrote them (`hub.follow_kube`). WatchImports and the REST read views then run
+(`hub.replicas.sqlite_source`), or the ResourceImport CRs the kube store stamps with the epoch and
+revision that wrote them (`hub.replicas.kube_source`). WatchImports and the REST read views then run
 unchanged on this engine: snapshots, SYNCED, bookmarks and resumption all behave as on the
 leader, with the leader's epoch and revisions, so a member resumes on any replica.
 
@@ -28,8 +28,7 @@ from typing import Protocol
 
 from hub.config import HubConfig
 from hub.engine import Clock, Engine, utc_now
-from hub.import_batch import ImportBatch
-from hub.index import Index
+from hub.engine.index import Index
 from hub.store.base import (
     EpochMismatch,
     ImportChange,
@@ -41,6 +40,7 @@ from hub.store.base import (
     StoreError,
     WriteBatch,
 )
+from hub.watch.batches import ImportBatch
 from kube.waiting import until_set_or_done
 from mcapi.mchub.v1 import common_area_pb2 as pb
 

@@ -18,17 +18,17 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from hub.auth.identity import Identity
-from hub.bus import Bus
 from hub.config import HubConfig
-from hub.engine_fit import Planned, RecordLimits, fit, refusal
+from hub.engine.fit import Planned, RecordLimits, fit, refusal
+from hub.engine.index import Index
+from hub.engine.reports import ImportStatusBook, record_reports
 from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, NotJoined, bounded, quote
-from hub.import_batch import ImportBatch
-from hub.import_status import ImportStatusBook, record_reports
-from hub.index import Index
 from hub.merge import MergeConfig, MergeContext, expected_export_name, validate_export
 from hub.merge.ownership import ADMIN_OWNER, describe_owner, is_admin_export, owner_of
-from hub.regroup import regroup
+from hub.merge.regroup import regroup
 from hub.store.base import ImportChange, MemberRecord, Store, WriteBatch
+from hub.watch.batches import ImportBatch
+from hub.watch.bus import Bus
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -187,10 +187,6 @@ class Engine:
             heartbeat_interval_seconds=max(1, math.ceil(self._config.heartbeat_interval)),
             epoch=self.epoch,
         )
-
-    async def forget_member(self, cluster_id: str) -> None:
-        """Remove a member and everything it exported (the operator's DELETE /api/v1/members)."""
-        await self.remove_member(cluster_id, f"cluster {quote(cluster_id)} was removed from the ClusterSet")
 
     def removal_plan(self, cluster_id: str) -> MemberRemoval:
         """What remove_member would delete and change now (nothing is written)."""
@@ -370,7 +366,7 @@ class Engine:
             return responses, refusal
 
     def _plan(self, exports: Sequence[pb.ResourceExport]) -> Planned:
-        """What upserting the admitted exports writes (nothing is written: hub.engine_fit)."""
+        """What upserting the admitted exports writes (nothing is written: hub.engine.fit)."""
         latest = self._to_write(exports)
         batch = self._regroup(deleted=set(), put=list(latest.values())) if latest else None
         return Planned(latest, batch)
@@ -459,7 +455,7 @@ class Engine:
 
     def _regroup_deletes(self, deleted: set[str], cause: str) -> WriteBatch:
         """The write of deleting these exports; TooLarge (`cause` refused) if a record it puts
-        does not fit: a delete can let skipped exports join (hub.engine_fit)."""
+        does not fit: a delete can let skipped exports join (hub.engine.fit)."""
         batch = self._regroup(deleted=deleted, put=[])
         self._refuse_misfit(batch, cause)
         return batch

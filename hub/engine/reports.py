@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from hub.errors import InvalidRequest, quote
-from hub.merge import delivers_to
 from hub.store.base import WriteBatch
+from hub.watch.delivery import delivers_to
 from kube.conditions import format_time
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -39,7 +39,7 @@ ImportStatusListener = Callable[[str, str, ImportStatusEntry], None]
 class ImportStatusBook(dict[str, dict[str, ImportStatusEntry]]):
     def __init__(self) -> None:
         super().__init__()
-        # The kube store's hub writes reports into the ResourceImport CRs (hub.import_outcomes).
+        # The kube store's hub writes reports into the ResourceImport CRs (hub.leader_cluster.import_outcomes).
         self.listeners: list[ImportStatusListener] = []
 
     def record(self, import_name: str, cluster_id: str, entry: ImportStatusEntry) -> None:
