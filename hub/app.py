@@ -267,7 +267,7 @@ class HubApp:
         """Serve watches and reads from the leader's history, once the follower has it."""
         follower = Follower(source, self.config, self._clock)
         if self.kube is not None:
-            follower.engine.ended = self.kube.clusterset.ended
+            follower.engine.adopt_end(self.kube.clusterset.ended)
         self.follower, self.engine = follower, follower.engine
         self._following = asyncio.create_task(self._run_follower(follower), name="hub-follow")
 
@@ -312,8 +312,7 @@ class HubApp:
             return
         self._serving = False
         await self._stop_kubectl_exports()
-        self.engine.imports_bus.close()
-        self.engine.verdicts_bus.close()
+        self.engine.close_watches()
         await self._set_health(False)
         await self._label_role(FOLLOWER)
         log.warning("hub replica stepped down", extra={"replica": self.config.replica_id})
@@ -358,8 +357,7 @@ class HubApp:
         self._tasks = []
         await self._stop_following()
         await self._health.enter_graceful_shutdown()
-        self.engine.imports_bus.close()
-        self.engine.verdicts_bus.close()
+        self.engine.close_watches()
         if self._grpc is not None:
             await self._grpc.stop(self.config.shutdown_grace)
             self._grpc = None
@@ -389,7 +387,7 @@ class HubApp:
             if self.kube is not None and self._serving:
                 await self.kube.publish_status()
             elif self.kube is not None and self.follower is not None:
-                self.follower.engine.ended = self.kube.clusterset.ended  # what the REST views show
+                self.follower.engine.adopt_end(self.kube.clusterset.ended)  # what the REST views show
             await asyncio.sleep(self.config.status_interval)
 
     def refresh_metrics(self) -> None:

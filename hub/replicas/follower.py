@@ -23,16 +23,15 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from hub.config import HubConfig
 from hub.engine import Clock, Engine, utc_now
-from hub.engine.index import Index
+from hub.engine.ledger import Advance
 from hub.store.base import (
     EpochMismatch,
     ImportChange,
-    MemberRecord,
     RevisionCompacted,
     RevisionInFuture,
     Snapshot,
@@ -40,28 +39,13 @@ from hub.store.base import (
     StoreError,
     WriteBatch,
 )
-from hub.watch.batches import ImportBatch
 from kube.waiting import until_set_or_done
-from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
 
 
 class NotLeaderStore(StoreError):
     """A write reached a follower's store (the service refuses writes first; this is the backstop)."""
-
-
-@dataclass
-class Advance:
-    """One whole revision of the leader: its import changes, and what else the follower learned.
-
-    `exports`/`members` carry puts (a record) and deletes (None) by name, for the REST views.
-    """
-
-    revision: int
-    changes: list[ImportChange] = field(default_factory=list)
-    exports: dict[str, pb.ResourceExport | None] = field(default_factory=dict)
-    members: dict[str, MemberRecord | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -154,9 +138,7 @@ class Follower:
         self.store = FollowedStore()
         self.engine = Engine(self.store, config, clock)
         self.synced = asyncio.Event()
-        self.rebases = 0
         self._task: asyncio.Task[None] | None = None
-        self.error: BaseException | None = None
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="hub-follower")
@@ -171,8 +153,7 @@ class Follower:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        self.engine.imports_bus.close()
-        self.engine.verdicts_bus.close()
+        self.engine.close_watches()
         await self._source.close()
 
     async def _run(self) -> None:
@@ -185,20 +166,13 @@ class Follower:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.error = exc
             log.error("hub follower stopped", extra={"error": str(exc)})
             raise
 
     def _rebase(self, snap: Snapshot) -> None:
-        engine = self.engine
-        had_watchers = engine.imports_bus.count()
+        had_watchers = self.engine.imports_bus.count()
         self.store.rebase(snap)
-        engine.index = Index.from_snapshot(snap)
-        engine.revision = engine.watch_revision = snap.revision
-        engine.epoch = snap.epoch
-        # Watchers of the former history resume; a revision before the base answers with a snapshot.
-        engine.imports_bus.overflow_all()
-        self.rebases += 1
+        self.engine.rebase(snap)
         self.synced.set()
         log.info(
             "hub follower rebased",
@@ -211,26 +185,6 @@ class Follower:
         )
 
     def _advance(self, step: Advance) -> None:
-        engine, index = self.engine, self.engine.index
-        for name, export in step.exports.items():
-            if export is None:
-                index.delete_export(name)
-            else:
-                index.delete_export(name)
-                index.put_export(export)
-        for cluster_id, member in step.members.items():
-            if member is None:
-                index.members.pop(cluster_id, None)
-            else:
-                index.members[cluster_id] = member
-        if step.revision <= engine.revision:
-            return  # exports/members only (the kube source learns them beside the imports)
-        for change in step.changes:
-            if change.resource is None:
-                index.imports.pop(change.import_name, None)
-            else:
-                index.imports[change.import_name] = change.resource
-        self.store.append(step.revision, step.changes)
-        engine.revision = engine.watch_revision = step.revision
-        if step.changes:
-            engine.imports_bus.publish(ImportBatch(step.revision, step.changes, engine.epoch))
+        if step.revision > self.engine.revision:  # else exports/members only (the kube source learns them beside)
+            self.store.append(step.revision, step.changes)
+        self.engine.advance(step)

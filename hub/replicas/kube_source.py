@@ -28,7 +28,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from hub.replicas.follower import Advance, FollowStep, Rebase
+from hub.engine.ledger import Advance
+from hub.replicas.follower import FollowStep, Rebase
 from hub.store.base import ImportChange, MemberRecord, Snapshot
 from hub.store.kube_codec import (
     export_from_cr,

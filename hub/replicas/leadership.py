@@ -114,7 +114,7 @@ class KubeLeadership:
         try:
             engine = self.new_engine()
             # A ClusterSet deleted before: members are refused from the first call this replica serves.
-            engine.ended = self.clusterset.ended
+            engine.adopt_end(self.clusterset.ended)
             await self.app.take_over(engine)
             # Then (and also if the CR came or went while the index loaded) what is left goes.
             if self.clusterset.ended:

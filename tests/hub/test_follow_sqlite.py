@@ -13,7 +13,8 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hub.replicas.follower import Advance, FollowStep, Rebase
+from hub.engine.ledger import Advance
+from hub.replicas.follower import FollowStep, Rebase
 from hub.replicas.sqlite_source import SqliteFollowSource
 from hub.store.base import MemberRecord, WriteBatch
 from hub.store.sqlite import SqliteStore
