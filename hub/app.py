@@ -33,7 +33,7 @@ from hub.mirror.leader import LeaderCluster
 from hub.replicas.follower import Follower, FollowSource
 from hub.replicas.kube_source import KubeFollowSource
 from hub.replicas.leadership import KubeLeadership
-from hub.replicas.pod_role import FOLLOWER, LEADER, label_pod_role
+from hub.replicas.pod_role import FOLLOWER, LEADER
 from hub.replicas.sqlite_source import SqliteFollowSource
 from hub.rest.app import build_rest_app
 from hub.store.base import Store
@@ -61,7 +61,7 @@ class HubApp:
     the index from the CRs and takes writes; the others follow the leader's CRs
     (hub.replicas.follower) and serve WatchImports and the REST read views with the
     leader's epoch and revisions, answering writes with UNAVAILABLE and a hint
-    naming the leader, until they take over. `config.follow` makes a SQLite-store
+    naming the leader, until they take over. `SqliteStoreConfig.follow` makes a SQLite-store
     process such a follower of another process's data dir.
     """
 
@@ -83,7 +83,7 @@ class HubApp:
         self._given_store = store
         # --mirror-kubeconfig: the SQLite store tells the mirror what each commit changed.
         self.mirror_feed: ChangeFeed | None = None
-        if store is None and self.config.mirror_kubeconfig is not None:
+        if store is None and self.config.mirror is not None:
             self.mirror_feed = ChangeFeed()
             store = FeedingStore(SqliteStore(self.config.data_dir), self.mirror_feed)
         self.engine = Engine(store or SqliteStore(self.config.data_dir), self.config, clock)
@@ -158,12 +158,13 @@ class HubApp:
     # ---- lifecycle -----------------------------------------------------------
 
     async def start(self) -> None:
-        if self.config.store == "kube" and self._given_store is None:
-            self.kube = await KubeLeadership.connect(self)
+        kube_store = self.config.kube_store
+        if kube_store is not None and self._given_store is None:
+            self.kube = await KubeLeadership.connect(self, kube_store)
             self.authenticator = ChainAuthenticator(self.authenticator, self.kube.authenticator)
             self.engine = self.kube.new_engine()
             self._follow(KubeFollowSource(self.kube.client, self.config.namespace))
-        elif self.config.follow:
+        elif self.config.follows:
             self._follow(SqliteFollowSource(self.config.data_dir))
         else:
             await self.engine.start()
@@ -171,11 +172,9 @@ class HubApp:
             if ended:  # refused from the first call; and whatever a crash mid-deletion left goes
                 await self.engine.end_clusterset(ended)
             self._serving = True
-            if self.mirror_feed is not None and self.config.mirror_kubeconfig is not None:
+            if self.mirror_feed is not None and self.config.mirror is not None:
                 registry = self.metrics.registry
-                self.leader_cluster = await LeaderCluster.connect(
-                    self, self.config.mirror_kubeconfig, self.mirror_feed, registry
-                )
+                self.leader_cluster = await LeaderCluster.connect(self, self.config.mirror, self.mirror_feed, registry)
                 self.leader_cluster.start()
         tls = self._serving_tls()
         await self._start_grpc(tls)
@@ -276,7 +275,7 @@ class HubApp:
         while True:
             try:
                 await follower.start()
-                log.info("hub replica follows the leader", extra={"replica": self.config.replica_id})
+                log.info("hub replica follows the leader", extra={"replica": self._replica()})
                 return
             except Exception as exc:  # the CRDs or the data dir are not there yet: try again
                 log.warning("hub follower could not start", extra={"error": str(exc), "delaySeconds": delay})
@@ -304,7 +303,7 @@ class HubApp:
         if self.kube is not None:
             self.kubectl_exports = LeaderExportsWatch(self.kube.client, self.config.namespace, lambda: self.engine)
             self.kubectl_exports.start()
-        log.info("hub replica is the leader", extra={"replica": self.config.replica_id, "epoch": engine.epoch})
+        log.info("hub replica is the leader", extra={"replica": self._replica(), "epoch": engine.epoch})
 
     async def step_down(self) -> None:
         """Lost the Lease: stop taking writes; open streams end and members reconnect; follow again."""
@@ -315,13 +314,18 @@ class HubApp:
         self.engine.close_watches()
         await self._set_health(False)
         await self._label_role(FOLLOWER)
-        log.warning("hub replica stepped down", extra={"replica": self.config.replica_id})
+        log.warning("hub replica stepped down", extra={"replica": self._replica()})
         if self.kube is not None and self.started:
             self._follow(KubeFollowSource(self.kube.client, self.config.namespace))
 
     async def _label_role(self, role: str) -> None:
         if self.kube is not None:
-            await label_pod_role(self.kube.client, self.config.namespace, self.config.pod_name, role)
+            await self.kube.label_role(role)
+
+    def _replica(self) -> str:
+        """This replica's name in the Lease ("" with the SQLite store)."""
+        kube_store = self.config.kube_store
+        return kube_store.replica_id if kube_store is not None else ""
 
     async def _stop_kubectl_exports(self) -> None:
         watch, self.kubectl_exports = self.kubectl_exports, None
@@ -373,7 +377,7 @@ class HubApp:
         """Delete the ClusterSet (REST `DELETE /api/v1/clusterset`, SQLite store): recorded in the
         data dir first, then every announce, export and import is deleted; members are refused."""
         cfg = self.config
-        if cfg.store == "kube":
+        if cfg.kube_store is not None:
             raise held_by_cr(cfg.cluster_set_id, cfg.namespace)
         reason = deleted_through_rest(cfg.cluster_set_id, self.now())
         self.end_record.write(cfg.cluster_set_id, reason)

@@ -23,13 +23,12 @@ import asyncio
 import contextlib
 import logging
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from hub.clusterset.end import EndRecord
 from hub.clusterset.identity import ClusterSetIdentity
 from hub.clusterset.status import clusterset_status, with_mismatches
-from hub.config import HubConfig
+from hub.config import HubConfig, MirrorConfig
 from hub.leader_cluster.clusterset_cr import LeaderClusterSetWatch
 from hub.leader_cluster.import_outcomes import ImportOutcomeWriter, ReportSource
 from hub.leader_cluster.kubectl_exports import KubectlExports
@@ -103,10 +102,10 @@ class LeaderCluster:
 
     @classmethod
     async def connect(
-        cls, app: MirrorSeat, kubeconfig: Path, feed: ChangeFeed, registry: CollectorRegistry
+        cls, app: MirrorSeat, mirror: MirrorConfig, feed: ChangeFeed, registry: CollectorRegistry
     ) -> LeaderCluster:
-        qps = app.config.mirror_qps
-        return cls(app, await connect(kubeconfig, qps=qps, burst=int(2 * qps)), feed, registry)
+        qps = mirror.qps
+        return cls(app, await connect(mirror.kubeconfig, qps=qps, burst=int(2 * qps)), feed, registry)
 
     def _import_created(self, name: str) -> None:
         """Reports about an import that came before its CR existed: written into it now."""

@@ -17,6 +17,7 @@ import grpc
 import pytest
 
 from hub.app import HubApp
+from hub.config import SqliteStoreConfig
 from hub.engine import Engine
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient import HubEndpoint, HubSession, HubSessionConfig, ImportEvent, Upsert
@@ -81,7 +82,9 @@ async def leader(tmp_path: Path) -> AsyncIterator[HubApp]:
 
 @pytest.fixture
 async def follower(leader: HubApp, tmp_path: Path) -> AsyncIterator[HubApp]:
-    app = HubApp(hub_config(tmp_path / "hub", follow=True, leader_address="leader.example:50051"))
+    app = HubApp(
+        hub_config(tmp_path / "hub", store=SqliteStoreConfig(follow=True), leader_address="leader.example:50051")
+    )
     await app.start()
     try:
         await _caught_up(app, leader.engine)

@@ -24,7 +24,9 @@ import pytest
 
 from hub.app import HubApp
 from hub.clusterset.end import RECORD_FILE
+from hub.config import KubeStoreConfig, MirrorConfig, SqliteStoreConfig
 from kube.client import KubeClient
+from kube.leader import LeaseTiming
 from kube.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -55,15 +57,12 @@ class Leader:
         }
         if self.store == "kube":
             extra: dict[str, Any] = {
-                "store": "kube",
-                "kubeconfig": self.api.kubeconfig,
-                "lease_duration": 3.0,
-                "renew_deadline": 2.0,
-                "retry_period": 0.5,
-                "replica_id": "hub-0",
+                "store": KubeStoreConfig(
+                    kubeconfig=self.api.kubeconfig, lease=LeaseTiming(3.0, 2.0, 0.5), replica_id="hub-0"
+                )
             }
         else:
-            extra = {"mirror_kubeconfig": self.api.kubeconfig}
+            extra = {"store": SqliteStoreConfig(mirror=MirrorConfig(self.api.kubeconfig))}
         return HubApp(hub_config(self.tmp / "hub", **common, **extra))
 
 

@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from hub.app import HubApp
+from hub.config import MirrorConfig, SqliteStoreConfig
 from hub.mirror.leader import LeaderCluster
 from kube.client import KubeClient
 from kube.errors import NotFound
@@ -73,7 +74,7 @@ async def mirrored_hub(data_dir: Path, kubeconfig: Path, namespace: str) -> Asyn
             cluster_set_id=CLUSTERSET,
             leader_cluster_id=LEADER,
             namespace=namespace,
-            mirror_kubeconfig=kubeconfig,
+            store=SqliteStoreConfig(mirror=MirrorConfig(kubeconfig)),
             status_interval=0.5,
         )
     )
