@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -14,18 +13,17 @@ from typing import TYPE_CHECKING
 
 import grpc
 from aiohttp import web
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2
 
 from hub.auth.identity import Authenticator
 from hub.auth.tokenreview import ChainAuthenticator
 from hub.auth.tokens import TokenStore, ensure_admin_token
 from hub.clusterset.end import EndRecord, deleted_through_rest, held_by_cr
 from hub.clusterset.identity import ClusterSetIdentity
-from hub.clusterset.status import member_health
 from hub.config import HubConfig
 from hub.engine import ClusterSetEnd, Engine, utc_now
-from hub.grpc.reflection import ReflectionNeedsToken, enable_reflection
-from hub.grpc.service import SERVICE_NAME, CommonAreaService, handlers
+from hub.grpc.server import start_server
+from hub.grpc.service import SERVICE_NAME, CommonAreaService
 from hub.leader_cluster.kubectl_exports import LeaderExportsWatch
 from hub.metrics import HubMetrics
 from hub.mirror.feed import ChangeFeed, FeedingStore
@@ -40,7 +38,6 @@ from hub.store.base import Store
 from hub.store.sqlite import SqliteStore
 from hub.tls import ensure_tls, server_ssl_context
 from hub.watch.batches import ImportBatch
-from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
 
@@ -213,17 +210,6 @@ class HubApp:
 
     async def _start_grpc(self, tls: tuple[Path, Path] | None) -> None:
         limit = self.config.max_message_bytes
-        server = grpc.aio.server(
-            interceptors=[ReflectionNeedsToken(self.authenticator, self.metrics)],
-            options=[
-                ("grpc.max_receive_message_length", limit),
-                ("grpc.max_send_message_length", limit),
-                ("grpc.keepalive_time_ms", 20_000),
-                ("grpc.keepalive_timeout_ms", 10_000),
-                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
-                ("grpc.keepalive_permit_without_calls", 1),
-            ],
-        )
         service = CommonAreaService(
             lambda: self.engine,
             self.authenticator,
@@ -233,17 +219,15 @@ class HubApp:
             leader_hint=self.leader_hint,
             max_message_bytes=limit,
         )
-        server.add_generic_rpc_handlers((handlers(service),))
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        enable_reflection(server, (SERVICE_NAME, health.SERVICE_NAME))
-        if tls is None:
-            self.grpc_port = server.add_insecure_port(self.config.grpc_address)
-        else:
-            cert, key = tls[0].read_bytes(), tls[1].read_bytes()
-            creds = grpc.ssl_server_credentials([(key, cert)])
-            self.grpc_port = server.add_secure_port(self.config.grpc_address, creds)
-        await server.start()
-        self._grpc = server
+        self._grpc, self.grpc_port = await start_server(
+            service,
+            self._health,
+            self.authenticator,
+            self.metrics,
+            address=self.config.grpc_address,
+            tls=tls,
+            max_message_bytes=limit,
+        )
 
     async def _start_rest(self, tls: tuple[Path, Path] | None) -> None:
         runner = web.AppRunner(build_rest_app(self), access_log=None)
@@ -395,19 +379,7 @@ class HubApp:
             await asyncio.sleep(self.config.status_interval)
 
     def refresh_metrics(self) -> None:
-        now = self._clock()
-        index = self.engine.index
-        health_list = [member_health(m, now, self.config.disconnect_after) for m in index.members.values()]
-        self.metrics.members_total.set(len(health_list))
-        self.metrics.members_connected.set(sum(1 for h in health_list if h.connected))
-        self.metrics.store_revision.set(self.engine.revision)
-        export_kinds: Counter[str] = Counter(kind for _, (kind, _) in index.exports.facets())
-        import_kinds: Counter[str] = Counter(kind for _, (kind, _) in index.imports.facets())
-        # Every kind is set, so a kind that dropped to zero reads 0, not its last count.
-        for kind in pb.ResourceExport.DESCRIPTOR.oneofs_by_name["payload"].fields:
-            self.metrics.exports.labels(kind=kind.name).set(export_kinds.get(kind.name, 0))
-        for kind in pb.ResourceImport.DESCRIPTOR.oneofs_by_name["payload"].fields:
-            self.metrics.imports.labels(kind=kind.name).set(import_kinds.get(kind.name, 0))
+        self.metrics.refresh(self.engine, self._clock(), self.config.disconnect_after)
 
     async def _bookmark_loop(self) -> None:
         while True:

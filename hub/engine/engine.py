@@ -13,6 +13,9 @@ moves it along the leader's history (`rebase`, `advance`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Generic, Never, TypeVar, cast, overload
+
 from hub.auth.identity import Identity
 from hub.config import HubConfig
 from hub.engine.admission import Admission
@@ -27,6 +30,29 @@ from hub.store.base import Snapshot, Store
 from hub.watch.batches import ImportBatch
 from hub.watch.bus import Bus
 from mcapi.mchub.v1 import common_area_pb2 as pb
+
+T = TypeVar("T")
+
+
+class _Committed(Generic[T]):
+    """A read-only attribute of the engine: its ledger's field of the same name."""
+
+    def __set_name__(self, owner: type[Engine], name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, engine: None, owner: type[Engine]) -> _Committed[T]: ...
+
+    @overload
+    def __get__(self, engine: Engine, owner: type[Engine] | None = None) -> T: ...
+
+    def __get__(self, engine: Engine | None, owner: type[Engine] | None = None) -> T | _Committed[T]:
+        if engine is None:
+            return self
+        return cast(T, getattr(engine._ledger, self._name))
+
+    def __set__(self, engine: Engine, value: Never) -> None:
+        raise AttributeError(f"the engine's {self._name} changes only through its methods")
 
 
 class Engine:
@@ -50,38 +76,18 @@ class Engine:
         """Open the store and serve what it holds."""
         await self._ledger.load()
 
-    # ---- what it holds ---------------------------------------------------------
+    # ---- what it holds (the ledger's, read-only) ---------------------------------
 
-    @property
-    def store(self) -> Store:
-        return self._ledger.store
-
-    @property
-    def index(self) -> Index:
-        return self._ledger.index
-
-    @property
-    def revision(self) -> int:
-        return self._ledger.revision
-
-    @property
-    def watch_revision(self) -> int:
-        """The revision watchers are told (snapshots, bookmarks): Store.watch_revision."""
-        return self._ledger.watch_revision
-
-    @property
-    def epoch(self) -> str:
-        return self._ledger.epoch
-
-    @property
-    def imports_bus(self) -> Bus[ImportBatch]:
-        """Every commit's import changes, to every watch (topic "")."""
-        return self._ledger.imports_bus
-
-    @property
-    def verdicts_bus(self) -> Bus[pb.ExportResponse]:
-        """Verdicts nobody asked for, by owner (a cluster ID, or ADMIN_OWNER for the admin)."""
-        return self._ledger.verdicts_bus
+    store = _Committed[Store]()
+    index = _Committed[Index]()
+    revision = _Committed[int]()
+    # The revision watchers are told (snapshots, bookmarks): Store.watch_revision.
+    watch_revision = _Committed[int]()
+    epoch = _Committed[str]()
+    # Every commit's import changes, to every watch (topic "").
+    imports_bus = _Committed[Bus[ImportBatch]]()
+    # Verdicts nobody asked for, by owner (a cluster ID, or ADMIN_OWNER for the admin).
+    verdicts_bus = _Committed[Bus[pb.ExportResponse]]()
 
     @property
     def import_status(self) -> ImportStatusBook:
@@ -134,14 +140,9 @@ class Engine:
 
     # ---- import status -----------------------------------------------------------
 
-    def report_import_status(self, who: Identity, req: pb.ReportImportStatusRequest) -> None:
-        status = pb.ImportStatus(
-            import_name=req.import_name, succeeded=req.succeeded, reason=req.reason, message=req.message
-        )
-        record_reports(self._reports, self.index.imports, who, req.cluster_id, [status], now=self._clock())
-
-    def report_import_statuses(self, who: Identity, req: pb.ReportImportStatusesRequest) -> None:
-        record_reports(self._reports, self.index.imports, who, req.cluster_id, req.statuses, now=self._clock())
+    def report_import_statuses(self, who: Identity, cluster_id: str, statuses: Sequence[pb.ImportStatus]) -> None:
+        """What member `cluster_id` (the caller) said about applying its imports (hub.engine.reports)."""
+        record_reports(self._reports, self.index.imports, who, cluster_id, statuses, now=self._clock())
 
     # ---- the ClusterSet's end ------------------------------------------------------
 

@@ -71,62 +71,37 @@ class Advance:
 
 
 class Ledger:
+    """The engine's committed state. Its fields are read by the engine's parts (outside the
+    engine, through Engine's read-only attributes) and changed only by the methods below."""
+
     def __init__(self, store: Store, watch_queue_limit: int, reports: ImportStatusBook) -> None:
-        self._store = store
+        self.store = store
         self._reports = reports
         self.lock = asyncio.Lock()
-        self._index = Index()
-        self._revision = 0
+        self.index = Index()
+        self.revision = 0
         # What watchers are told (snapshots, bookmarks): Store.watch_revision, kept with the index.
-        self._watch_revision = 0
-        self._epoch = ""
-        self._imports_bus: Bus[ImportBatch] = Bus(watch_queue_limit, lambda batch: len(batch.changes) or 1)
+        self.watch_revision = 0
+        self.epoch = ""
+        self.imports_bus: Bus[ImportBatch] = Bus(watch_queue_limit, lambda batch: len(batch.changes) or 1)
         # Topic: the owner key (a cluster ID, ADMIN_OWNER for the admin); items: unsolicited verdicts.
-        self._verdicts_bus: Bus[pb.ExportResponse] = Bus(watch_queue_limit)
-
-    @property
-    def store(self) -> Store:
-        return self._store
-
-    @property
-    def index(self) -> Index:
-        return self._index
-
-    @property
-    def revision(self) -> int:
-        return self._revision
-
-    @property
-    def watch_revision(self) -> int:
-        return self._watch_revision
-
-    @property
-    def epoch(self) -> str:
-        return self._epoch
-
-    @property
-    def imports_bus(self) -> Bus[ImportBatch]:
-        return self._imports_bus
-
-    @property
-    def verdicts_bus(self) -> Bus[pb.ExportResponse]:
-        return self._verdicts_bus
+        self.verdicts_bus: Bus[pb.ExportResponse] = Bus(watch_queue_limit)
 
     async def load(self) -> None:
         """Open the store and hold what it holds."""
-        snap = await self._store.open()
-        self._index = Index.from_snapshot(snap)
-        self._revision = self._watch_revision = snap.revision
-        self._epoch = snap.epoch
+        snap = await self.store.open()
+        self.index = Index.from_snapshot(snap)
+        self.revision = self.watch_revision = snap.revision
+        self.epoch = snap.epoch
         log.info(
             "hub index loaded",
-            extra={"epoch": self._epoch, "revision": self._revision, "exports": len(self._index.exports)},
+            extra={"epoch": self.epoch, "revision": self.revision, "exports": len(self.index.exports)},
         )
 
     def close(self) -> None:
         """End every watch and Export stream's subscription (shutdown, or this replica stepped down)."""
-        self._imports_bus.close()
-        self._verdicts_bus.close()
+        self.imports_bus.close()
+        self.verdicts_bus.close()
 
     # ---- the leader's writes -------------------------------------------------
 
@@ -140,19 +115,19 @@ class Ledger:
         return await _to_the_end(self._commit_and_publish_now(batch, answered))
 
     async def _commit_now(self, batch: WriteBatch) -> int:
-        revision = await self._store.commit(batch)
-        self._index.apply(batch)
-        self._revision, self._watch_revision = revision, self._store.watch_revision
+        revision = await self.store.commit(batch)
+        self.index.apply(batch)
+        self.revision, self.watch_revision = revision, self.store.watch_revision
         self._reports.forget(batch)
         return revision
 
     async def _commit_and_publish_now(self, batch: WriteBatch, answered: frozenset[str] | set[str]) -> int:
-        previous = {e.export_name: self._index.exports.get(e.export_name) for e in batch.put_exports}
+        previous = {e.export_name: self.index.exports.get(e.export_name) for e in batch.put_exports}
         revision = await self._commit_now(batch)
         changes = [ImportChange(revision, imp.import_name, imp) for imp in batch.put_imports]
         changes += [ImportChange(revision, name, None) for name in batch.delete_imports]
         if changes:
-            self._imports_bus.publish(ImportBatch(revision, changes, self._epoch))
+            self.imports_bus.publish(ImportBatch(revision, changes, self.epoch))
         self._announce_verdicts((e for e in batch.put_exports if e.export_name not in answered), previous, revision)
         return revision
 
@@ -167,7 +142,7 @@ class Ledger:
             before = previous.get(export.export_name)
             if before is None or before.status == export.status:
                 continue
-            self._verdicts_bus.publish(
+            self.verdicts_bus.publish(
                 pb.ExportResponse(export_name=export.export_name, status=export.status, revision=revision),
                 owner_of(export),
             )
@@ -176,16 +151,16 @@ class Ledger:
 
     def rebase(self, snap: Snapshot) -> None:
         """From here on the ledger holds `snap` (its epoch at its revision); open watches resume."""
-        self._index = Index.from_snapshot(snap)
-        self._revision = self._watch_revision = snap.revision
-        self._epoch = snap.epoch
+        self.index = Index.from_snapshot(snap)
+        self.revision = self.watch_revision = snap.revision
+        self.epoch = snap.epoch
         # Watchers of the former history resume; a revision before the base answers with a snapshot.
-        self._imports_bus.overflow_all()
+        self.imports_bus.overflow_all()
 
     def advance(self, step: Advance) -> None:
         """The leader's revision `step.revision`, whole; one not newer than the ledger's brings
         exports and members only."""
-        index = self._index
+        index = self.index
         revision, changes = step.revision, step.changes
         for name, export in step.exports.items():
             index.delete_export(name)
@@ -196,13 +171,13 @@ class Ledger:
                 index.members.pop(cluster_id, None)
             else:
                 index.members[cluster_id] = member
-        if revision <= self._revision:
+        if revision <= self.revision:
             return
         for change in changes:
             if change.resource is None:
                 index.imports.pop(change.import_name, None)
             else:
                 index.imports[change.import_name] = change.resource
-        self._revision = self._watch_revision = revision
+        self.revision = self.watch_revision = revision
         if changes:
-            self._imports_bus.publish(ImportBatch(revision, list(changes), self._epoch))
+            self.imports_bus.publish(ImportBatch(revision, list(changes), self.epoch))

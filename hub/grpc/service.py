@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -57,19 +57,23 @@ class CommonAreaService:
     async def ReportImportStatus(
         self, who: Identity, request: pb.ReportImportStatusRequest, _: Context
     ) -> pb.ReportImportStatusResponse:
-        self._engine.report_import_status(who, request)
-        self._metrics.status_report_calls.labels(method="ReportImportStatus").inc()
-        self._metrics.status_reports.inc()
+        status = pb.ImportStatus(
+            import_name=request.import_name, succeeded=request.succeeded, reason=request.reason, message=request.message
+        )
+        self._report(who, request.cluster_id, [status], "ReportImportStatus")
         return pb.ReportImportStatusResponse()
 
     @rpc(writes=True)
     async def ReportImportStatuses(
         self, who: Identity, request: pb.ReportImportStatusesRequest, _: Context
     ) -> pb.ReportImportStatusesResponse:
-        self._engine.report_import_statuses(who, request)
-        self._metrics.status_report_calls.labels(method="ReportImportStatuses").inc()
-        self._metrics.status_reports.inc(len(request.statuses))
+        self._report(who, request.cluster_id, request.statuses, "ReportImportStatuses")
         return pb.ReportImportStatusesResponse()
+
+    def _report(self, who: Identity, cluster_id: str, statuses: Sequence[pb.ImportStatus], method: str) -> None:
+        self._engine.report_import_statuses(who, cluster_id, statuses)
+        self._metrics.status_report_calls.labels(method=method).inc()
+        self._metrics.status_reports.inc(len(statuses))
 
     @rpc(writes=True)
     async def Export(
@@ -98,37 +102,34 @@ class CommonAreaService:
             self._metrics.watchers.dec()
 
 
+# Each method: how grpc calls it, and the messages it takes and answers.
+_METHODS: dict[str, tuple[Callable[..., grpc.RpcMethodHandler[Any, Any]], type[Any], type[Any]]] = {
+    "Announce": (grpc.unary_unary_rpc_method_handler, pb.AnnounceRequest, pb.AnnounceResponse),
+    "Export": (grpc.stream_stream_rpc_method_handler, pb.ExportRequest, pb.ExportResponse),
+    "WatchImports": (grpc.unary_stream_rpc_method_handler, pb.WatchImportsRequest, pb.WatchImportsResponse),
+    "ReportImportStatus": (
+        grpc.unary_unary_rpc_method_handler,
+        pb.ReportImportStatusRequest,
+        pb.ReportImportStatusResponse,
+    ),
+    "ReportImportStatuses": (
+        grpc.unary_unary_rpc_method_handler,
+        pb.ReportImportStatusesRequest,
+        pb.ReportImportStatusesResponse,
+    ),
+    "Leave": (grpc.unary_unary_rpc_method_handler, pb.LeaveRequest, pb.LeaveResponse),
+}
+
+
 def handlers(service: CommonAreaService) -> grpc.GenericRpcHandler:
-    methods: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
-        "Announce": grpc.unary_unary_rpc_method_handler(
-            service.Announce,
-            request_deserializer=lenient(pb.AnnounceRequest),
-            response_serializer=pb.AnnounceResponse.SerializeToString,
-        ),
-        "Export": grpc.stream_stream_rpc_method_handler(
-            service.Export,
-            request_deserializer=lenient(pb.ExportRequest),
-            response_serializer=pb.ExportResponse.SerializeToString,
-        ),
-        "WatchImports": grpc.unary_stream_rpc_method_handler(
-            service.WatchImports,
-            request_deserializer=lenient(pb.WatchImportsRequest),
-            response_serializer=pb.WatchImportsResponse.SerializeToString,
-        ),
-        "ReportImportStatus": grpc.unary_unary_rpc_method_handler(
-            service.ReportImportStatus,
-            request_deserializer=lenient(pb.ReportImportStatusRequest),
-            response_serializer=pb.ReportImportStatusResponse.SerializeToString,
-        ),
-        "ReportImportStatuses": grpc.unary_unary_rpc_method_handler(
-            service.ReportImportStatuses,
-            request_deserializer=lenient(pb.ReportImportStatusesRequest),
-            response_serializer=pb.ReportImportStatusesResponse.SerializeToString,
-        ),
-        "Leave": grpc.unary_unary_rpc_method_handler(
-            service.Leave,
-            request_deserializer=lenient(pb.LeaveRequest),
-            response_serializer=pb.LeaveResponse.SerializeToString,
-        ),
+    """The service's methods for a grpc server; a request that does not decode reaches the
+    method as Malformed (hub.grpc.lenient), which refuses it with INVALID_ARGUMENT."""
+    methods = {
+        name: handler(
+            getattr(service, name),
+            request_deserializer=lenient(request),
+            response_serializer=response.SerializeToString,
+        )
+        for name, (handler, request, response) in _METHODS.items()
     }
     return grpc.method_handlers_generic_handler(SERVICE_NAME, methods)

@@ -30,15 +30,13 @@ from hub.config import HubConfig
 from hub.engine import Clock, Engine, utc_now
 from hub.engine.ledger import Advance
 from hub.store.base import (
-    EpochMismatch,
     ImportChange,
-    RevisionCompacted,
-    RevisionInFuture,
     Snapshot,
     Store,
     StoreError,
     WriteBatch,
 )
+from hub.store.changelog import ChangeLog
 from kube.waiting import until_set_or_done
 
 log = logging.getLogger(__name__)
@@ -72,20 +70,16 @@ class FollowedStore(Store):
     """The follower's read side: its own change log of the leader's revisions; no writes."""
 
     def __init__(self, compact_keep: int = 10_000) -> None:
-        self._compact_keep = compact_keep
-        self._epoch = ""
-        self._revision = 0
-        self._compacted_through = 0
-        self._log: list[ImportChange] = []
+        self._log = ChangeLog(compact_keep)
         self._state = Snapshot("", 0, {}, {}, {})
 
     @property
     def epoch(self) -> str:
-        return self._epoch
+        return self._log.epoch
 
     @property
     def revision(self) -> int:
-        return self._revision
+        return self._log.revision
 
     async def open(self) -> Snapshot:
         return self._state
@@ -95,7 +89,7 @@ class FollowedStore(Store):
 
     async def commit(self, batch: WriteBatch) -> int:
         if batch.is_empty():
-            return self._revision
+            return self._log.revision
         raise NotLeaderStore("this hub replica follows the leader and does not write")
 
     async def snapshot(self) -> Snapshot:
@@ -104,30 +98,17 @@ class FollowedStore(Store):
 
     def rebase(self, snapshot: Snapshot) -> None:
         # Nothing before the base can be given exactly: resuming there means a snapshot.
-        self._epoch, self._revision, self._compacted_through = snapshot.epoch, snapshot.revision, snapshot.revision
-        self._log = []
+        self._log.start(snapshot.epoch, snapshot.revision)
         self._state = snapshot
 
     def append(self, revision: int, changes: list[ImportChange]) -> None:
-        self._revision = revision
-        self._log.extend(changes)
-        if len(self._log) > self._compact_keep:
-            cut = self._log[len(self._log) - self._compact_keep].revision - 1
-            self._log = [c for c in self._log if c.revision > cut]
-            self._compacted_through = max(self._compacted_through, cut)
+        self._log.append(revision, changes)
 
     async def import_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
-        if epoch != self._epoch:
-            raise EpochMismatch(epoch, self._epoch)
-        if revision > self._revision:
-            raise RevisionInFuture(revision, self._revision)
-        if revision < self._compacted_through:
-            raise RevisionCompacted(revision, self._compacted_through)
-        return [c for c in self._log if c.revision > revision]
+        return self._log.since(epoch, revision)
 
     async def compact(self, keep_after: int) -> None:
-        self._log = [c for c in self._log if c.revision > keep_after]
-        self._compacted_through = max(self._compacted_through, min(keep_after, self._revision))
+        self._log.compact(keep_after)
 
 
 class Follower:

@@ -49,7 +49,7 @@ async def _watch(east: Member) -> object:
 METHODS: dict[str, tuple[Callable[[HubApp], tuple[object, str]], Call]] = {
     "Announce": (lambda hub: (hub.engine, "announce"), _announce),
     "Leave": (lambda hub: (hub.engine, "leave"), _leave),
-    "ReportImportStatus": (lambda hub: (hub.engine, "report_import_status"), _report),
+    "ReportImportStatus": (lambda hub: (hub.engine, "report_import_statuses"), _report),
     "ReportImportStatuses": (lambda hub: (hub.engine, "report_import_statuses"), _reports),
     "Export": (lambda hub: (hub.engine, "upsert_many"), _export),
     "WatchImports": (lambda hub: (hub.engine.index, "imports_for"), _watch),
