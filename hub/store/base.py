@@ -54,6 +54,17 @@ class RevisionInFuture(StoreError):
         self.current = current
 
 
+def check_resumable(epoch: str, revision: int, *, held_epoch: str, held_revision: int, compacted_through: int) -> None:
+    """Whether the changes after `revision` of `epoch` can be given exactly from a change log of
+    `held_epoch` up to `held_revision`, compacted through `compacted_through`; raises why not."""
+    if epoch != held_epoch:
+        raise EpochMismatch(epoch, held_epoch)
+    if revision > held_revision:
+        raise RevisionInFuture(revision, held_revision)
+    if revision < compacted_through:
+        raise RevisionCompacted(revision, compacted_through)
+
+
 @dataclass(frozen=True)
 class MemberRecord:
     """What the hub knows of a member (Antrea's MemberClusterAnnounce)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hub.store.base import EpochMismatch, ImportChange, RevisionCompacted, RevisionInFuture
+from hub.store.base import ImportChange, check_resumable
 
 
 class ChangeLog:
@@ -36,12 +36,13 @@ class ChangeLog:
             self._drop_through(self._changes[len(self._changes) - self._keep].revision - 1)
 
     def since(self, epoch: str, revision: int) -> list[ImportChange]:
-        if epoch != self.epoch:
-            raise EpochMismatch(epoch, self.epoch)
-        if revision > self.revision:
-            raise RevisionInFuture(revision, self.revision)
-        if revision < self._compacted_through:
-            raise RevisionCompacted(revision, self._compacted_through)
+        check_resumable(
+            epoch,
+            revision,
+            held_epoch=self.epoch,
+            held_revision=self.revision,
+            compacted_through=self._compacted_through,
+        )
         return [c for c in self._changes if c.revision > revision]
 
     def compact(self, keep_after: int) -> None:
