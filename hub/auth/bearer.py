@@ -9,9 +9,10 @@ token: the caller retries).
 
 from __future__ import annotations
 
+from prometheus_client import Counter
+
 from hub.auth.identity import INVALID_TOKEN, Authenticator, Identity
 from hub.errors import Unauthenticated
-from hub.metrics import HubMetrics
 
 
 def bearer_token(header: str) -> str:
@@ -21,13 +22,14 @@ def bearer_token(header: str) -> str:
 
 
 async def identify(
-    authenticator: Authenticator, token: str, metrics: HubMetrics, *, header: str = "authorization"
+    authenticator: Authenticator, token: str, failures: Counter, *, header: str = "authorization"
 ) -> Identity:
-    """The identity `token` grants; `header` names the header a refusal asks for."""
+    """The identity `token` grants; `failures` counts the tokens refused, `header` names the
+    header a refusal asks for."""
     if not token:
         raise Unauthenticated(f"missing '{header}: Bearer <token>'")
     identity = await authenticator.authenticate(token)
     if identity is None:
-        metrics.auth_failures.inc()
+        failures.inc()
         raise Unauthenticated(INVALID_TOKEN)
     return identity

@@ -63,7 +63,7 @@ class Gate:
             raise Unavailable("this hub replica does not serve watches yet; retry")
         metadata = {key: value for key, value in context.invocation_metadata() or ()}
         token = bearer_token(str(metadata.get("authorization", "")))
-        identity = await identify(self.authenticator, token, self.metrics)
+        identity = await identify(self.authenticator, token, self.metrics.auth_failures)
         if identity.any_cluster:
             named = str(metadata.get(CLUSTER_ID_METADATA, ""))
             if not names.is_valid_cluster_id(named):

@@ -59,7 +59,7 @@ class ReflectionNeedsToken(grpc.aio.ServerInterceptor):
     async def _check(self, metadata: Sequence[tuple[str, str | bytes]]) -> Handler | None:
         header = next((str(value) for key, value in metadata if key == "authorization"), "")
         try:
-            await identify(self._auth, bearer_token(header), self._metrics)
+            await identify(self._auth, bearer_token(header), self._metrics.auth_failures)
         except HubError as exc:  # no valid token, or the authenticator cannot tell now
             return _refusal(exc)
         return None

@@ -43,7 +43,9 @@ async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
     token = bearer_token(request.headers.get("Authorization", "")) or request.query.get("token", "").strip()
     hub = hub_of(request)
     try:
-        request[IDENTITY_KEY] = await identify(hub.authenticator, token, hub.metrics, header="Authorization")
+        request[IDENTITY_KEY] = await identify(
+            hub.authenticator, token, hub.metrics.auth_failures, header="Authorization"
+        )
         response = await handler(request)
     except HubError as exc:
         return refusal_response(exc)
