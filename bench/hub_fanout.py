@@ -31,9 +31,9 @@ from typing import Any
 import grpc
 
 from hub.auth.tokens import TokenStore
-from hub.index import Index
+from hub.engine.index import Index
 from hub.merge import MergeConfig, MergeContext
-from hub.regroup import regroup
+from hub.merge.regroup import regroup
 from hub.tls import ensure_tls
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb

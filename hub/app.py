@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -14,33 +13,31 @@ from typing import TYPE_CHECKING
 
 import grpc
 from aiohttp import web
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2
 
 from hub.auth.identity import Authenticator
 from hub.auth.tokenreview import ChainAuthenticator
 from hub.auth.tokens import TokenStore, ensure_admin_token
-from hub.clusterset import member_health
-from hub.clusterset_end import EndRecord, deleted_through_rest, held_by_cr
-from hub.clusterset_identity import ClusterSetIdentity
+from hub.clusterset.end import EndRecord, deleted_through_rest, held_by_cr
+from hub.clusterset.identity import ClusterSetIdentity
 from hub.config import HubConfig
 from hub.engine import ClusterSetEnd, Engine, utc_now
-from hub.follow_kube import KubeFollowSource
-from hub.follow_sqlite import SqliteFollowSource
-from hub.follower import Follower, FollowSource
-from hub.grpc.service import SERVICE_NAME, CommonAreaService, handlers
-from hub.import_batch import ImportBatch
-from hub.kubectl_exports import LeaderExportsWatch
-from hub.leadership import KubeLeadership
+from hub.grpc.server import start_server
+from hub.grpc.service import SERVICE_NAME, CommonAreaService
+from hub.leader_cluster.kubectl_exports import LeaderExportsWatch
 from hub.metrics import HubMetrics
 from hub.mirror.feed import ChangeFeed, FeedingStore
 from hub.mirror.leader import LeaderCluster
-from hub.pod_role import FOLLOWER, LEADER, label_pod_role
-from hub.reflection import ReflectionNeedsToken, enable_reflection
+from hub.replicas.follower import Follower, FollowSource
+from hub.replicas.kube_source import KubeFollowSource
+from hub.replicas.leadership import KubeLeadership
+from hub.replicas.pod_role import FOLLOWER, LEADER
+from hub.replicas.sqlite_source import SqliteFollowSource
 from hub.rest.app import build_rest_app
 from hub.store.base import Store
 from hub.store.sqlite import SqliteStore
 from hub.tls import ensure_tls, server_ssl_context
-from mcapi.mchub.v1 import common_area_pb2 as pb
+from hub.watch.batches import ImportBatch
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +61,9 @@ class HubApp:
     With the sqlite store the process serves as soon as it started. With the
     kube store, replicas elect a leader through a Lease: only the holder loads
     the index from the CRs and takes writes; the others follow the leader's CRs
-    (hub.follower) and serve WatchImports and the REST read views with the
+    (hub.replicas.follower) and serve WatchImports and the REST read views with the
     leader's epoch and revisions, answering writes with UNAVAILABLE and a hint
-    naming the leader, until they take over. `config.follow` makes a SQLite-store
+    naming the leader, until they take over. `SqliteStoreConfig.follow` makes a SQLite-store
     process such a follower of another process's data dir.
     """
 
@@ -88,13 +85,13 @@ class HubApp:
         self._given_store = store
         # --mirror-kubeconfig: the SQLite store tells the mirror what each commit changed.
         self.mirror_feed: ChangeFeed | None = None
-        if store is None and self.config.mirror_kubeconfig is not None:
+        if store is None and self.config.mirror is not None:
             self.mirror_feed = ChangeFeed()
             store = FeedingStore(SqliteStore(self.config.data_dir), self.mirror_feed)
         self.engine = Engine(store or SqliteStore(self.config.data_dir), self.config, clock)
         # The leader cluster a SQLite hub mirrors into (hub.mirror.leader).
         self.leader_cluster: LeaderCluster | None = None
-        # Kube store, while leading: ResourceExports a person applies (hub.kubectl_exports).
+        # Kube store, while leading: ResourceExports a person applies (hub.leader_cluster.kubectl_exports).
         self.kubectl_exports: LeaderExportsWatch | None = None
         # Whether (and why) this data dir's ClusterSet was deleted (SQLite store; the kube store
         # follows the leader ClusterSet CR instead).
@@ -163,12 +160,13 @@ class HubApp:
     # ---- lifecycle -----------------------------------------------------------
 
     async def start(self) -> None:
-        if self.config.store == "kube" and self._given_store is None:
-            self.kube = await KubeLeadership.connect(self)
+        kube_store = self.config.kube_store
+        if kube_store is not None and self._given_store is None:
+            self.kube = await KubeLeadership.connect(self, kube_store)
             self.authenticator = ChainAuthenticator(self.authenticator, self.kube.authenticator)
             self.engine = self.kube.new_engine()
             self._follow(KubeFollowSource(self.kube.client, self.config.namespace))
-        elif self.config.follow:
+        elif self.config.follows:
             self._follow(SqliteFollowSource(self.config.data_dir))
         else:
             await self.engine.start()
@@ -176,11 +174,9 @@ class HubApp:
             if ended:  # refused from the first call; and whatever a crash mid-deletion left goes
                 await self.engine.end_clusterset(ended)
             self._serving = True
-            if self.mirror_feed is not None and self.config.mirror_kubeconfig is not None:
+            if self.mirror_feed is not None and self.config.mirror is not None:
                 registry = self.metrics.registry
-                self.leader_cluster = await LeaderCluster.connect(
-                    self, self.config.mirror_kubeconfig, self.mirror_feed, registry
-                )
+                self.leader_cluster = await LeaderCluster.connect(self, self.config.mirror, self.mirror_feed, registry)
                 self.leader_cluster.start()
         tls = self._serving_tls()
         await self._start_grpc(tls)
@@ -227,17 +223,6 @@ class HubApp:
 
     async def _start_grpc(self, tls: tuple[Path, Path] | None) -> None:
         limit = self.config.max_message_bytes
-        server = grpc.aio.server(
-            interceptors=[ReflectionNeedsToken(self.authenticator, self.metrics)],
-            options=[
-                ("grpc.max_receive_message_length", limit),
-                ("grpc.max_send_message_length", limit),
-                ("grpc.keepalive_time_ms", 20_000),
-                ("grpc.keepalive_timeout_ms", 10_000),
-                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
-                ("grpc.keepalive_permit_without_calls", 1),
-            ],
-        )
         service = CommonAreaService(
             lambda: self.engine,
             self.authenticator,
@@ -247,17 +232,15 @@ class HubApp:
             leader_hint=self.leader_hint,
             max_message_bytes=limit,
         )
-        server.add_generic_rpc_handlers((handlers(service),))
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        enable_reflection(server, (SERVICE_NAME, health.SERVICE_NAME))
-        if tls is None:
-            self.grpc_port = server.add_insecure_port(self.config.grpc_address)
-        else:
-            cert, key = tls[0].read_bytes(), tls[1].read_bytes()
-            creds = grpc.ssl_server_credentials([(key, cert)])
-            self.grpc_port = server.add_secure_port(self.config.grpc_address, creds)
-        await server.start()
-        self._grpc = server
+        self._grpc, self.grpc_port = await start_server(
+            service,
+            self._health,
+            self.authenticator,
+            self.metrics,
+            address=self.config.grpc_address,
+            tls=tls,
+            max_message_bytes=limit,
+        )
 
     async def _start_rest(self, tls: tuple[Path, Path] | None) -> None:
         runner = web.AppRunner(build_rest_app(self), access_log=None)
@@ -280,7 +263,7 @@ class HubApp:
         """Serve watches and reads from the leader's history, once the follower has it."""
         follower = Follower(source, self.config, self._clock)
         if self.kube is not None:
-            follower.engine.ended = self.kube.clusterset.ended
+            follower.engine.adopt_end(self.kube.clusterset.ended)
         self.follower, self.engine = follower, follower.engine
         self._following = asyncio.create_task(self._run_follower(follower), name="hub-follow")
 
@@ -289,7 +272,7 @@ class HubApp:
         while True:
             try:
                 await follower.start()
-                log.info("hub replica follows the leader", extra={"replica": self.config.replica_id})
+                log.info("hub replica follows the leader", extra={"replica": self._replica()})
                 return
             except Exception as exc:  # the CRDs or the data dir are not there yet: try again
                 log.warning("hub follower could not start", extra={"error": str(exc), "delaySeconds": delay})
@@ -317,7 +300,7 @@ class HubApp:
         if self.kube is not None:
             self.kubectl_exports = LeaderExportsWatch(self.kube.client, self.config.namespace, lambda: self.engine)
             self.kubectl_exports.start()
-        log.info("hub replica is the leader", extra={"replica": self.config.replica_id, "epoch": engine.epoch})
+        log.info("hub replica is the leader", extra={"replica": self._replica(), "epoch": engine.epoch})
 
     async def step_down(self) -> None:
         """Lost the Lease: stop taking writes; open streams end and members reconnect; follow again."""
@@ -325,17 +308,21 @@ class HubApp:
             return
         self._serving = False
         await self._stop_kubectl_exports()
-        self.engine.imports_bus.close()
-        self.engine.verdicts_bus.close()
+        self.engine.close_watches()
         await self._set_health(False)
         await self._label_role(FOLLOWER)
-        log.warning("hub replica stepped down", extra={"replica": self.config.replica_id})
+        log.warning("hub replica stepped down", extra={"replica": self._replica()})
         if self.kube is not None and self.started:
             self._follow(KubeFollowSource(self.kube.client, self.config.namespace))
 
     async def _label_role(self, role: str) -> None:
         if self.kube is not None:
-            await label_pod_role(self.kube.client, self.config.namespace, self.config.pod_name, role)
+            await self.kube.label_role(role)
+
+    def _replica(self) -> str:
+        """This replica's name in the Lease ("" with the SQLite store)."""
+        kube_store = self.config.kube_store
+        return kube_store.replica_id if kube_store is not None else ""
 
     async def _stop_kubectl_exports(self) -> None:
         watch, self.kubectl_exports = self.kubectl_exports, None
@@ -343,7 +330,7 @@ class HubApp:
             await watch.stop()
 
     async def adopt_identity(self, identity: ClusterSetIdentity) -> None:
-        """Serve the ClusterSet the leader's ClusterSet CR describes (hub.clusterset_identity)."""
+        """Serve the ClusterSet the leader's ClusterSet CR describes (hub.clusterset.identity)."""
         cfg = self.config
         if (cfg.cluster_set_id, cfg.leader_cluster_id) == (identity.cluster_set_id, identity.leader_cluster_id):
             return
@@ -371,8 +358,7 @@ class HubApp:
         self._tasks = []
         await self._stop_following()
         await self._health.enter_graceful_shutdown()
-        self.engine.imports_bus.close()
-        self.engine.verdicts_bus.close()
+        self.engine.close_watches()
         if self._grpc is not None:
             await self._grpc.stop(self.config.shutdown_grace)
             self._grpc = None
@@ -388,7 +374,7 @@ class HubApp:
         """Delete the ClusterSet (REST `DELETE /api/v1/clusterset`, SQLite store): recorded in the
         data dir first, then every announce, export and import is deleted; members are refused."""
         cfg = self.config
-        if cfg.store == "kube":
+        if cfg.kube_store is not None:
             raise held_by_cr(cfg.cluster_set_id, cfg.namespace)
         reason = deleted_through_rest(cfg.cluster_set_id, self.now())
         self.end_record.write(cfg.cluster_set_id, reason)
@@ -402,23 +388,11 @@ class HubApp:
             if self.kube is not None and self._serving:
                 await self.kube.publish_status()
             elif self.kube is not None and self.follower is not None:
-                self.follower.engine.ended = self.kube.clusterset.ended  # what the REST views show
+                self.follower.engine.adopt_end(self.kube.clusterset.ended)  # what the REST views show
             await asyncio.sleep(self.config.status_interval)
 
     def refresh_metrics(self) -> None:
-        now = self._clock()
-        index = self.engine.index
-        health_list = [member_health(m, now, self.config.disconnect_after) for m in index.members.values()]
-        self.metrics.members_total.set(len(health_list))
-        self.metrics.members_connected.set(sum(1 for h in health_list if h.connected))
-        self.metrics.store_revision.set(self.engine.revision)
-        export_kinds: Counter[str] = Counter(kind for _, (kind, _) in index.exports.facets())
-        import_kinds: Counter[str] = Counter(kind for _, (kind, _) in index.imports.facets())
-        # Every kind is set, so a kind that dropped to zero reads 0, not its last count.
-        for kind in pb.ResourceExport.DESCRIPTOR.oneofs_by_name["payload"].fields:
-            self.metrics.exports.labels(kind=kind.name).set(export_kinds.get(kind.name, 0))
-        for kind in pb.ResourceImport.DESCRIPTOR.oneofs_by_name["payload"].fields:
-            self.metrics.imports.labels(kind=kind.name).set(import_kinds.get(kind.name, 0))
+        self.metrics.refresh(self.engine, self._clock(), self.config.disconnect_after)
 
     async def _bookmark_loop(self) -> None:
         while True:
@@ -427,7 +401,7 @@ class HubApp:
 
 
 if TYPE_CHECKING:
-    from hub.leadership import LeaderSeat
+    from hub.replicas.leadership import LeaderSeat
     from hub.rest import RestHub
 
     # mypy checks here that HubApp offers the narrow views its parts are handed:

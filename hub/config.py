@@ -7,6 +7,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kube.leader import LeaseTiming
 from mcapi import names
 
 
@@ -32,6 +33,45 @@ def is_loopback(address: str) -> bool:
 
 
 @dataclass(frozen=True)
+class MirrorConfig:
+    """Mirror a SQLite hub's state into CRs of the leader Namespace of the cluster `kubeconfig`
+    reaches (hub.mirror), and take in the AntreaClusterNetworkPolicy ResourceExports a person
+    applies there. SQLite stays the source of truth."""
+
+    kubeconfig: Path
+    # The mirror's client-side rate limit, requests per second (bursts of twice as many).
+    qps: float = 50.0
+
+
+@dataclass(frozen=True)
+class SqliteStoreConfig:
+    """State in the data dir's SQLite database. This process writes it (and may mirror it), or,
+    with `follow`, serves watches and reads from the change log of a data dir another hub
+    process writes (hub.replicas.sqlite_source), never writing."""
+
+    follow: bool = False
+    mirror: MirrorConfig | None = None
+
+
+@dataclass(frozen=True)
+class KubeStoreConfig:
+    """State in CRs of the leader Namespace of the cluster `kubeconfig` reaches (None: the
+    in-cluster one). Replicas elect a leader through a Lease; the others follow its CRs."""
+
+    kubeconfig: Path | None = None
+    lease: LeaseTiming = field(default_factory=LeaseTiming)
+    # This replica's name in the Lease (default: the host name, i.e. the Pod name).
+    replica_id: str = field(default_factory=socket.gethostname)
+    # This replica's Pod, labelled `mchub.antrea.io/hub-role: leader|follower` so a Service can
+    # select the leader for writes ("" leaves the Pod alone).
+    pod_name: str = ""
+
+
+# Where the hub keeps its state, and how this process takes part.
+StoreConfig = SqliteStoreConfig | KubeStoreConfig
+
+
+@dataclass(frozen=True)
 class HubConfig:
     """Everything `mchub hub` can be told.
 
@@ -53,6 +93,8 @@ class HubConfig:
     tls_sans: tuple[str, ...] = ()
     cluster_set_id: str = "test-clusterset"
     leader_cluster_id: str = "leader"
+    # The leader Namespace: where the kube store keeps its CRs, or the mirror writes them.
+    namespace: str = names.DEFAULT_LEADER_NAMESPACE
     # Antrea's older merge rule: exporters' ports must be identical.
     strict_ports: bool = False
     # How often members announce (told to them in AnnounceResponse).
@@ -71,33 +113,10 @@ class HubConfig:
     watch_queue_limit: int = 10_000
     # Grace given to open streams on shutdown.
     shutdown_grace: float = 5.0
-    # Where the hub keeps its state: "sqlite" (embedded, in data_dir) or "kube"
-    # (CRs in `namespace` of the cluster `kubeconfig` reaches, or in-cluster).
-    store: str = "sqlite"
-    kubeconfig: Path | None = None
-    namespace: str = names.DEFAULT_LEADER_NAMESPACE
-    # Lease election between replicas (kube store only), seconds.
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    # This replica's name in the Lease (default: the host name, i.e. the Pod name).
-    replica_id: str = field(default_factory=socket.gethostname)
-    # SQLite store: serve watches and reads from the change log of a data dir another hub
-    # process writes (hub.follow_sqlite), never writing. (Kube-store replicas that do not hold
-    # the Lease always follow the leader's CRs.)
-    follow: bool = False
+    store: StoreConfig = field(default_factory=SqliteStoreConfig)
     # The address members send writes to, named by a follower that refuses one (UNAVAILABLE with
     # trailing metadata `mchub-leader`); without it a kube follower names the leader replica.
     leader_address: str = ""
-    # SQLite store: mirror the hub's state into CRs of `namespace` in the cluster this
-    # kubeconfig reaches (hub.mirror), and take in AntreaClusterNetworkPolicy ResourceExports
-    # a person applies there. SQLite stays the source of truth; None: no mirror.
-    mirror_kubeconfig: Path | None = None
-    # The mirror's client-side rate limit, requests per second (bursts of twice as many).
-    mirror_qps: float = 50.0
-    # Kube store: this replica's Pod, labelled `mchub.antrea.io/hub-role: leader|follower` so a
-    # Service can select the leader for writes ("" leaves the Pod alone).
-    pod_name: str = ""
 
     def validate(self) -> HubConfig:
         for address in (self.grpc_address, self.rest_address):
@@ -114,22 +133,28 @@ class HubConfig:
         for value, what in ((self.cluster_set_id, "ClusterSet ID"), (self.leader_cluster_id, "leader ID")):
             if not names.is_valid_cluster_id(value):
                 raise HubConfigError(f"{what} {value!r} must be a DNS-1123 label")
-        if self.store not in ("sqlite", "kube"):
-            raise HubConfigError(f"store {self.store!r} must be sqlite or kube")
-        if self.mirror_kubeconfig is not None and (self.store != "sqlite" or self.follow):
-            raise HubConfigError(
-                "--mirror-kubeconfig mirrors the sqlite store of the hub that writes it; "
-                "the kube store keeps its state in CRs already"
-            )
-        if self.mirror_qps <= 0:
-            raise HubConfigError("the mirror's QPS must be positive")
-        if self.follow and self.store != "sqlite":
-            raise HubConfigError("--follow is for the sqlite store; kube-store replicas follow by themselves")
-        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
-            raise HubConfigError("lease timing needs 0 < retry period < renew deadline < lease duration")
+        if isinstance(self.store, SqliteStoreConfig) and self.store.mirror is not None:
+            if self.store.follow:
+                raise HubConfigError(MIRROR_NEEDS_THE_WRITER)
+            if self.store.mirror.qps <= 0:
+                raise HubConfigError(MIRROR_QPS)
         if self.heartbeat_interval <= 0 or self.disconnect_after <= self.heartbeat_interval:
             raise HubConfigError("disconnect_after must exceed heartbeat_interval, both positive")
         return self
+
+    @property
+    def kube_store(self) -> KubeStoreConfig | None:
+        """The kube store's settings (None with the SQLite store)."""
+        return self.store if isinstance(self.store, KubeStoreConfig) else None
+
+    @property
+    def follows(self) -> bool:
+        """A SQLite-store follower of another process's data dir."""
+        return isinstance(self.store, SqliteStoreConfig) and self.store.follow
+
+    @property
+    def mirror(self) -> MirrorConfig | None:
+        return self.store.mirror if isinstance(self.store, SqliteStoreConfig) else None
 
     @property
     def tls_dir(self) -> Path:
@@ -142,3 +167,11 @@ class HubConfig:
     @property
     def tokens_db(self) -> Path:
         return self.data_dir / "tokens.db"
+
+
+# Refusals the CLI gives too, mapping its flags onto a StoreConfig.
+MIRROR_NEEDS_THE_WRITER = (
+    "--mirror-kubeconfig mirrors the sqlite store of the hub that writes it; "
+    "the kube store keeps its state in CRs already"
+)
+MIRROR_QPS = "the mirror's QPS must be positive"

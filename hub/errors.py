@@ -11,6 +11,8 @@ MAX_MESSAGE_BYTES: even fully percent-encoded it stays under 8 KiB.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 # Values up to this many characters are quoted whole: every cluster ID,
 # Namespace and Service name (DNS-1123 labels, at most 63).
 MAX_QUOTED_CHARS = 64
@@ -41,8 +43,31 @@ def bounded(message: str, limit: int = MAX_MESSAGE_BYTES) -> str:
     return keep + _CUT
 
 
+# Texts of store and transport errors (not client values) are cut to this in logs and refusals.
+DETAIL_BYTES = 512
+
+
+def store_unavailable(error: Exception) -> str:
+    """The refusal's text when the store failed (UNAVAILABLE, HTTP 503): nothing was acknowledged."""
+    return f"the hub could not use its store ({bounded(str(error), DETAIL_BYTES)}); retry later"
+
+
 class HubError(Exception):
-    """A request the hub refused; nothing was changed. The message is bounded()."""
+    """A request the hub refused; nothing was changed. The message is bounded().
+
+    Each refusal names its gRPC status code and its HTTP status (with Kubernetes' reason) where
+    it is declared: the one table both faces map refusals with (hub.grpc.codes, hub.rest.errors).
+    """
+
+    grpc_code: ClassVar[str] = "UNKNOWN"
+    http_status: ClassVar[tuple[int, str]] = (500, "InternalError")
+
+    def __init_subclass__(cls, *, grpc_code: str = "", http_status: tuple[int, str] | None = None) -> None:
+        super().__init_subclass__()
+        if grpc_code:
+            cls.grpc_code = grpc_code
+        if http_status is not None:
+            cls.http_status = http_status
 
     def __init__(self, message: str = "") -> None:
         super().__init__(bounded(message))
@@ -52,45 +77,57 @@ class HubError(Exception):
         return type(self)(bounded(str(self), MAX_MESSAGE_BYTES - len(note.encode())) + note)
 
 
-class InvalidRequest(HubError):
-    """Malformed content (gRPC INVALID_ARGUMENT, HTTP 400)."""
+class InvalidRequest(HubError, grpc_code="INVALID_ARGUMENT", http_status=(400, "BadRequest")):
+    """Malformed content."""
 
 
 class TooLarge(InvalidRequest):
     """An export that would make a record too large for the hub's store or for members' watches,
-    alone or merged with others' (gRPC INVALID_ARGUMENT, HTTP 400)."""
+    alone or merged with others'."""
 
 
-class Forbidden(HubError):
-    """The caller may not do this (gRPC PERMISSION_DENIED, HTTP 403)."""
+class Unauthenticated(HubError, grpc_code="UNAUTHENTICATED", http_status=(401, "Unauthorized")):
+    """No bearer token, or one no authenticator knows."""
 
 
-class NotJoined(HubError):
-    """The member must announce before it exports (gRPC FAILED_PRECONDITION, HTTP 409)."""
+class Forbidden(HubError, grpc_code="PERMISSION_DENIED", http_status=(403, "Forbidden")):
+    """The caller may not do this."""
+
+
+class NotFound(HubError, grpc_code="NOT_FOUND", http_status=(404, "NotFound")):
+    """The named object does not exist."""
+
+
+class NotJoined(HubError, grpc_code="FAILED_PRECONDITION", http_status=(409, "Conflict")):
+    """The member must announce before it exports."""
 
 
 class ClusterSetEnded(NotJoined):
-    """The ClusterSet was deleted: the hub admits no member until a new one is made
-    (gRPC FAILED_PRECONDITION, HTTP 409)."""
+    """The ClusterSet was deleted: the hub admits no member until a new one is made."""
 
 
-class OutOfOrder(HubError):
-    """A stream item the stream's state does not allow now, e.g. a second sync_begin
-    (gRPC FAILED_PRECONDITION, HTTP 409)."""
+class OutOfOrder(HubError, grpc_code="FAILED_PRECONDITION", http_status=(409, "Conflict")):
+    """A stream item the stream's state does not allow now, e.g. a second sync_begin."""
 
 
-class Conflict(HubError):
+class Conflict(HubError, grpc_code="FAILED_PRECONDITION", http_status=(409, "Conflict")):
     """The request conflicts with how this hub is set up, e.g. deleting through REST what a
-    CR holds (gRPC FAILED_PRECONDITION, HTTP 409)."""
+    CR holds."""
 
 
-class NotFound(HubError):
-    """The named object does not exist (gRPC NOT_FOUND, HTTP 404)."""
+class FellBehind(HubError, grpc_code="ABORTED", http_status=(410, "Expired")):
+    """A watch fell further behind than the hub keeps for it: resume from the last revision
+    (HTTP 410 Expired, as a Kubernetes watch too old)."""
 
 
-class Unavailable(HubError):
-    """The hub cannot decide now (a service it relies on failed); retry (gRPC UNAVAILABLE, HTTP 503)."""
+class Unavailable(HubError, grpc_code="UNAVAILABLE", http_status=(503, "ServiceUnavailable")):
+    """The hub cannot decide now (a service it relies on failed); retry."""
 
 
-class NotLeader(HubError):
-    """This replica does not hold the leader lease (gRPC UNAVAILABLE, HTTP 503)."""
+class NotLeader(HubError, grpc_code="UNAVAILABLE", http_status=(503, "ServiceUnavailable")):
+    """This replica does not hold the leader lease. `leader` names where writes go, as this
+    replica knows it ("" when it does not)."""
+
+    def __init__(self, message: str = "", leader: str = "") -> None:
+        super().__init__(message)
+        self.leader = leader

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from collections import Counter as Tally
+from datetime import datetime
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from hub.clusterset.status import member_health
+from mcapi.mchub.v1 import common_area_pb2 as pb
+
+if TYPE_CHECKING:
+    from hub.engine import Engine
 
 
 class HubMetrics:
@@ -31,3 +41,18 @@ class HubMetrics:
         )
         self.auth_failures = Counter("mchub_auth_failures_total", "Calls refused for a bad token", registry=r)
         self.store_revision = Gauge("mchub_store_revision", "Revision of the last committed write", registry=r)
+
+    def refresh(self, engine: Engine, now: datetime, disconnect_after: float) -> None:
+        """The gauges, from what `engine` holds now (the counters count as calls come)."""
+        index = engine.index
+        health = [member_health(m, now, disconnect_after) for m in index.members.values()]
+        self.members_total.set(len(health))
+        self.members_connected.set(sum(1 for h in health if h.connected))
+        self.store_revision.set(engine.revision)
+        export_kinds: Tally[str] = Tally(kind for _, (kind, _) in index.exports.facets())
+        import_kinds: Tally[str] = Tally(kind for _, (kind, _) in index.imports.facets())
+        # Every kind is set, so a kind that dropped to zero reads 0, not its last count.
+        for kind in pb.ResourceExport.DESCRIPTOR.oneofs_by_name["payload"].fields:
+            self.exports.labels(kind=kind.name).set(export_kinds.get(kind.name, 0))
+        for kind in pb.ResourceImport.DESCRIPTOR.oneofs_by_name["payload"].fields:
+            self.imports.labels(kind=kind.name).set(import_kinds.get(kind.name, 0))

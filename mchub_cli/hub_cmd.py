@@ -14,7 +14,17 @@ from typing import Any
 
 from hub.app import HubApp
 from hub.auth.tokens import TokenError, TokenStore
-from hub.config import HubConfig, HubConfigError
+from hub.config import (
+    MIRROR_NEEDS_THE_WRITER,
+    MIRROR_QPS,
+    HubConfig,
+    HubConfigError,
+    KubeStoreConfig,
+    MirrorConfig,
+    SqliteStoreConfig,
+    StoreConfig,
+)
+from kube.leader import LeaseTiming
 
 Register = Callable[[Any], None]
 
@@ -88,6 +98,29 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, default=Path("mchub-data"), help="state dir (default ./mchub-data)")
 
 
+def _store(args: argparse.Namespace) -> StoreConfig:
+    """Where the hub keeps its state, from the flags; HubConfigError for flags that do not go together."""
+    try:
+        lease = LeaseTiming(args.lease_duration, args.renew_deadline, args.retry_period)
+    except ValueError:
+        raise HubConfigError("lease timing needs 0 < retry period < renew deadline < lease duration") from None
+    if args.mirror_qps <= 0:
+        raise HubConfigError(MIRROR_QPS)
+    mirror = MirrorConfig(args.mirror_kubeconfig, args.mirror_qps) if args.mirror_kubeconfig is not None else None
+    if args.store == "sqlite":
+        return SqliteStoreConfig(follow=args.follow, mirror=mirror)
+    if mirror is not None:
+        raise HubConfigError(MIRROR_NEEDS_THE_WRITER)
+    if args.follow:
+        raise HubConfigError("--follow is for the sqlite store; kube-store replicas follow by themselves")
+    return KubeStoreConfig(
+        kubeconfig=args.kubeconfig,
+        lease=lease,
+        pod_name=args.pod_name,
+        **({"replica_id": args.replica_id} if args.replica_id else {}),
+    )
+
+
 def _config(args: argparse.Namespace) -> HubConfig:
     return HubConfig(
         data_dir=args.data_dir,
@@ -100,18 +133,9 @@ def _config(args: argparse.Namespace) -> HubConfig:
         cluster_set_id=args.clusterset_id,
         leader_cluster_id=args.leader_cluster_id,
         strict_ports=args.strict_ports,
-        store=args.store,
-        kubeconfig=args.kubeconfig,
         namespace=args.namespace,
-        mirror_kubeconfig=args.mirror_kubeconfig,
-        mirror_qps=args.mirror_qps,
-        lease_duration=args.lease_duration,
-        renew_deadline=args.renew_deadline,
-        retry_period=args.retry_period,
-        follow=args.follow,
+        store=_store(args),
         leader_address=args.leader_address,
-        pod_name=args.pod_name,
-        **({"replica_id": args.replica_id} if args.replica_id else {}),
     )
 
 
@@ -132,13 +156,13 @@ async def serve(app: HubApp) -> None:
             f"hub: state in CRs of Namespace {app.config.namespace}; watches as it follows, writes when it leads",
             flush=True,
         )
-    if app.config.mirror_kubeconfig is not None:
+    if (mirror := app.config.mirror) is not None:
         print(
-            f"hub: mirrors into Namespace {app.config.namespace} of {app.config.mirror_kubeconfig} "
+            f"hub: mirrors into Namespace {app.config.namespace} of {mirror.kubeconfig} "
             "(kubectl get resourceexport,resourceimport,memberclusterannounce)",
             flush=True,
         )
-    if app.config.follow:
+    if app.config.follows:
         print(f"hub: following the hub that writes {app.config.data_dir}; watches and reads only", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

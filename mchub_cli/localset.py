@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from hub.app import HubApp
-from hub.config import HubConfig
+from hub.config import HubConfig, MirrorConfig, SqliteStoreConfig
 from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists
 from kube.resources import CLUSTER_SETS, CRDS, NAMESPACES, SECRETS
@@ -94,7 +94,7 @@ class LocalClusterSet:
         await self._initialize_leader(leader.client)
         self.hub_overrides = {
             **self.hub_overrides,
-            "mirror_kubeconfig": leader.kubeconfig,
+            "store": SqliteStoreConfig(mirror=MirrorConfig(leader.kubeconfig)),
             "namespace": self.leader_namespace,
         }
         members = " and joining the members" if join else ""

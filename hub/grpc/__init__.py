@@ -1,1 +1,1 @@
-"""The hub's gRPC face: CommonAreaService, health, TLS, authentication."""
+"""The hub's gRPC face: CommonAreaService behind one gate (calls), its streams, reflection and the server."""

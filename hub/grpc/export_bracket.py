@@ -19,10 +19,6 @@ class SyncBracket:
         # None when idle; else the names mentioned since sync_begin.
         self._mentioned: set[str] | None = None
 
-    @property
-    def is_open(self) -> bool:
-        return self._mentioned is not None
-
     def begin(self) -> None:
         if self._mentioned is not None:
             raise OutOfOrder(

@@ -2,12 +2,12 @@
 
 No I/O here: the hub groups exports (group_key), validates them
 (validate_export, expected_export_name), merges a group (merge_group), deletes
-the imports a group no longer produces (import_names_for_group) and routes
-imports to members (delivers_to).
+the imports a group no longer produces (import_names_for_group), and works out
+what a change of exports writes, re-merging only the groups it touches (regroup).
+Which member receives an import is the publishing side's (hub.watch.delivery).
 """
 
 from hub.merge.contract import GroupKey, GroupResult, MergeConfig, MergeContext
-from hub.merge.delivery import delivers_to
 from hub.merge.errors import (
     LabelIdentityExhausted,
     MergeError,
@@ -29,7 +29,6 @@ __all__ = [
     "MixedGroup",
     "UnknownExportKind",
     "UnknownGroupKind",
-    "delivers_to",
     "expected_export_name",
     "group_key",
     "import_names_for_group",

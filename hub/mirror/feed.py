@@ -118,7 +118,7 @@ class FeedingStore(Store):
 
     @property
     def max_record_bytes(self) -> int | None:
-        """The wrapped store's: the hub refuses what it cannot hold (hub.engine_fit)."""
+        """The wrapped store's: the hub refuses what it cannot hold (hub.engine.fit)."""
         return self.inner.max_record_bytes
 
     def record_bytes(self, record: pb.ResourceExport | pb.ResourceImport) -> int:

@@ -4,14 +4,14 @@ Everything the leader Namespace of K holds for kubectl, beside the hub's own sto
 
 - the mirror of ResourceExports, ResourceImports and MemberClusterAnnounces (hub.mirror.mirror);
 - AntreaClusterNetworkPolicy ResourceExports a person applies there, taken in as admin
-  exports (hub.kubectl_exports), so the user guide's policy replication works as with the
+  exports (hub.leader_cluster.kubectl_exports), so the user guide's policy replication works as with the
   kube store;
-- the leader ClusterSet CR (hub.clusterset_watch): the ClusterSet and leader IDs the hub
+- the leader ClusterSet CR (hub.leader_cluster.clusterset_cr): the ClusterSet and leader IDs the hub
   serves (the configuration is the fallback), its status (total and ready clusters,
   ClusterConnected per member, HubConfigMatches), and its deletion, which ends the
   ClusterSet as `DELETE /api/v1/clusterset` does (recorded in the data dir);
 - members' import reports as ResourceImport status and ACNPImportFailed Events
-  (hub.import_outcomes).
+  (hub.leader_cluster.import_outcomes).
 
 None of it stands between members and the hub: a leader cluster that is down makes the
 mirror lag, and it catches up when the cluster is back.
@@ -23,17 +23,16 @@ import asyncio
 import contextlib
 import logging
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from hub.clusterset import clusterset_status, with_mismatches
-from hub.clusterset_end import EndRecord
-from hub.clusterset_identity import ClusterSetIdentity
-from hub.clusterset_watch import LeaderClusterSetWatch
-from hub.clusterset_writer import ClusterSetStatusWriter
-from hub.config import HubConfig
-from hub.import_outcomes import ImportOutcomeWriter, ReportSource
-from hub.kubectl_exports import KubectlExports
+from hub.clusterset.end import EndRecord
+from hub.clusterset.identity import ClusterSetIdentity
+from hub.clusterset.status import clusterset_status, with_mismatches
+from hub.config import HubConfig, MirrorConfig
+from hub.leader_cluster.clusterset_cr import LeaderClusterSetWatch
+from hub.leader_cluster.import_outcomes import ImportOutcomeWriter, ReportSource
+from hub.leader_cluster.kubectl_exports import KubectlExports
+from hub.leader_cluster.status_writer import ClusterSetStatusWriter
 from hub.mirror.feed import ChangeFeed
 from hub.mirror.mirror import LeaderMirror
 from kube.client import KubeClient, connect
@@ -103,10 +102,10 @@ class LeaderCluster:
 
     @classmethod
     async def connect(
-        cls, app: MirrorSeat, kubeconfig: Path, feed: ChangeFeed, registry: CollectorRegistry
+        cls, app: MirrorSeat, mirror: MirrorConfig, feed: ChangeFeed, registry: CollectorRegistry
     ) -> LeaderCluster:
-        qps = app.config.mirror_qps
-        return cls(app, await connect(kubeconfig, qps=qps, burst=int(2 * qps)), feed, registry)
+        qps = mirror.qps
+        return cls(app, await connect(mirror.kubeconfig, qps=qps, burst=int(2 * qps)), feed, registry)
 
     def _import_created(self, name: str) -> None:
         """Reports about an import that came before its CR existed: written into it now."""

@@ -19,7 +19,7 @@ reconciler, not a log shipper:
 - **a person's change is put back**: a mirrored CR whose content no longer matches its digest
   (hub.mirror.shapes), or one deleted by someone else, is written again with an Event saying
   so. Two exceptions, which are the interface the user guide describes: AntreaClusterNetworkPolicy
-  ResourceExports (hub.kubectl_exports takes them in, or withdraws them when deleted), and CRs
+  ResourceExports (hub.leader_cluster.kubectl_exports takes them in, or withdraws them when deleted), and CRs
   a person created (never mirrored, so never deleted by the mirror).
 
 A ResourceExport deleted while no hub runs cannot be told from one not mirrored yet: the
@@ -65,7 +65,7 @@ from mcapi import names
 
 if TYPE_CHECKING:
     from hub.engine import Engine
-    from hub.kubectl_exports import KubectlExports
+    from hub.leader_cluster.kubectl_exports import KubectlExports
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class LeaderMirror:
         on_import_created: Callable[[str], None] = lambda _: None,
     ) -> None:
         """`on_import_created(name)`: a ResourceImport CR was created (again); members' reports
-        that came before it existed are written into it then (hub.import_outcomes)."""
+        that came before it existed are written into it then (hub.leader_cluster.import_outcomes)."""
         self.client = client
         self._on_import_created = on_import_created
         self.namespace = namespace
@@ -161,7 +161,7 @@ class LeaderMirror:
                 await task
 
     async def caught_up(self) -> None:
-        """Until the leader's CRs say what the hub holds now (tests and the demo wait on it)."""
+        """Until the leader's CRs say what the hub holds now (the tests wait on it)."""
         while True:
             await self._idle.wait()
             if not len(self._feed.pending) and not self._feed.changed.is_set():
@@ -202,7 +202,7 @@ class LeaderMirror:
                 self._deleting.discard(key)
                 return
             if not is_managed(obj) or policy:
-                return  # a person's CR went; a policy's deletion is hub.kubectl_exports'
+                return  # a person's CR went; a policy's deletion is hub.leader_cluster.kubectl_exports'
             self._restoring[key] = "deleted"
         else:
             if is_ours(kind, obj) or policy or (kind is Kind.EXPORT and not is_managed(obj)):
@@ -317,7 +317,7 @@ class LeaderMirror:
                 self.metrics.writes.labels(kind.name, "delete").inc()
             return True
         if actual is not None and kind is Kind.EXPORT and not self._may_overwrite(actual, desired):
-            return True  # a person's change of a policy: hub.kubectl_exports decides
+            return True  # a person's change of a policy: hub.leader_cluster.kubectl_exports decides
         written = False
         if actual is None:
             written = await self._create(kind, name, desired)

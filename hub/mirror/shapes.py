@@ -103,7 +103,7 @@ def desired_export(export: pb.ResourceExport, namespace: str) -> Desired:
 
 
 def desired_import(imp: pb.ResourceImport, namespace: str) -> Desired:
-    # No status: members' reports are written into it by hub.import_outcomes.
+    # No status: members' reports are written into it by hub.leader_cluster.import_outcomes.
     obj = import_to_cr(imp, namespace)
     obj.pop("status", None)
     return Desired(_managed(obj, Kind.IMPORT), None)

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from hub.auth.identity import ADMIN, INVALID_TOKEN
-from hub.errors import HubError, bounded, quote
+from hub.auth.bearer import bearer_token, identify
+from hub.auth.identity import ADMIN
+from hub.errors import HubError, quote, store_unavailable
 from hub.rest import shapes
 from hub.rest.context import HUB_KEY, IDENTITY_KEY, hub_of, require_admin
 from hub.rest.dashboard import PUBLIC_PATHS as DASHBOARD_PUBLIC_PATHS
 from hub.rest.dashboard import add_dashboard_routes
-from hub.rest.errors import error_response, http_status
+from hub.rest.errors import error_response, refusal_response
 from hub.rest.live import add_live_routes
 from hub.rest.membership import add_membership_routes
 from hub.rest.openapi import OPENAPI
@@ -38,30 +39,18 @@ async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
     if request.path in _PUBLIC:
         response: web.StreamResponse = await handler(request)
         return response
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        # Browsers' EventSource cannot set headers: the dashboard passes ?token=.
-        token = request.query.get("token", "")
-    if not token:
-        return error_response(401, "Unauthorized", "missing 'Authorization: Bearer <token>'")
+    # Browsers' EventSource cannot set headers: the dashboard passes ?token=.
+    token = bearer_token(request.headers.get("Authorization", "")) or request.query.get("token", "").strip()
+    hub = hub_of(request)
     try:
-        identity = await hub_of(request).authenticator.authenticate(token.strip())
-    except HubError as exc:  # cannot tell now: not a verdict on the token
-        code, reason = http_status(exc)
-        return error_response(code, reason, str(exc))
-    if identity is None:
-        hub_of(request).metrics.auth_failures.inc()
-        return error_response(401, "Unauthorized", INVALID_TOKEN)
-    request[IDENTITY_KEY] = identity
-    try:
+        request[IDENTITY_KEY] = await identify(
+            hub.authenticator, token, hub.metrics.auth_failures, header="Authorization"
+        )
         response = await handler(request)
     except HubError as exc:
-        code, reason = http_status(exc)
-        return error_response(code, reason, str(exc))
+        return refusal_response(exc)
     except StoreError as exc:  # the write did not complete; the caller may retry
-        detail = bounded(str(exc), 512)
-        return error_response(503, "ServiceUnavailable", f"the hub could not use its store ({detail}); retry later")
+        return error_response(503, "ServiceUnavailable", store_unavailable(exc))
     return response
 
 

@@ -227,11 +227,6 @@ def view_header(hub: RestHub) -> dict[str, Any]:
     }
 
 
-def dashboard_view(hub: RestHub) -> dict[str, Any]:
-    """The whole view model: what the `snapshot` and `changed` events carry."""
-    return {**view_header(hub), **liveness_view(hub), **resources_view(hub)}
-
-
 # ---- the page ----------------------------------------------------------------
 
 

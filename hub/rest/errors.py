@@ -4,32 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hub.errors import (
-    Conflict,
-    Forbidden,
-    HubError,
-    InvalidRequest,
-    NotFound,
-    NotJoined,
-    NotLeader,
-    OutOfOrder,
-    Unavailable,
-    bounded,
-)
-
-
-def http_status(error: HubError) -> tuple[int, str]:
-    if isinstance(error, InvalidRequest):
-        return 400, "BadRequest"
-    if isinstance(error, Forbidden):
-        return 403, "Forbidden"
-    if isinstance(error, NotFound):
-        return 404, "NotFound"
-    if isinstance(error, NotJoined | OutOfOrder | Conflict):
-        return 409, "Conflict"
-    if isinstance(error, NotLeader | Unavailable):
-        return 503, "ServiceUnavailable"
-    return 500, "InternalError"
+from hub.errors import HubError, bounded
 
 
 def error_response(code: int, reason: str, message: str) -> web.Response:
@@ -42,3 +17,9 @@ def error_response(code: int, reason: str, message: str) -> web.Response:
         "message": bounded(message),
     }
     return web.json_response(body, status=code)
+
+
+def refusal_response(error: HubError) -> web.Response:
+    """A refusal with the HTTP status and Kubernetes reason hub.errors names for it."""
+    code, reason = error.http_status
+    return error_response(code, reason, str(error))

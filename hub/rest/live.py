@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
-from hub.bus import Bus
 from hub.engine import Engine
-from hub.import_batch import ImportBatch
 from hub.rest.dashboard import liveness_view, resources_view, view_header
+from hub.watch.batches import ImportBatch
+from hub.watch.bus import Bus
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from hub.clusterset import MemberHealth, member_health
-from hub.clusterset_end import held_by_cr
+from hub.clusterset.end import held_by_cr
+from hub.clusterset.status import MemberHealth, member_health
 from hub.errors import quote
 from hub.rest import shapes
 from hub.rest.context import hub_of, is_dry_run, require_admin
@@ -58,7 +58,7 @@ async def delete_clusterset(request: web.Request) -> web.Response:
     if hub.engine.ended:
         return _ended(hub)
     if is_dry_run(request):
-        if hub.config.store == "kube":
+        if hub.config.kube_store is not None:
             raise held_by_cr(hub.config.cluster_set_id, hub.config.namespace)
         return web.json_response(_end_body(hub, hub.engine.end_plan(), dry_run=True))
     return web.json_response(_end_body(hub, await hub.end_clusterset(), dry_run=False))
@@ -87,7 +87,7 @@ def _removal_body(
         "tokens": [t for t in tokens if t not in revoked],
         "revokedTokens": revoked,
         # ServiceAccount tokens (TokenReview) are the leader cluster's to revoke, not the hub's.
-        "serviceAccountTokens": hub.config.store == "kube",
+        "serviceAccountTokens": hub.config.kube_store is not None,
         "leaderNamespace": hub.config.namespace,
         "revision": removal.revision,
     }

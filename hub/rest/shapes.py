@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hub.clusterset import clusterset_status, member_health
+from hub.clusterset.status import clusterset_status, member_health
+from hub.engine.reports import cluster_statuses
 from hub.errors import InvalidRequest
-from hub.import_status import cluster_statuses
-from hub.merge import delivers_to
+from hub.watch.delivery import delivers_to
 from mcapi import names
 from mcapi.convert import (
     ConversionError,

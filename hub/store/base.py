@@ -54,6 +54,17 @@ class RevisionInFuture(StoreError):
         self.current = current
 
 
+def check_resumable(epoch: str, revision: int, *, held_epoch: str, held_revision: int, compacted_through: int) -> None:
+    """Whether the changes after `revision` of `epoch` can be given exactly from a change log of
+    `held_epoch` up to `held_revision`, compacted through `compacted_through`; raises why not."""
+    if epoch != held_epoch:
+        raise EpochMismatch(epoch, held_epoch)
+    if revision > held_revision:
+        raise RevisionInFuture(revision, held_revision)
+    if revision < compacted_through:
+        raise RevisionCompacted(revision, compacted_through)
+
+
 @dataclass(frozen=True)
 class MemberRecord:
     """What the hub knows of a member (Antrea's MemberClusterAnnounce)."""
@@ -125,7 +136,7 @@ class Store(abc.ABC):
     def max_record_bytes(self) -> int | None:
         """The largest export or import this store can hold, as record_bytes() measures it;
         None when it has no limit of its own. A batch holding a larger record fails whole, so
-        the hub refuses the export that would make one before it commits (hub.engine_fit)."""
+        the hub refuses the export that would make one before it commits (hub.engine.fit)."""
         return None
 
     def record_bytes(self, record: pb.ResourceExport | pb.ResourceImport) -> int:

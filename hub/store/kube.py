@@ -27,18 +27,15 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from hub.packed import M, PackedMessages
 from hub.store.base import (
-    EpochMismatch,
     ImportChange,
     MemberRecord,
-    RevisionCompacted,
-    RevisionInFuture,
     Snapshot,
     Store,
     StoreError,
     WriteBatch,
 )
+from hub.store.changelog import ChangeLog
 from hub.store.kube_authorship import Authorship, authorship
 from hub.store.kube_codec import (
     MAX_CR_BYTES,
@@ -54,6 +51,7 @@ from hub.store.kube_codec import (
     storable,
 )
 from hub.store.kube_measured import MeasuredCRs
+from hub.store.packed import M, PackedMessages
 from kube.client import KubeClient, PatchType
 from kube.errors import AlreadyExists, KubeError, NotFound, TemporaryError
 from kube.resources import MEMBER_CLUSTER_ANNOUNCES, NAMESPACES, RESOURCE_EXPORTS, RESOURCE_IMPORTS, Resource, name_of
@@ -96,16 +94,13 @@ class KubeStore(Store):
     ) -> None:
         self._client = client
         self.namespace = namespace
-        self._compact_keep = compact_keep
         self._slots = asyncio.Semaphore(concurrency)
         self._write_timeout = write_timeout
         self._lock = asyncio.Lock()
-        self._epoch = ""
         self._revision = 0
         self._import_revision = 0
-        self._compacted_through = 0
-        self._log: list[ImportChange] = []
-        # What the CRs hold as the hub wrote them, kept packed (hub.packed) like the engine's index.
+        self._log = ChangeLog(compact_keep)
+        # What the CRs hold as the hub wrote them, kept packed (hub.store.packed) like the engine's index.
         self._exports: PackedMessages[pb.ResourceExport] = _packed(pb.ResourceExport.FromString)
         self._imports: PackedMessages[pb.ResourceImport] = _packed(pb.ResourceImport.FromString)
         self._members: dict[str, MemberRecord] = {}
@@ -116,7 +111,7 @@ class KubeStore(Store):
 
     @property
     def epoch(self) -> str:
-        return self._epoch
+        return self._log.epoch
 
     @property
     def revision(self) -> int:
@@ -149,7 +144,7 @@ class KubeStore(Store):
             for obj in (await self._client.list_all(RESOURCE_EXPORTS, namespace=self.namespace)).items:
                 if authorship(obj) is not Authorship.HUB:
                     # A person's (kubectl) or one changed since the hub wrote it: not the hub's
-                    # state. hub.kubectl_exports takes policies in; members resend their own.
+                    # state. hub.leader_cluster.kubectl_exports takes policies in; members resend their own.
                     log.info("kube store skips a ResourceExport it did not write", extra={"object": name_of(obj)})
                     continue
                 export = export_from_cr(obj)
@@ -169,18 +164,16 @@ class KubeStore(Store):
             RESOURCE_IMPORTS: set(imports),
             MEMBER_CLUSTER_ANNOUNCES: {names.member_announce_name(c) for c in members},
         }
-        self._epoch = uuid.uuid4().hex
         self._revision = 0
         self._import_revision = 0
-        self._compacted_through = 0
-        self._log = []
+        self._log.start(uuid.uuid4().hex, 0)
         self._exports, self._imports = _packed(pb.ResourceExport.FromString), _packed(pb.ResourceImport.FromString)
         self._exports.update(exports)
         self._imports.update(imports)
         self._members = members
         log.info(
             "kube store loaded",
-            extra={"namespace": self.namespace, "exports": len(exports), "imports": len(imports), "epoch": self._epoch},
+            extra={"namespace": self.namespace, "exports": len(exports), "imports": len(imports), "epoch": self.epoch},
         )
         return self._copy()
 
@@ -188,7 +181,7 @@ class KubeStore(Store):
         """The client belongs to the caller; nothing to release here."""
 
     def _copy(self) -> Snapshot:
-        return Snapshot(self._epoch, self._revision, dict(self._exports), dict(self._imports), dict(self._members))
+        return Snapshot(self.epoch, self._revision, dict(self._exports), dict(self._imports), dict(self._members))
 
     async def snapshot(self) -> Snapshot:
         return self._copy()
@@ -200,7 +193,7 @@ class KubeStore(Store):
         async with self._lock:
             # The stamp followers count this revision's import changes by (kube_codec).
             deleted_imports = [n for n in batch.delete_imports if n in self._imports]
-            stamp = change_stamp(self._epoch, self._revision + 1, len(batch.put_imports) + len(deleted_imports))
+            stamp = change_stamp(self.epoch, self._revision + 1, len(batch.put_imports) + len(deleted_imports))
             # Convert everything first (or take the CRs record_bytes made): a bad record fails
             # its batch before any write. What was measured for other writes is forgotten.
             try:
@@ -256,17 +249,9 @@ class KubeStore(Store):
             self._members[m.cluster_id] = member_from_cr(member_to_cr(m, self.namespace))
         for cluster_id in batch.delete_members:
             self._members.pop(cluster_id, None)
-        self._log.extend(changes)
+        self._log.append(self._revision, changes)
         if changes:
             self._import_revision = self._revision
-        if len(self._log) > self._compact_keep:
-            # Drop whole revisions only, so a kept revision is never half there.
-            cut = self._log[len(self._log) - self._compact_keep].revision - 1
-            self._drop_through(cut)
-
-    def _drop_through(self, revision: int) -> None:
-        self._log = [c for c in self._log if c.revision > revision]
-        self._compacted_through = max(self._compacted_through, revision)
 
     async def _retrying(self, write: Callable[[], Awaitable[None]]) -> None:
         delay = 0.05
@@ -324,13 +309,7 @@ class KubeStore(Store):
         await self._delete(RESOURCE_IMPORTS, name)
 
     async def import_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
-        if epoch != self._epoch:
-            raise EpochMismatch(epoch, self._epoch)
-        if revision > self._revision:
-            raise RevisionInFuture(revision, self._revision)
-        if revision < self._compacted_through:
-            raise RevisionCompacted(revision, self._compacted_through)
-        return [c for c in self._log if c.revision > revision]
+        return self._log.since(epoch, revision)
 
     async def compact(self, keep_after: int) -> None:
-        self._drop_through(min(keep_after, self._revision))
+        self._log.compact(keep_after)

@@ -37,7 +37,7 @@ from mcapi.mchub.v1 import common_area_pb2 as pb
 
 ANNOTATION_JOINED = "multicluster.antrea.io/joined"
 # Every ResourceImport the hub writes says which history wrote it: "<epoch>/<revision>/<changes>",
-# where <changes> counts the import changes of that revision, so a follower replica (hub.follow_kube)
+# where <changes> counts the import changes of that revision, so a follower replica (hub.replicas.kube_source)
 # knows when it has seen a revision whole. A delete first stamps the CR with DELETING set, then
 # deletes it: the DELETED event then names the revision that deleted it.
 ANNOTATION_HUB_CHANGE = "mchub.antrea.io/change"

@@ -1,6 +1,6 @@
 """The CRs the kube store measured for the hub's size check, kept for the commit that writes them.
 
-The engine measures every record of a write (Store.record_bytes, hub.engine_fit), then commits
+The engine measures every record of a write (Store.record_bytes, hub.engine.fit), then commits
 that write. Turning a record into its CR (a pydantic model, then JSON) is the costly part of
 both, about a second for a 2 MB export: the CR measured is kept here, with its size, and the
 commit takes it instead of converting the record again. A record is known by its type and its

@@ -68,10 +68,6 @@ class SqliteStore(Store):
         return self._data_dir
 
     @property
-    def db_path(self) -> Path:
-        return Path(self._path)
-
-    @property
     def epoch(self) -> str:
         if self._epoch is None:
             raise StoreClosed("the store's epoch is known only after open")
@@ -140,15 +136,6 @@ class SqliteStore(Store):
 
     async def compact(self, keep_after: int) -> None:
         await asyncio.wrap_future(self._open_writer().submit_compact(keep_after))
-
-    async def export_count(self) -> int:
-        return await self._open_reader().count("exports")
-
-    async def import_count(self) -> int:
-        return await self._open_reader().count("imports")
-
-    async def change_log_length(self) -> int:
-        return await self._open_reader().count("import_changes")
 
     def _open_writer(self) -> BatchWriter:
         if self._writer is None:

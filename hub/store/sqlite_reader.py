@@ -12,15 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from hub.store.base import (
-    EpochMismatch,
-    ImportChange,
-    MemberRecord,
-    RevisionCompacted,
-    RevisionInFuture,
-    Snapshot,
-    StoreError,
-)
+from hub.store.base import ImportChange, MemberRecord, Snapshot, StoreError, check_resumable
 from hub.store.sqlite_codec import MemberRow, decode_export, decode_import, decode_member
 from hub.store.sqlite_schema import connect, read_meta
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -74,11 +66,6 @@ class SnapshotReader:
 
         return await self._read(read)
 
-    async def count(self, table: str) -> int:
-        if table not in ("exports", "imports", "members", "import_changes"):
-            raise ValueError(f"no table {table!r}")
-        return await self._read(lambda conn: int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]))
-
     async def _read(self, read: Callable[[sqlite3.Connection], T]) -> T:
         conn = self._conn
         if conn is None:
@@ -117,12 +104,9 @@ def _read_snapshot(conn: sqlite3.Connection, *, with_exports: bool = True, with_
 
 def _read_changes_since(conn: sqlite3.Connection, epoch: str, revision: int) -> list[ImportChange]:
     meta = read_meta(conn)
-    if epoch != meta.epoch:
-        raise EpochMismatch(epoch, meta.epoch)
-    if revision > meta.revision:
-        raise RevisionInFuture(revision, meta.revision)
-    if revision < meta.compacted_through:
-        raise RevisionCompacted(revision, meta.compacted_through)
+    check_resumable(
+        epoch, revision, held_epoch=meta.epoch, held_revision=meta.revision, compacted_through=meta.compacted_through
+    )
     return [
         ImportChange(
             revision=change_revision,

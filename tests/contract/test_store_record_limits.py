@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hub.config import HubConfig
-from hub.engine_fit import RecordLimits
+from hub.engine.fit import RecordLimits
 from hub.store.base import Store, WriteBatch
 from hub.store.kube import InvalidRecord, KubeStore
 from hub.store.kube_codec import ANNOTATION_HUB_CHANGE, MAX_CR_BYTES

@@ -20,6 +20,7 @@ import grpc
 import pytest
 
 from hub.app import HubApp
+from hub.config import KubeStoreConfig
 from kube.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
 from tests.ctl.conftest import Cluster, Mcctl
@@ -76,7 +77,7 @@ async def test_destroy_through_the_hub_refuses_another_clusterset_id(
 
 @contextlib.asynccontextmanager
 async def kube_hub(leader: Cluster, tmp_path: Path) -> AsyncIterator[HubApp]:
-    config = replace(hub_config(tmp_path / "hub"), store="kube", kubeconfig=leader.kubeconfig, namespace=NS)
+    config = replace(hub_config(tmp_path / "hub"), store=KubeStoreConfig(kubeconfig=leader.kubeconfig), namespace=NS)
     app = HubApp(config)
     await app.start()
     try:

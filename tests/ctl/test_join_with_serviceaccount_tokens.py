@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from hub.app import HubApp
-from hub.config import HubConfig
+from hub.config import HubConfig, KubeStoreConfig
 from kube.client import KubeClient
+from kube.leader import LeaseTiming
 from kube.resources import CLUSTER_SETS
 from mcapi import names
 from member.app import MemberApp
@@ -59,14 +60,10 @@ async def kube_hub(sites: tuple[Site, Site], tmp_path: Path) -> AsyncIterator[Hu
         data_dir=tmp_path / "hub",
         grpc_address="127.0.0.1:0",
         rest_address="127.0.0.1:0",
-        store="kube",
-        kubeconfig=leader.kubeconfig,
+        store=KubeStoreConfig(kubeconfig=leader.kubeconfig, lease=LeaseTiming(3.0, 2.0, 0.5)),
         namespace=leader.namespace,
         cluster_set_id="test-clusterset",
         leader_cluster_id="north",
-        lease_duration=3.0,
-        renew_deadline=2.0,
-        retry_period=0.5,
     )
     hub = HubApp(config)
     await hub.start()

@@ -30,7 +30,7 @@ import grpc
 import pytest
 import yaml
 
-from hub.grpc.service import CLUSTER_ID_METADATA
+from hub.grpc.calls import CLUSTER_ID_METADATA
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from agent.config import parse_agent_config
-from hub.config import HubConfig
+from hub.config import HubConfig, KubeStoreConfig
+from kube.leader import LeaseTiming
 from mcapi.config import MultiClusterConfig, parse_configmap_data
 from mcapi.names import MC_CONTROLLER_CONFIG_KEY, MC_CONTROLLER_CONFIGMAP
 from mchub_cli.hub_cmd import _config as hub_config_from_args
@@ -226,7 +227,7 @@ def _bound_rules(objects: list[Obj], account: str) -> tuple[list[Obj], list[Obj]
     return namespaced, cluster
 
 
-# What the hub's code does with the API (hub/store/kube.py, hub/clusterset_writer.py,
+# What the hub's code does with the API (hub/store/kube.py, hub/leader_cluster/status_writer.py,
 # kube/leader.py, hub/auth/tokenreview.py), in its own Namespace unless cluster-scoped.
 HUB_NAMESPACED_CALLS = [
     *[
@@ -330,12 +331,12 @@ def test_the_hubs_arguments_make_a_valid_hub_configuration(path: Path) -> None:
     hub = manifests.find(manifests.load(path), "Deployment", "mchub-hub")
     args = _parse(_argv(path, hub))
     config: HubConfig = hub_config_from_args(args).validate()
-    assert config.store == "kube"
+    assert isinstance(config.store, KubeStoreConfig)
     assert config.namespace == hub["metadata"]["namespace"]
     assert config.cluster_set_id == "test-clusterset"
     assert config.leader_cluster_id == "test-cluster-north"
     assert not config.insecure
-    assert (config.lease_duration, config.renew_deadline, config.retry_period) == (15.0, 10.0, 2.0)
+    assert config.store.lease == LeaseTiming(15.0, 10.0, 2.0)
 
 
 @pytest.mark.parametrize(

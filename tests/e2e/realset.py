@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hub.app import HubApp
+from hub.config import KubeStoreConfig
 from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists, NotFound
 from kube.resources import CLUSTER_SETS, NAMESPACES, SECRETS, SERVICE_ACCOUNTS, SERVICE_EXPORTS
@@ -97,8 +98,7 @@ class RealClusterSet(LocalClusterSet):
             await self._leader.create(CLUSTER_SETS, self._leader_cluster_set(), namespace=self.leader_namespace)
             self.hub_overrides = {
                 **self.hub_overrides,
-                "store": "kube",
-                "kubeconfig": leader.kubeconfig,
+                "store": KubeStoreConfig(kubeconfig=leader.kubeconfig),
                 "namespace": self.leader_namespace,
             }
         await super().start(join=join)

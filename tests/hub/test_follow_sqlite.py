@@ -1,4 +1,4 @@
-"""What a SQLite follower (`mchub hub --follow`, hub.follow_sqlite) reads of the leader's data dir.
+"""What a SQLite follower (`mchub hub --follow`, hub.replicas.sqlite_source) reads of the leader's data dir.
 
 The follower re-reads every export after the revision moved and hands on only those whose
 stored body changed. Bodies are compared as the store keeps them (deterministic protobuf): an
@@ -13,8 +13,9 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hub.follow_sqlite import SqliteFollowSource
-from hub.follower import Advance, FollowStep, Rebase
+from hub.engine.ledger import Advance
+from hub.replicas.follower import FollowStep, Rebase
+from hub.replicas.sqlite_source import SqliteFollowSource
 from hub.store.base import MemberRecord, WriteBatch
 from hub.store.sqlite import SqliteStore
 from tests.contract import samples

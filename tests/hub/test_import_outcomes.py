@@ -1,4 +1,4 @@
-"""hub.import_outcomes after close: a report the engine still hands on is dropped, not kept."""
+"""hub.leader_cluster.import_outcomes after close: a report the engine still hands on is dropped, not kept."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from google.protobuf.struct_pb2 import Struct
 
-from hub.import_outcomes import ImportOutcomeWriter, ReportSource
-from hub.import_status import ImportStatusEntry
+from hub.engine.reports import ImportStatusEntry
+from hub.leader_cluster.import_outcomes import ImportOutcomeWriter, ReportSource
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.contract.leader_api import leader_api

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import grpc
+import pytest
 
 from hub.app import HubApp
 from mcapi import names
@@ -19,6 +21,28 @@ def secure_channel(target: str, ca: bytes, token: str | None) -> grpc.aio.Channe
     if token is not None:
         creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(token))
     return grpc.aio.secure_channel(target, creds)
+
+
+async def export_refused_by_a_follower(
+    stub: pb_grpc.CommonAreaServiceStub, export: pb.ResourceExport, leader: str
+) -> None:
+    """A follower ends an Export stream with UNAVAILABLE naming `leader`, before it reads a request.
+
+    The refusal is read on a stream that writes nothing. A write racing the end of a stream fails
+    in grpc-aio itself, which then reports the call as INTERNAL ("Failed execute_batch") or as
+    finished, whatever status the hub sent; so the write goes on a second stream, whose end is
+    either the hub's refusal or that local failure. The caller checks that nothing was written.
+    """
+    refused_stream = stub.Export()
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await refused_stream.read()
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert leader in (refused.value.details() or "")
+    assert ("mchub-leader", leader) in tuple(refused.value.trailing_metadata() or ())
+    with_a_write = stub.Export()
+    with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+        await with_a_write.write(pb.ExportRequest(sequence=1, upsert=export))
+    assert await with_a_write.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)
 
 
 def service_export(

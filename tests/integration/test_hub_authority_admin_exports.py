@@ -151,7 +151,7 @@ async def test_removing_a_member_keeps_the_admin_policy_whose_body_names_it(
     await members("east")
     hub = policy_naming_east
     # What DELETE /api/v1/members/east does once the admin revoked east's token.
-    await hub.engine.forget_member("east")
+    await hub.engine.remove_member("east", "removed by the test")
     assert "east" not in (await store_state(hub))[3]
     assert SQUATTED_NAME in (await store_state(hub))[1]
 

@@ -17,11 +17,18 @@ import grpc
 import pytest
 
 from hub.app import HubApp
+from hub.config import SqliteStoreConfig
 from hub.engine import Engine
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient import HubEndpoint, HubSession, HubSessionConfig, ImportEvent, Upsert
 from tests.integration.hub_fixtures import hub_config, rest_session
-from tests.integration.hubclient import Member, endpoints_export, read_until_synced, service_export
+from tests.integration.hubclient import (
+    Member,
+    endpoints_export,
+    export_refused_by_a_follower,
+    read_until_synced,
+    service_export,
+)
 
 Event = tuple[str, int, str, str, bytes]
 
@@ -75,7 +82,9 @@ async def leader(tmp_path: Path) -> AsyncIterator[HubApp]:
 
 @pytest.fixture
 async def follower(leader: HubApp, tmp_path: Path) -> AsyncIterator[HubApp]:
-    app = HubApp(hub_config(tmp_path / "hub", follow=True, leader_address="leader.example:50051"))
+    app = HubApp(
+        hub_config(tmp_path / "hub", store=SqliteStoreConfig(follow=True), leader_address="leader.example:50051")
+    )
     await app.start()
     try:
         await _caught_up(app, leader.engine)
@@ -153,11 +162,7 @@ async def test_a_follower_never_accepts_a_write(leader: HubApp, follower: HubApp
             assert refused.value.code() == grpc.StatusCode.UNAVAILABLE, name
             assert "leader.example:50051" in (refused.value.details() or ""), name
             assert ("mchub-leader", "leader.example:50051") in tuple(refused.value.trailing_metadata() or ()), name
-        export = east.stub.Export()
-        with pytest.raises(grpc.aio.AioRpcError) as refused:  # the stream may end before the write lands
-            await export.write(pb.ExportRequest(sequence=1, upsert=service_export("east", "default", "web")))
-            await export.read()
-        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        await export_refused_by_a_follower(east.stub, service_export("east", "default", "web"), "leader.example:50051")
         async with rest_session(follower, headers={"Authorization": f"Bearer {follower.admin_token}"}) as http:
             async with http.delete("/api/v1/members/east") as response:
                 assert response.status == 503

@@ -20,7 +20,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from hub.pod_role import ROLE_LABEL
+from hub.replicas.pod_role import ROLE_LABEL
 from hub.store.base import WriteBatch
 from hub.store.kube import KubeStore
 from hub.store.kube_codec import change_stamp, deleting_patch, is_being_deleted, read_change_stamp
@@ -30,7 +30,13 @@ from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from tests.contract import samples
-from tests.integration.hubclient import endpoints_export, read_until_synced, secure_channel, service_export
+from tests.integration.hubclient import (
+    endpoints_export,
+    export_refused_by_a_follower,
+    read_until_synced,
+    secure_channel,
+    service_export,
+)
 from tests.integration.hubprocess import HubProcess, hub_process
 from tests.integration.test_hub_kube import Leader, kube_args, leader, member_token, wait_ready
 
@@ -213,11 +219,9 @@ async def test_a_follower_never_accepts_a_write(leader: Leader, tmp_path: Path) 
                 assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
                 assert f"replica {holder}" in (refused.value.details() or "")
                 assert ("mchub-leader", f"replica {holder}") in tuple(refused.value.trailing_metadata() or ())
-            export = client.stub.Export()
-            with pytest.raises(grpc.aio.AioRpcError) as refused:  # the stream may end before the write lands
-                await export.write(pb.ExportRequest(sequence=1, upsert=service_export("intruder", "default", "web")))
-                await export.read()
-            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+            await export_refused_by_a_follower(
+                client.stub, service_export("intruder", "default", "web"), f"replica {holder}"
+            )
         finally:
             await client.close()
         async with following.rest_session() as http:

@@ -15,7 +15,7 @@ import pytest
 from google.protobuf.struct_pb2 import Struct
 
 from hub.app import HubApp
-from hub.config import HubConfig
+from hub.config import HubConfig, KubeStoreConfig
 from kube.resources import CLUSTER_SETS, EVENTS, RESOURCE_IMPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -45,7 +45,7 @@ async def kube_hub(cluster_kind: str, request: pytest.FixtureRequest, tmp_path: 
             "spec": {"clusterID": config.leader_cluster_id, "leaders": [{"clusterID": config.leader_cluster_id}]},
         }
         await api.client.create(CLUSTER_SETS, leader_set, namespace)
-        hub = HubApp(replace(config, store="kube", kubeconfig=api.kubeconfig, namespace=namespace))
+        hub = HubApp(replace(config, store=KubeStoreConfig(kubeconfig=api.kubeconfig), namespace=namespace))
         await hub.start()
         try:
             deadline = asyncio.get_running_loop().time() + 30
@@ -120,8 +120,9 @@ async def test_a_member_lacking_the_tier_shows_on_the_resourceimport_as_the_guid
     }
 
     if KUBECTL is not None:  # what `kubectl describe resourceimport -n <leader Namespace>` prints
-        assert kube_hub.config.kubeconfig is not None
-        kubectl = Kubectl(Path(kube_hub.config.kubeconfig), cache_dir=tmp_path / "kubectl-cache")
+        kube_store = kube_hub.config.kube_store
+        assert kube_store is not None and kube_store.kubeconfig is not None
+        kubectl = Kubectl(Path(kube_store.kubeconfig), cache_dir=tmp_path / "kubectl-cache")
         described = await kubectl("describe", "resourceimport", "-n", kube_hub.config.namespace)
         text = " ".join(described.check().stdout.split())
         assert "Warning ACNPImportFailed" in text

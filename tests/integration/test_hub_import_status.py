@@ -6,7 +6,7 @@ import grpc
 import pytest
 
 from hub.app import HubApp
-from hub.import_status import MAX_REPORTS_PER_CALL
+from hub.engine.reports import MAX_REPORTS_PER_CALL
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.integration.hubclient import Member, MemberFactory, service_export
@@ -58,7 +58,7 @@ async def test_reports_of_a_removed_member_go_with_it(hub: HubApp, connect: Memb
     imported = names.service_import_name("default", "web")
     await _report(east, imported, succeeded=True)
     await _report(west, imported)
-    await hub.engine.forget_member("west")
+    await hub.engine.remove_member("west", "removed by the test")
     assert set(hub.engine.import_status[imported]) == {"east"}
 
 

@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 import grpc
 import pytest
 
-from hub.grpc.service import LEADER_METADATA
-from hub.leadership import LEASE_NAME
+from hub.grpc.codes import LEADER_METADATA
+from hub.replicas.leadership import LEASE_NAME
 from kube.resources import CLUSTER_SETS, LEASES, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb

@@ -30,14 +30,15 @@ import pytest
 import yaml
 
 from hub.app import HubApp
-from hub.config import HubConfig
+from hub.config import HubConfig, KubeStoreConfig, MirrorConfig, SqliteStoreConfig
 from hub.engine import Engine
-from hub.kubectl_exports import KubectlExports
+from hub.leader_cluster.kubectl_exports import KubectlExports
 from hub.store.base import WriteBatch
 from hub.store.sqlite import CommitFailed, SqliteStore
 from kube.client import KubeClient, WatchEvent
 from kube.errors import NotFound
 from kube.informer import Informer
+from kube.leader import LeaseTiming
 from kube.resources import EVENTS, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -133,15 +134,12 @@ async def leader(cluster_kind: str, request: pytest.FixtureRequest, tmp_path: Pa
         common: dict[str, Any] = {"cluster_set_id": CLUSTERSET, "leader_cluster_id": LEADER, "namespace": ns}
         if store == "kube":
             extra: dict[str, Any] = {
-                "store": "kube",
-                "kubeconfig": api.kubeconfig,
-                "lease_duration": 3.0,
-                "renew_deadline": 2.0,
-                "retry_period": 0.5,
-                "replica_id": "hub-0",
+                "store": KubeStoreConfig(
+                    kubeconfig=api.kubeconfig, lease=LeaseTiming(3.0, 2.0, 0.5), replica_id="hub-0"
+                )
             }
         else:
-            extra = {"mirror_kubeconfig": api.kubeconfig}
+            extra = {"store": SqliteStoreConfig(mirror=MirrorConfig(api.kubeconfig))}
         hub = HubApp(hub_config(tmp_path / "hub", **common, **extra))
         await hub.start()
         try:

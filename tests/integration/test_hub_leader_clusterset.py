@@ -23,8 +23,10 @@ import grpc
 import pytest
 
 from hub.app import HubApp
-from hub.clusterset_end import RECORD_FILE
+from hub.clusterset.end import RECORD_FILE
+from hub.config import KubeStoreConfig, MirrorConfig, SqliteStoreConfig
 from kube.client import KubeClient
+from kube.leader import LeaseTiming
 from kube.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -55,15 +57,12 @@ class Leader:
         }
         if self.store == "kube":
             extra: dict[str, Any] = {
-                "store": "kube",
-                "kubeconfig": self.api.kubeconfig,
-                "lease_duration": 3.0,
-                "renew_deadline": 2.0,
-                "retry_period": 0.5,
-                "replica_id": "hub-0",
+                "store": KubeStoreConfig(
+                    kubeconfig=self.api.kubeconfig, lease=LeaseTiming(3.0, 2.0, 0.5), replica_id="hub-0"
+                )
             }
         else:
-            extra = {"mirror_kubeconfig": self.api.kubeconfig}
+            extra = {"store": SqliteStoreConfig(mirror=MirrorConfig(self.api.kubeconfig))}
         return HubApp(hub_config(self.tmp / "hub", **common, **extra))
 
 
@@ -107,7 +106,7 @@ async def serving(hub: HubApp) -> None:
 async def test_the_hub_serves_the_clusterset_its_leader_cr_names_and_reports_the_mismatch(
     leader: Leader, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="hub.clusterset_watch")
+    caplog.set_level(logging.WARNING, logger="hub.leader_cluster.clusterset_cr")
     ns, client = leader.namespace, leader.client
     await client.create(CLUSTER_SETS, clusterset("prod-clusterset", "leader-a", "leader-a"), namespace=ns)
     hub = leader.hub()
@@ -137,7 +136,7 @@ async def test_the_hub_serves_the_clusterset_its_leader_cr_names_and_reports_the
         assert check is not None and check["reason"] == "ConfigMismatch"
         assert "'prod-clusterset'" in check["message"] and f"'{CONFIGURED_SET}'" in check["message"]
         assert "'leader-a'" in check["message"] and f"'{CONFIGURED_LEADER}'" in check["message"]
-        logged = [r.getMessage() for r in caplog.records if r.name == "hub.clusterset_watch"]
+        logged = [r.getMessage() for r in caplog.records if r.name == "hub.leader_cluster.clusterset_cr"]
         assert "leader clusterset mismatch" in logged
     finally:
         await members.close()

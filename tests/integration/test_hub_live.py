@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 
 from hub.app import HubApp
-from hub.rest.dashboard import dashboard_view
+from hub.rest.dashboard import resources_view
 from hub.rest.live import REFRESH_SECONDS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -271,7 +271,7 @@ async def test_the_view_model_pairs_gateways_and_colours_links_by_reported_healt
             )
         )
 
-    view = dashboard_view(hub)
+    view = resources_view(hub)
 
     gateways = {g["clusterID"]: g for g in view["gateways"]}
     assert gateways["east"]["gatewayIPs"] == ["192.0.2.1"]

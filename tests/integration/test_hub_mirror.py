@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from hub.app import HubApp
+from hub.config import MirrorConfig, SqliteStoreConfig
 from hub.mirror.leader import LeaderCluster
 from kube.client import KubeClient
 from kube.errors import NotFound
@@ -73,7 +74,7 @@ async def mirrored_hub(data_dir: Path, kubeconfig: Path, namespace: str) -> Asyn
             cluster_set_id=CLUSTERSET,
             leader_cluster_id=LEADER,
             namespace=namespace,
-            mirror_kubeconfig=kubeconfig,
+            store=SqliteStoreConfig(mirror=MirrorConfig(kubeconfig)),
             status_interval=0.5,
         )
     )
@@ -405,7 +406,7 @@ async def test_what_changed_while_the_mirror_was_off_is_caught_up_at_start(leade
     await plain.start()
     members = MemberFactory(plain)
     try:
-        await plain.engine.forget_member("test-cluster-east")
+        await plain.engine.remove_member("test-cluster-east", "removed by the test")
         await export_nginx(members, "test-cluster-west", "10.112.0.10")
     finally:
         await members.close()

@@ -200,7 +200,7 @@ async def test_an_export_that_would_make_its_merged_import_too_large_is_refused(
 async def test_a_write_to_the_kube_store_turns_each_record_into_a_cr_once(
     kube: KubeHub, kube_hub: HubApp, members: MemberFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The engine measures every record as a CR before the commit (hub.engine_fit), and the
+    # The engine measures every record as a CR before the commit (hub.engine.fit), and the
     # commit writes those CRs: a record is converted once, not once for each.
     await members("east")
     conversions: Counter[str] = Counter()

@@ -23,7 +23,8 @@ import pytest
 from hub.auth.identity import Identity
 from hub.config import HubConfig
 from hub.engine import Engine
-from hub.grpc.service import CommonAreaService, Context
+from hub.grpc.calls import Context
+from hub.grpc.service import CommonAreaService
 from hub.metrics import HubMetrics
 from hub.store.base import Store
 from hub.store.kube import KubeStore

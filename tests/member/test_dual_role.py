@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from hub.app import HubApp
+from hub.config import KubeStoreConfig
 from kube.client import KubeClient
+from kube.leader import LeaseTiming
 from kube.resources import RESOURCE_EXPORTS
 from mcapi import names
 from sandbox.server import SandboxServer
@@ -33,11 +35,7 @@ async def kube_hub(tmp_path: Path, north: tuple[SandboxServer, KubeClient]) -> A
     runner = HubRunner(tmp_path / "hub")
     config = dataclasses.replace(
         runner.config(),
-        store="kube",
-        kubeconfig=north[0].kubeconfig_path,
-        lease_duration=3.0,
-        renew_deadline=2.0,
-        retry_period=0.5,
+        store=KubeStoreConfig(kubeconfig=north[0].kubeconfig_path, lease=LeaseTiming(3.0, 2.0, 0.5)),
     )
     app = HubApp(config)
     await app.start()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hub.app import HubApp
-from hub.clusterset import clusterset_status
+from hub.clusterset.status import clusterset_status
 from kube.resources import CLUSTER_SETS, CLUSTER_SETS_V1ALPHA1, LABEL_IDENTITIES
 from tests.member.conftest import MemberFactory
 from tests.member.harness import MEMBER_NAMESPACE, WAIT, JoinedMember, eventually
@@ -81,7 +81,7 @@ async def test_a_member_removed_while_it_was_down_is_admitted_again_with_its_exp
     await _exported(east, "web")
     exported = _exports_of(hub, "east")
     await east.stop_member()
-    await hub.engine.forget_member("east")
+    await hub.engine.remove_member("east", "removed by the test")
     assert "east" not in hub.engine.index.members and not _exports_of(hub, "east")
 
     await east.start_member()

@@ -8,7 +8,7 @@ import sqlite3
 from typing import Any
 
 from hub.app import HubApp
-from hub.store.sqlite import SqliteStore
+from hub.store.sqlite import DB_FILE, SqliteStore
 from kube.errors import NotFound
 from kube.metrics import WRITE_VERBS
 from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SECRETS, SERVICE_IMPORTS, SERVICES
@@ -25,7 +25,7 @@ def _stored_export_revisions(hub: HubApp) -> dict[str, int]:
     """Each export's revision as the hub's SQLite store holds it (read-only, beside the hub)."""
     store = hub.store
     assert isinstance(store, SqliteStore)
-    with sqlite3.connect(f"file:{store.db_path}?mode=ro", uri=True) as conn:
+    with sqlite3.connect(f"file:{store.data_dir / DB_FILE}?mode=ro", uri=True) as conn:
         return dict(conn.execute("SELECT export_name, revision FROM exports").fetchall())
 
 

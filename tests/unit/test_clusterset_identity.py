@@ -1,12 +1,12 @@
 """Which ClusterSet the hub serves, from the leader Namespace's ClusterSet CRs and its
-configuration (hub.clusterset_identity): the CR wins, the configuration is the fallback, and
+configuration (hub.clusterset.identity): the CR wins, the configuration is the fallback, and
 every disagreement is a sentence."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hub.clusterset_identity import ClusterSetIdentity, identity
+from hub.clusterset.identity import ClusterSetIdentity, identity
 
 
 def cr(name: str, own: str = "", leaders: tuple[str, ...] = (), terminating: bool = False) -> dict[str, Any]:

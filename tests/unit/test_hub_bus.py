@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hub.bus import Bus
-from hub.import_batch import ImportBatch
 from hub.store.base import ImportChange
+from hub.watch.batches import ImportBatch
+from hub.watch.bus import Bus
 
 
 def _batch(revision: int, changes: int) -> ImportBatch:

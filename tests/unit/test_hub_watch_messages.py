@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from hub.engine_fit import WATCH_ENVELOPE_BYTES
-from hub.grpc import watch_messages
-from hub.grpc.watch_messages import MAX_BATCH_BYTES, batch_bytes, batched_deltas, batched_snapshot, single_deltas
-from hub.import_batch import ImportBatch
 from hub.store.base import ImportChange
+from hub.watch import batches as watch_batches
+from hub.watch.batches import (
+    MAX_BATCH_BYTES,
+    WATCH_ENVELOPE_BYTES,
+    ImportBatch,
+    batch_bytes,
+    batched_deltas,
+    batched_snapshot,
+    single_deltas,
+)
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 EPOCH = "e1"
@@ -71,7 +77,7 @@ def test_an_import_no_longer_meant_for_the_watcher_is_a_delete_in_both_forms() -
 def test_a_batch_holds_at_most_max_batch_changes_and_a_split_revision_is_not_complete_before_its_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(watch_messages, "MAX_BATCH_CHANGES", 3)
+    monkeypatch.setattr(watch_batches, "MAX_BATCH_CHANGES", 3)
     batches = [_batch(10, "a", "b"), _batch(11, "c", "d", "e", "f"), _batch(12, "g")]
     messages = list(batched_deltas(batches, EPOCH, None, complete=9))
     assert [len(m.changes.changes) for m in messages] == [3, 3, 1]
@@ -93,7 +99,7 @@ def test_a_batch_stays_under_its_byte_limit_and_a_larger_change_goes_alone_in_th
 
 
 def test_a_batched_snapshot_carries_every_import_at_the_snapshot_revision(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(watch_messages, "MAX_BATCH_CHANGES", 2)
+    monkeypatch.setattr(watch_batches, "MAX_BATCH_CHANGES", 2)
     messages = list(batched_snapshot([_import(n) for n in "abcde"], EPOCH, 40))
     assert [len(m.changes.changes) for m in messages] == [2, 2, 1]
     assert {m.revision for m in messages} == {40}
@@ -102,9 +108,9 @@ def test_a_batched_snapshot_carries_every_import_at_the_snapshot_revision(monkey
 
 def test_a_changes_message_is_as_large_as_its_entries_say() -> None:
     messages = list(batched_deltas([_batch(1, "a", padding=100), _batch(2, "b", padding=200)], EPOCH, None, 0))
-    entries = [watch_messages._entry_bytes(c.ByteSize()) for c in messages[0].changes.changes]
+    entries = [watch_batches._entry_bytes(c.ByteSize()) for c in messages[0].changes.changes]
     assert messages[0].changes.ByteSize() == sum(entries)
-    assert watch_messages._entry_bytes(127) == 129 and watch_messages._entry_bytes(128) == 131
+    assert watch_batches._entry_bytes(127) == 129 and watch_batches._entry_bytes(128) == 131
 
 
 def test_a_change_is_built_and_measured_once_per_batch_whatever_the_number_of_watchers() -> None:
@@ -114,7 +120,7 @@ def test_a_change_is_built_and_measured_once_per_batch_whatever_the_number_of_wa
     assert first == again
     assert list(batch.made) == [(0, True)]
     change, size = batch.made[(0, True)]
-    assert size == watch_messages._entry_bytes(change.ByteSize())
+    assert size == watch_batches._entry_bytes(change.ByteSize())
 
 
 def test_a_batch_fits_the_smaller_of_the_hubs_and_the_watchers_message_limits() -> None:

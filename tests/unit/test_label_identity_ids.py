@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hub.index import Index
+from hub.engine.index import Index
 from hub.merge import MergeConfig, MergeContext
-from hub.regroup import regroup
+from hub.merge.regroup import regroup
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 

@@ -5,7 +5,7 @@ after the ClusterSet ID whose ``spec.clusterID`` and ``spec.leaders[0].clusterID
 leader cluster. When that CR exists the hub serves the ClusterSet it describes; the
 ConfigMap (``--clusterset-id``, ``--leader-cluster-id``) is the fallback until it does. Every
 disagreement is kept as a sentence: the hub logs it and writes it into the ClusterSet's status
-(hub.clusterset), so it is never silently ignored.
+(hub.clusterset.status), so it is never silently ignored.
 
 Which CR: the one named like the configured ClusterSet ID; else the only ClusterSet of the
 Namespace (Antrea allows one per Namespace). Several, none with the configured name: the hub

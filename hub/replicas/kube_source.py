@@ -28,7 +28,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from hub.follower import Advance, FollowStep, Rebase
+from hub.engine.ledger import Advance
+from hub.replicas.follower import FollowStep, Rebase
 from hub.store.base import ImportChange, MemberRecord, Snapshot
 from hub.store.kube_codec import (
     export_from_cr,
@@ -214,7 +215,7 @@ class KubeFollowSource:
         if self._pending_stamp is None:
             return
         revision = self._pending_stamp[1]
-        # The leader's order of a revision's changes (hub.regroup): upserts by name, then deletes by name.
+        # The leader's order of a revision's changes (hub.merge.regroup): upserts by name, then deletes by name.
         changes = sorted(self._pending.values(), key=lambda c: (c.resource is None, c.import_name))
         self._pending, self._pending_stamp = {}, None
         self._revision = revision

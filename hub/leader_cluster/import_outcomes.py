@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from hub.import_status import ImportStatusEntry, cluster_statuses
+from hub.engine.reports import ImportStatusEntry, cluster_statuses
 from kube.client import KubeClient, PatchType
 from kube.errors import KubeError, NotFound
 from kube.events import EventRecorder

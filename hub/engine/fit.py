@@ -29,11 +29,8 @@ from dataclasses import dataclass
 from hub.errors import TooLarge, quote
 from hub.merge import GroupKey, group_key, import_names_for_group
 from hub.store.base import Store, WriteBatch
+from hub.watch.batches import WATCH_ENVELOPE_BYTES
 from mcapi.mchub.v1 import common_area_pb2 as pb
-
-# What a WatchImportsResponse adds around its import: the field's tag and length (6), the
-# epoch (2 + 32 hex digits) and the revision (11), with room to spare.
-WATCH_ENVELOPE_BYTES = 64
 
 
 @dataclass(frozen=True)

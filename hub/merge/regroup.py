@@ -7,15 +7,37 @@ the same call also tells what a change *would* do (a dry run of removing a membe
 
 from __future__ import annotations
 
-from hub.index import Index
-from hub.merge import GroupKey, MergeContext, group_key, import_names_for_group, merge_group
+from collections.abc import Mapping
+from typing import Protocol
+
+from hub.merge.contract import GroupKey, MergeContext
+from hub.merge.grouping import group_key, import_names_for_group, merge_group
 from hub.store.base import WriteBatch
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 _LABEL_IDENTITY_GROUP = "labelidentity"
 
 
-def regroup(index: Index, merge: MergeContext, *, deleted: set[str], put: list[pb.ResourceExport]) -> WriteBatch:
+class Merged(Protocol):
+    """What regroup reads of the hub's state (the engine's index holds it)."""
+
+    @property
+    def exports(self) -> Mapping[str, pb.ResourceExport]: ...
+
+    @property
+    def imports(self) -> Mapping[str, pb.ResourceImport]: ...
+
+    @property
+    def groups(self) -> Mapping[GroupKey, set[str]]:
+        """Export names by merge group."""
+        ...
+
+    def label_ids(self, exclude: set[str]) -> set[int]:
+        """The IDs of the label identity imports but those named."""
+        ...
+
+
+def regroup(index: Merged, merge: MergeContext, *, deleted: set[str], put: list[pb.ResourceExport]) -> WriteBatch:
     """Re-merge every group the change touches; return the whole write."""
     current = index.exports
     overlay = {e.export_name: e for e in put}
@@ -58,7 +80,7 @@ def regroup(index: Index, merge: MergeContext, *, deleted: set[str], put: list[p
 
 
 def _context_for(
-    index: Index, merge: MergeContext, key: GroupKey, import_names: list[str], allocated: set[int]
+    index: Merged, merge: MergeContext, key: GroupKey, import_names: list[str], allocated: set[int]
 ) -> MergeContext:
     # Only label identities draw from a shared ID space; other groups skip the scan.
     if key[0] != _LABEL_IDENTITY_GROUP:

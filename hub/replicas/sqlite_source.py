@@ -18,7 +18,8 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from hub.follower import Advance, FollowStep, Rebase
+from hub.engine.ledger import Advance
+from hub.replicas.follower import FollowStep, Rebase
 from hub.store.base import EpochMismatch, ImportChange, MemberRecord, RevisionCompacted, RevisionInFuture, Snapshot
 from hub.store.sqlite import DB_FILE
 from hub.store.sqlite_codec import export_body

@@ -6,7 +6,7 @@ The hub may run before the ClusterSet CR exists (as it does before "Initialize C
 of the user guide): only a CR seen and then deleted ends the ClusterSet. A replica started
 after the deletion never saw the CR and serves as a fresh hub does.
 
-It also says which ClusterSet the hub serves (hub.clusterset_identity): the CR's name is the
+It also says which ClusterSet the hub serves (hub.clusterset.identity): the CR's name is the
 ClusterSet ID and its `spec.clusterID` the leader's, the configuration being the fallback
 until the CR exists; `identity` holds the answer, with every mismatch spelled out, and
 `current` the CR followed (its status writer reads it instead of asking the API server).
@@ -24,8 +24,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-from hub.clusterset_end import deleted_cr
-from hub.clusterset_identity import ClusterSetIdentity, identity
+from hub.clusterset.end import deleted_cr
+from hub.clusterset.identity import ClusterSetIdentity, identity
 from kube.client import KubeClient, WatchEvent
 from kube.informer import Informer
 from kube.resources import CLUSTER_SETS, Obj, name_of

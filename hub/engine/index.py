@@ -1,6 +1,6 @@
 """The hub's in-memory view of the store, kept in step with every commit.
 
-Exports and imports are kept packed (hub.packed): what grows per export is its serialized
+Exports and imports are kept packed (hub.store.packed): what grows per export is its serialized
 message and its import's (~100-200 bytes each), their names, a facet (kind, owner) and its
 merge group's entry — about 2 KB per export with its import, where parsed messages took ~4 KB.
 """
@@ -11,10 +11,11 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from hub.merge import GroupKey, delivers_to, group_key
+from hub.merge import GroupKey, group_key
 from hub.merge.ownership import ADMIN_OWNER, owner_of
-from hub.packed import PackedMessages
 from hub.store.base import MemberRecord, Snapshot, WriteBatch
+from hub.store.packed import PackedMessages
+from hub.watch.delivery import delivers_to
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 LABEL_IDENTITY = "label_identity"
@@ -81,9 +82,6 @@ class Index:
             self.members.pop(cluster_id, None)
         for member in batch.put_members:
             self.members[member.cluster_id] = member
-
-    def group_exports(self, key: GroupKey) -> list[pb.ResourceExport]:
-        return [self.exports[n] for n in sorted(self.groups.get(key, ()))]
 
     def owned_by(self, cluster_id: str, *, admin: bool) -> set[str]:
         """Names of the exports an identity owns (hub.merge.ownership: by kind, not by body)."""

@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from hub.errors import InvalidRequest, quote
-from hub.merge import delivers_to
+from hub.auth.identity import Identity
+from hub.errors import Forbidden, InvalidRequest, quote
 from hub.store.base import WriteBatch
+from hub.watch.delivery import delivers_to
 from kube.conditions import format_time
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -39,7 +40,7 @@ ImportStatusListener = Callable[[str, str, ImportStatusEntry], None]
 class ImportStatusBook(dict[str, dict[str, ImportStatusEntry]]):
     def __init__(self) -> None:
         super().__init__()
-        # The kube store's hub writes reports into the ResourceImport CRs (hub.import_outcomes).
+        # The kube store's hub writes reports into the ResourceImport CRs (hub.leader_cluster.import_outcomes).
         self.listeners: list[ImportStatusListener] = []
 
     def record(self, import_name: str, cluster_id: str, entry: ImportStatusEntry) -> None:
@@ -61,12 +62,17 @@ class ImportStatusBook(dict[str, dict[str, ImportStatusEntry]]):
 def record_reports(
     book: ImportStatusBook,
     imports: Mapping[str, pb.ResourceImport],
+    who: Identity,
     cluster_id: str,
     statuses: Sequence[pb.ImportStatus],
+    *,
     now: datetime,
 ) -> None:
-    """Keep what a member (already authorised as ``cluster_id``) said about its imports; all or
-    nothing: InvalidRequest, and none kept, if a report is invalid or there are too many."""
+    """Keep what member ``cluster_id`` (the caller, `who`) said about its imports; all or
+    nothing: Forbidden if the caller is not that member, InvalidRequest if a report is invalid
+    or there are too many, and none kept."""
+    if who.admin or cluster_id != who.cluster_id:
+        raise Forbidden(f"token belongs to {who.describe()}, not cluster {quote(cluster_id)}")
     if len(statuses) > MAX_REPORTS_PER_CALL:
         raise InvalidRequest(f"{len(statuses)} reports in one call; at most {MAX_REPORTS_PER_CALL}")
     for position, status in enumerate(statuses):

@@ -10,18 +10,19 @@ from datetime import datetime
 from typing import Protocol
 
 from hub.auth.tokenreview import TokenReviewAuthenticator
-from hub.clusterset import clusterset_status, with_mismatches
-from hub.clusterset_identity import ClusterSetIdentity
-from hub.clusterset_watch import LeaderClusterSetWatch
-from hub.clusterset_writer import ClusterSetStatusWriter
-from hub.config import HubConfig
+from hub.clusterset.identity import ClusterSetIdentity
+from hub.clusterset.status import clusterset_status, with_mismatches
+from hub.config import HubConfig, KubeStoreConfig
 from hub.engine import Engine
-from hub.import_outcomes import ImportOutcomeWriter, ReportSource
+from hub.leader_cluster.clusterset_cr import LeaderClusterSetWatch
+from hub.leader_cluster.import_outcomes import ImportOutcomeWriter, ReportSource
+from hub.leader_cluster.status_writer import ClusterSetStatusWriter
+from hub.replicas.pod_role import label_pod_role
 from hub.store.base import StoreError
 from hub.store.kube import KubeStore
 from kube.client import KubeClient, connect
 from kube.errors import KubeError
-from kube.leader import LeaderElector, LeaseTiming
+from kube.leader import LeaderElector
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +56,10 @@ class LeaderSeat(Protocol):
 
 
 class KubeLeadership:
-    def __init__(self, app: LeaderSeat, client: KubeClient) -> None:
+    def __init__(self, app: LeaderSeat, client: KubeClient, settings: KubeStoreConfig) -> None:
         self.app = app
         self.client = client
+        self._settings = settings
         cfg = app.config
         self.authenticator = TokenReviewAuthenticator(client, cfg.namespace)
         self.elector = self._elector()
@@ -81,8 +83,8 @@ class KubeLeadership:
         self._takeover: asyncio.Task[None] | None = None
 
     @classmethod
-    async def connect(cls, app: LeaderSeat) -> KubeLeadership:
-        return cls(app, await connect(app.config.kubeconfig))
+    async def connect(cls, app: LeaderSeat, settings: KubeStoreConfig) -> KubeLeadership:
+        return cls(app, await connect(settings.kubeconfig), settings)
 
     def _elector(self) -> LeaderElector:
         cfg = self.app.config
@@ -90,8 +92,8 @@ class KubeLeadership:
             self.client,
             cfg.namespace,
             LEASE_NAME,
-            cfg.replica_id,
-            timing=LeaseTiming(cfg.lease_duration, cfg.renew_deadline, cfg.retry_period),
+            self._settings.replica_id,
+            timing=self._settings.lease,
             on_started_leading=self._started,
             on_stopped_leading=self._stopped,
         )
@@ -114,7 +116,7 @@ class KubeLeadership:
         try:
             engine = self.new_engine()
             # A ClusterSet deleted before: members are refused from the first call this replica serves.
-            engine.ended = self.clusterset.ended
+            engine.adopt_end(self.clusterset.ended)
             await self.app.take_over(engine)
             # Then (and also if the CR came or went while the index loaded) what is left goes.
             if self.clusterset.ended:
@@ -159,6 +161,10 @@ class KubeLeadership:
     async def _clusterset_created(self) -> None:
         if self.app.is_leader():
             self.app.engine.reopen()
+
+    async def label_role(self, role: str) -> None:
+        """Label this replica's Pod with its role (hub.replicas.pod_role)."""
+        await label_pod_role(self.client, self.app.config.namespace, self._settings.pod_name, role)
 
     async def publish_status(self) -> None:
         members = list(self.app.engine.index.members.values())

@@ -1,7 +1,7 @@
 """The end of a ClusterSet, as the hub remembers it.
 
 With the Kubernetes store the leader's ClusterSet CR is the truth: deleting it ends the
-ClusterSet, creating it again starts a new one (hub/clusterset_watch.py). With the SQLite
+ClusterSet, creating it again starts a new one (hub/leader_cluster/clusterset_cr.py). With the SQLite
 store there is no CR: the operator ends the ClusterSet through the REST facade
 (`DELETE /api/v1/clusterset`, `mcctl destroy`) and the hub writes that down in its data dir
 (`clusterset-ended.json`), so a restarted hub still refuses members. A data dir whose

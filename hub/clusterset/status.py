@@ -81,7 +81,7 @@ CONFIG_MATCHES = "HubConfigMatches"
 
 def with_mismatches(status: dict[str, Any], mismatches: tuple[str, ...] | list[str], now: datetime) -> dict[str, Any]:
     """`status` with the condition HubConfigMatches: True, or False with every mismatch
-    (hub.clusterset_identity) in its message, so none is silently ignored."""
+    (hub.clusterset.identity) in its message, so none is silently ignored."""
     if mismatches:
         check = _condition(CONFIG_MATCHES, "False", "ConfigMismatch", "; ".join(mismatches), now)
     else:

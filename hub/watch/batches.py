@@ -1,4 +1,6 @@
-"""A watch's import changes as WatchImportsResponse messages.
+"""What one commit changed in imports (ImportBatch), and a watch's changes as WatchImportsResponse messages.
+
+The engine publishes an ImportBatch per commit to every watcher (hub.watch.bus).
 
 Two forms. The single form sends each change alone (an upsert or a delete), as every member
 reads it. The batched form, for a watcher that asked (WatchImportsRequest.batched), packs the
@@ -17,15 +19,35 @@ carried in full: the watcher's resume position after applying it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 
-from hub.engine_fit import WATCH_ENVELOPE_BYTES
-from hub.import_batch import ImportBatch
-from hub.merge import delivers_to
+from hub.store.base import ImportChange
+from hub.watch.delivery import delivers_to
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 # Well under the 4 MiB a member's channel takes by default.
 MAX_BATCH_BYTES = 1024 * 1024
 MAX_BATCH_CHANGES = 1000
+# What a WatchImportsResponse adds around its import: the field's tag and length (6), the
+# epoch (2 + 32 hex digits) and the revision (11), with room to spare.
+WATCH_ENVELOPE_BYTES = 64
+
+
+@dataclass(frozen=True)
+class ImportBatch:
+    """What one commit changed in imports, as published to every watcher."""
+
+    revision: int
+    changes: list[ImportChange]
+    # The history the batch belongs to ("": the epoch of the engine that published it). A
+    # follower changes its epoch in place, and a batch queued before must keep its own.
+    epoch: str = ""
+    # Each change as watchers see it, made once for all of them: (position, delivered to the
+    # watcher) -> the upsert (delivered) or the delete (deleted, or no longer meant for that
+    # member) with its size in a batch; and the same as a message of its own (`single_deltas`).
+    # A batched message holds copies of the changes it carries.
+    made: dict[tuple[int, bool], tuple[pb.ImportChange, int]] = field(default_factory=dict, compare=False, repr=False)
+    responses: dict[tuple[int, bool], pb.WatchImportsResponse] = field(default_factory=dict, compare=False, repr=False)
 
 
 def batch_bytes(hub_limit: int, watcher_limit: int) -> int:

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import grpc
 from grpc_reflection.v1alpha import reflection
 
-from hub.auth.identity import INVALID_TOKEN, Authenticator
+from hub.auth.bearer import bearer_token, identify
+from hub.auth.identity import Authenticator
 from hub.errors import HubError
-from hub.grpc.codes import status_code
+from hub.grpc.codes import abort
 from hub.metrics import HubMetrics
 
 # Every version of the reflection service (grpcurl asks v1 first, then v1alpha).
@@ -31,9 +32,9 @@ def enable_reflection(server: grpc.aio.Server, service_names: Sequence[str]) -> 
     reflection.enable_server_reflection((*service_names, reflection.SERVICE_NAME), server)
 
 
-def _refusal(code: grpc.StatusCode, message: str) -> Handler:
+def _refusal(error: HubError) -> Handler:
     async def refuse(_: object, context: grpc.aio.ServicerContext[Any, Any]) -> None:
-        await context.abort(code, message)
+        await abort(context, error)
 
     return grpc.stream_stream_rpc_method_handler(refuse)
 
@@ -57,14 +58,8 @@ class ReflectionNeedsToken(grpc.aio.ServerInterceptor):
 
     async def _check(self, metadata: Sequence[tuple[str, str | bytes]]) -> Handler | None:
         header = next((str(value) for key, value in metadata if key == "authorization"), "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return _refusal(grpc.StatusCode.UNAUTHENTICATED, "missing 'authorization: Bearer <token>'")
         try:
-            identity = await self._auth.authenticate(token.strip())
-        except HubError as exc:  # cannot tell now: not a verdict on the token
-            return _refusal(status_code(exc), str(exc))
-        if identity is None:
-            self._metrics.auth_failures.inc()
-            return _refusal(grpc.StatusCode.UNAUTHENTICATED, INVALID_TOKEN)
+            await identify(self._auth, bearer_token(header), self._metrics.auth_failures)
+        except HubError as exc:  # no valid token, or the authenticator cannot tell now
+            return _refusal(exc)
         return None

@@ -2,8 +2,8 @@
 
 The follower keeps an Engine (index, revision, epoch, watchers' bus) in step with what a
 `FollowSource` reads of the leader's durable state — the SQLite change log of the data dir
-(`hub.follow_sqlite`), or the ResourceImport CRs the kube store stamps with the epoch and
-revision that wrote them (`hub.follow_kube`). WatchImports and the REST read views then run
+(`hub.replicas.sqlite_source`), or the ResourceImport CRs the kube store stamps with the epoch and
+revision that wrote them (`hub.replicas.kube_source`). WatchImports and the REST read views then run
 unchanged on this engine: snapshots, SYNCED, bookmarks and resumption all behave as on the
 leader, with the leader's epoch and revisions, so a member resumes on any replica.
 
@@ -23,45 +23,27 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from hub.config import HubConfig
 from hub.engine import Clock, Engine, utc_now
-from hub.import_batch import ImportBatch
-from hub.index import Index
+from hub.engine.ledger import Advance
 from hub.store.base import (
-    EpochMismatch,
     ImportChange,
-    MemberRecord,
-    RevisionCompacted,
-    RevisionInFuture,
     Snapshot,
     Store,
     StoreError,
     WriteBatch,
 )
+from hub.store.changelog import ChangeLog
 from kube.waiting import until_set_or_done
-from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
 
 
 class NotLeaderStore(StoreError):
     """A write reached a follower's store (the service refuses writes first; this is the backstop)."""
-
-
-@dataclass
-class Advance:
-    """One whole revision of the leader: its import changes, and what else the follower learned.
-
-    `exports`/`members` carry puts (a record) and deletes (None) by name, for the REST views.
-    """
-
-    revision: int
-    changes: list[ImportChange] = field(default_factory=list)
-    exports: dict[str, pb.ResourceExport | None] = field(default_factory=dict)
-    members: dict[str, MemberRecord | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,20 +70,16 @@ class FollowedStore(Store):
     """The follower's read side: its own change log of the leader's revisions; no writes."""
 
     def __init__(self, compact_keep: int = 10_000) -> None:
-        self._compact_keep = compact_keep
-        self._epoch = ""
-        self._revision = 0
-        self._compacted_through = 0
-        self._log: list[ImportChange] = []
+        self._log = ChangeLog(compact_keep)
         self._state = Snapshot("", 0, {}, {}, {})
 
     @property
     def epoch(self) -> str:
-        return self._epoch
+        return self._log.epoch
 
     @property
     def revision(self) -> int:
-        return self._revision
+        return self._log.revision
 
     async def open(self) -> Snapshot:
         return self._state
@@ -111,7 +89,7 @@ class FollowedStore(Store):
 
     async def commit(self, batch: WriteBatch) -> int:
         if batch.is_empty():
-            return self._revision
+            return self._log.revision
         raise NotLeaderStore("this hub replica follows the leader and does not write")
 
     async def snapshot(self) -> Snapshot:
@@ -120,30 +98,17 @@ class FollowedStore(Store):
 
     def rebase(self, snapshot: Snapshot) -> None:
         # Nothing before the base can be given exactly: resuming there means a snapshot.
-        self._epoch, self._revision, self._compacted_through = snapshot.epoch, snapshot.revision, snapshot.revision
-        self._log = []
+        self._log.start(snapshot.epoch, snapshot.revision)
         self._state = snapshot
 
     def append(self, revision: int, changes: list[ImportChange]) -> None:
-        self._revision = revision
-        self._log.extend(changes)
-        if len(self._log) > self._compact_keep:
-            cut = self._log[len(self._log) - self._compact_keep].revision - 1
-            self._log = [c for c in self._log if c.revision > cut]
-            self._compacted_through = max(self._compacted_through, cut)
+        self._log.append(revision, changes)
 
     async def import_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
-        if epoch != self._epoch:
-            raise EpochMismatch(epoch, self._epoch)
-        if revision > self._revision:
-            raise RevisionInFuture(revision, self._revision)
-        if revision < self._compacted_through:
-            raise RevisionCompacted(revision, self._compacted_through)
-        return [c for c in self._log if c.revision > revision]
+        return self._log.since(epoch, revision)
 
     async def compact(self, keep_after: int) -> None:
-        self._log = [c for c in self._log if c.revision > keep_after]
-        self._compacted_through = max(self._compacted_through, min(keep_after, self._revision))
+        self._log.compact(keep_after)
 
 
 class Follower:
@@ -154,9 +119,7 @@ class Follower:
         self.store = FollowedStore()
         self.engine = Engine(self.store, config, clock)
         self.synced = asyncio.Event()
-        self.rebases = 0
         self._task: asyncio.Task[None] | None = None
-        self.error: BaseException | None = None
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="hub-follower")
@@ -171,8 +134,7 @@ class Follower:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        self.engine.imports_bus.close()
-        self.engine.verdicts_bus.close()
+        self.engine.close_watches()
         await self._source.close()
 
     async def _run(self) -> None:
@@ -185,20 +147,13 @@ class Follower:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.error = exc
             log.error("hub follower stopped", extra={"error": str(exc)})
             raise
 
     def _rebase(self, snap: Snapshot) -> None:
-        engine = self.engine
-        had_watchers = engine.imports_bus.count()
+        had_watchers = self.engine.imports_bus.count()
         self.store.rebase(snap)
-        engine.index = Index.from_snapshot(snap)
-        engine.revision = engine.watch_revision = snap.revision
-        engine.epoch = snap.epoch
-        # Watchers of the former history resume; a revision before the base answers with a snapshot.
-        engine.imports_bus.overflow_all()
-        self.rebases += 1
+        self.engine.rebase(snap)
         self.synced.set()
         log.info(
             "hub follower rebased",
@@ -211,26 +166,6 @@ class Follower:
         )
 
     def _advance(self, step: Advance) -> None:
-        engine, index = self.engine, self.engine.index
-        for name, export in step.exports.items():
-            if export is None:
-                index.delete_export(name)
-            else:
-                index.delete_export(name)
-                index.put_export(export)
-        for cluster_id, member in step.members.items():
-            if member is None:
-                index.members.pop(cluster_id, None)
-            else:
-                index.members[cluster_id] = member
-        if step.revision <= engine.revision:
-            return  # exports/members only (the kube source learns them beside the imports)
-        for change in step.changes:
-            if change.resource is None:
-                index.imports.pop(change.import_name, None)
-            else:
-                index.imports[change.import_name] = change.resource
-        self.store.append(step.revision, step.changes)
-        engine.revision = engine.watch_revision = step.revision
-        if step.changes:
-            engine.imports_bus.publish(ImportBatch(step.revision, step.changes, engine.epoch))
+        if step.revision > self.engine.revision:  # else exports/members only (the kube source learns them beside)
+            self.store.append(step.revision, step.changes)
+        self.engine.advance(step)

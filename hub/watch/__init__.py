@@ -1,0 +1,6 @@
+"""Publishing what commits changed to the open watches (the engine publishes, the wire serves).
+
+bus: fan-out to every subscriber, bounded per subscriber; batches: what one commit changed in
+imports (ImportBatch) and how a watch's changes become WatchImportsResponse messages;
+delivery: which member receives an import.
+"""
