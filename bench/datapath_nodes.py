@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,25 +39,25 @@ import yaml
 from hack.nodeset.clusters import Cluster
 from hack.nodeset.clusterset import Mode, NodeClusterSet, attach, start
 from hack.nodeset.images import TOOLS_IMAGE
-from hack.nodeset.kubectl import until
+from hack.nodeset.kubectl import KubectlError, until
 from hack.nodeset.workloads import client_pod, ensure_namespace, exec_in, fetch_until, time_requests, web_server
 
 NS = "bench"
 IPERF_PORT = 5201
 
 
-def iperf_server(cluster: Cluster, node: str) -> None:
-    """An iperf3 server Deployment on ``node``, its Service and ServiceExport."""
+def iperf_server(cluster: Cluster, name: str, node: str, *, export: bool) -> None:
+    """An iperf3 server Deployment on ``node``, its Service and (``export``) its ServiceExport."""
     objects: list[dict[str, Any]] = [
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": {"name": "iperf", "namespace": NS},
+            "metadata": {"name": name, "namespace": NS},
             "spec": {
                 "replicas": 1,
-                "selector": {"matchLabels": {"app": "iperf"}},
+                "selector": {"matchLabels": {"app": name}},
                 "template": {
-                    "metadata": {"labels": {"app": "iperf"}},
+                    "metadata": {"labels": {"app": name}},
                     "spec": {
                         "terminationGracePeriodSeconds": 0,
                         "nodeSelector": {"kubernetes.io/hostname": node},
@@ -76,17 +77,20 @@ def iperf_server(cluster: Cluster, node: str) -> None:
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"name": "iperf", "namespace": NS},
-            "spec": {"selector": {"app": "iperf"}, "ports": [{"name": "iperf", "port": IPERF_PORT}]},
-        },
-        {
-            "apiVersion": "multicluster.x-k8s.io/v1alpha1",
-            "kind": "ServiceExport",
-            "metadata": {"name": "iperf", "namespace": NS},
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"selector": {"app": name}, "ports": [{"name": "iperf", "port": IPERF_PORT}]},
         },
     ]
+    if export:
+        objects.append(
+            {
+                "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+                "kind": "ServiceExport",
+                "metadata": {"name": name, "namespace": NS},
+            }
+        )
     cluster.kubectl.apply(yaml.safe_dump_all(objects))
-    cluster.kubectl("-n", NS, "rollout", "status", "deployment/iperf", "--timeout=120s", timeout=130)
+    cluster.kubectl("-n", NS, "rollout", "status", f"deployment/{name}", "--timeout=120s", timeout=130)
 
 
 def service_ip(cluster: Cluster, name: str) -> str:
@@ -97,13 +101,12 @@ def service_ip(cluster: Cluster, name: str) -> str:
 
 def throughput(cluster: Cluster, pod: str, ip: str, seconds: float) -> float:
     """Gbit/s received by the server, one TCP stream (iperf3 retries until the path is up)."""
+    command = ("iperf3", "-c", ip, "-p", str(IPERF_PORT), "-t", str(seconds), "-J", "--connect-timeout", "3000")
     for _ in range(20):
-        out = exec_in(
-            cluster, NS, pod, "iperf3", "-c", ip, "-p", str(IPERF_PORT), "-t", str(seconds), "-J", timeout=seconds + 60
-        )
         try:
+            out = exec_in(cluster, NS, pod, *command, timeout=seconds + 30)
             return float(json.loads(out)["end"]["sum_received"]["bits_per_second"]) / 1e9
-        except (KeyError, ValueError):
+        except (KubectlError, subprocess.TimeoutExpired, KeyError, ValueError):
             time.sleep(1)
     raise RuntimeError(f"iperf3 to {ip} never ran")
 
@@ -112,19 +115,27 @@ def measure(clusterset: NodeClusterSet, seconds: float, requests: int) -> list[d
     east, west = clusterset.cluster("east"), clusterset.cluster("west")
     for cluster in (east, west):
         ensure_namespace(cluster, NS)
-        # Servers off the Gateway (the first node is every member's Gateway here).
-        web_server(cluster, NS, "web", node=cluster.nodes[-1].name)
-        iperf_server(cluster, cluster.nodes[-1].name)
+    # West's servers are off its Gateway (every member's first node is its Gateway here) and
+    # exported. East's local servers, one per node, are not exported (antrea-mc-<name> in east
+    # leads to west alone); a client's local floor is the server on the other node: one hop
+    # between nodes, as the cross-cluster path has at least.
+    web_server(west, NS, "web", node=west.nodes[-1].name)
+    iperf_server(west, "iperf", west.nodes[-1].name, export=True)
+    for index, east_node in enumerate(east.nodes):
+        web_server(east, NS, f"web-{index}", node=east_node.name, export=False)
+        iperf_server(east, f"iperf-{index}", east_node.name, export=False)
     clients = {"gateway node": east.nodes[0].name, "other node": east.nodes[-1].name}
+    floor_of = {east.nodes[0].name: len(east.nodes) - 1, east.nodes[-1].name: 0}
     for node in clients.values():
         client_pod(east, NS, f"client-{node}", node=node)
     rows: list[dict[str, Any]] = []
     for encryption in ("none", "wireGuard"):
         clusterset.ensure(Mode(encryption=encryption))
-        local = {"web": service_ip(east, "web"), "iperf": service_ip(east, "iperf")}
         cross = {"web": service_ip(east, "antrea-mc-web"), "iperf": service_ip(east, "antrea-mc-iperf")}
         for where, node in clients.items():
             pod = f"client-{node}"
+            floor = floor_of[node]
+            local = {"web": service_ip(east, f"web-{floor}"), "iperf": service_ip(east, f"iperf-{floor}")}
             for path, ips in (("local", local), ("cross", cross)):
                 fetch_until(east, NS, pod, f"http://{ips['web']}/")
                 gbps = throughput(east, pod, ips["iperf"], seconds)
