@@ -9,6 +9,7 @@ already be on their nodes.
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -103,48 +104,52 @@ def gateways_of(cluster: Cluster) -> list[str]:
 
 
 def start(directory: Path, *, topology: dict[str, int] | None = None, log: bool = True) -> NodeClusterSet:
-    """Build the images (while the clusters start), start the clusters, install mchub."""
+    """Build the images (while the clusters start), start the clusters, install mchub; with
+    MCHUB_E2E_CLUSTERS, install mchub into those instead."""
+    users = user_clusters()
+    if users is not None:
+        return install_into(users, directory)
     figures: dict[str, float] = {}
     say = print if log else (lambda *_: None)
-    user = user_clusters()
-    envtest: EnvtestNodes | None = None
-    if user is None:
-        built: dict[str, images.Archives] = {}
-        failure: list[BaseException] = []
+    built: dict[str, images.Archives] = {}
+    failure: list[BaseException] = []
 
-        def build() -> None:
-            try:
-                started = time.monotonic()
-                built["archives"] = images.build_all()
-                figures["image_build_s"] = time.monotonic() - started
-            except BaseException as err:  # reported by the caller's thread
-                failure.append(err)
-
-        builder = threading.Thread(target=build, name="image-build")
-        builder.start()
-        say(f"nodeset: starting clusters {topology or TOPOLOGY} in {directory}")
+    def build() -> None:
         try:
-            envtest = EnvtestNodes.up(directory, topology or TOPOLOGY)
-        finally:
-            builder.join()
-        figures["clusters_up_s"] = envtest.started_in
+            started = time.monotonic()
+            built["archives"] = images.build_all()
+            figures["image_build_s"] = time.monotonic() - started
+        except BaseException as err:  # reported by the caller's thread
+            failure.append(err)
+
+    builder = threading.Thread(target=build, name="image-build")
+    builder.start()
+    say(f"nodeset: starting clusters {topology or TOPOLOGY} in {directory}")
+    try:
+        envtest = EnvtestNodes.up(directory, topology or TOPOLOGY)
+    finally:
+        builder.join()
+    figures["clusters_up_s"] = envtest.started_in
+    try:
         if failure:
-            envtest.down()
             raise failure[0]
         started = time.monotonic()
         envtest.load_images(*built["archives"].all())
         figures["image_load_s"] = time.monotonic() - started
-        clusters = envtest.clusters
-    else:
-        clusters = user
-    try:
-        installed = install(clusters, directory / "hub-tls", say)
+        installed = install(envtest.clusters, directory / "hub-tls", say)
     except BaseException:
-        if envtest is not None:
-            envtest.down()
+        envtest.down()
         raise
     figures["install_to_ready_s"] = installed.seconds["to_ready"]
     return NodeClusterSet(installed, envtest, figures)
+
+
+def install_into(clusters: dict[str, Cluster], directory: Path | None = None) -> NodeClusterSet:
+    """mchub installed into clusters a user already has (the first is the leader), their
+    images already on their nodes."""
+    tls_dir = (directory or Path(tempfile.mkdtemp(prefix="mchub-e2e-"))) / "hub-tls"
+    installed = install(clusters, tls_dir)
+    return NodeClusterSet(installed, None, {"install_to_ready_s": installed.seconds["to_ready"]})
 
 
 def install(clusters: dict[str, Cluster], tls_dir: Path, say: object = print) -> Installed:

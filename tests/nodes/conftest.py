@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hack.nodeset.clusters import EnvtestNodes, nodes_unavailable_reason, user_clusters
-from hack.nodeset.clusterset import Mode, NodeClusterSet, attach, start
+from hack.nodeset.clusterset import Mode, NodeClusterSet, attach, install_into
+from tests.nodes.early import EARLY
 
 FIGURES = Path(__file__).resolve().parents[2] / "test-artifacts" / "nodes-figures.json"
 
@@ -45,26 +43,39 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.nodes)
 
 
+def _unavailable() -> str | None:
+    return nodes_unavailable_reason() if user_clusters() is None else None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the node ClusterSet now if node tests were selected (tests/nodes/early.py)."""
+    if session.config.option.collectonly:
+        return
+    wanted = any("tests/nodes/" in str(item.fspath) for item in session.items)
+    if wanted and _unavailable() is None and user_clusters() is None and not os.environ.get("MCHUB_NODESET_DIR"):
+        EARLY.begin()
+
+
+def pytest_sessionfinish() -> None:
+    EARLY.stop()
+
+
 @pytest.fixture(scope="session")
-def node_clusterset() -> Iterator[NodeClusterSet]:
-    if user_clusters() is None:
-        reason = nodes_unavailable_reason()
-        if reason is not None:
-            if os.environ.get("CI", "").lower() == "true":
-                pytest.fail(f"CI must run the real-node tests: {reason}")
-            pytest.skip(reason)
+def node_clusterset() -> NodeClusterSet:
+    reason = _unavailable()
+    if reason is not None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI must run the real-node tests: {reason}")
+        pytest.skip(reason)
     running = os.environ.get("MCHUB_NODESET_DIR")
     if running:  # `python -m hack.nodeset up DIR` left it running: use it, leave it running
-        yield attach(Path(running))
-        return
-    workdir = Path(tempfile.mkdtemp(prefix="mchub-nodes-"))
-    clusterset = start(workdir / "ct", log=False)
+        return attach(Path(running))
+    users = user_clusters()
+    if users is not None:
+        return install_into(users)
+    clusterset = EARLY.result()  # stopped at the session's end
     record(**{key: round(value, 1) for key, value in clusterset.figures.items()})
-    try:
-        yield clusterset
-    finally:
-        clusterset.down()
-        shutil.rmtree(workdir, ignore_errors=True)
+    return clusterset
 
 
 @pytest.fixture(scope="session")
