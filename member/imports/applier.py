@@ -52,7 +52,6 @@ from member.imports.policies import policy_tier
 log = logging.getLogger(__name__)
 
 Report = Callable[[str, bool, str, str], None]
-
 EVENT_COMPONENT = "mchub-member"
 EVENT_REASON_CONFLICT = "ImportConflict"
 # A real API server takes 1-2k writes/s on two cores; 8 writers keep it busy without a pile-up.

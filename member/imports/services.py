@@ -172,8 +172,8 @@ async def apply_service_import(ctx: ImportContext, message: pb.ResourceImport) -
             f"Service {message.namespace}/{names.imported_object_name(message.name)} was imported without it",
         )
     ips = [] if is_headless(message.service_import) else cluster_set_ips(service)
-    live = service_imports.get(message.name, message.namespace)
-    desired, status = desired_service_import(message, service_imports.resource, ips, ctx.cluster_id, live)
+    current = service_imports.get(message.name, message.namespace)
+    desired, status = desired_service_import(message, service_imports.resource, ips, ctx.cluster_id, current)
     live = await ctx.writer.ensure(service_imports, desired, import_name=message.import_name)
     await ctx.writer.ensure_status(service_imports, live, status)
 
