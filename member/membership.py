@@ -9,7 +9,8 @@ hub session and starts them in order (a ``kube.manager.Manager``):
    first sync bracket then sweeps only what really went away, and an unchanged ClusterInfo or
    label identity is not dropped and re-added on a restart;
 2. the importer, to which the session delivers its import events, and which reports each
-   import's outcome back through the session;
+   import's outcome back through the session; it reads this cluster's Endpoints from the
+   ServiceExports' watch (this cluster's own share of an import is its local endpoints);
 3. the hub session, which connects.
 
 A part that fails to start stops, with those started before it, and the join is retried. Leaving
@@ -148,6 +149,7 @@ class ClusterSetMembership:
             workers=options.import_workers,
             registry=registry,
             caches=self.caches,
+            local_endpoints=exports.local_endpoints,
         )
         session.consume_imports(importer.handle)
         exporters = Manager(f"exporters-{spec.cluster_id}", [exports, gateway, *([identities] if identities else [])])

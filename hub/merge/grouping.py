@@ -63,6 +63,7 @@ def _merge_service_group(exports: Sequence[pb.ResourceExport], ctx: MergeContext
     endpoints = merge_endpoints(
         [e for e in exports if e.HasField("endpoints")],
         services.by_cluster,
+        services.served_ports,
         import_name=endpoints_import_name,
     )
     imports: dict[str, pb.ResourceImport] = {}

@@ -4,17 +4,24 @@ The rules are the MCS API's (KEP-1645 and its conformance suite): ports are
 the union over exporters keyed by name; any difference among exporters (a
 same-named port with another number or protocol, a different port set,
 headlessness, session affinity and its timeout, internalTrafficPolicy,
-trafficDistribution, ipFamilies) is resolved by the oldest export and
+trafficDistribution, ipFamilies, and the ServiceExports' exported labels and
+annotations, compared as whole maps) is resolved by the oldest export and
 reported as a Conflict to every exporter, the winner included.
 ExternalName cannot be exported. In strict-ports mode (Antrea's older rule)
 an export whose ports differ from the oldest export's is skipped instead.
+
+The merge also says, per merged cluster, which of its Service ports the
+import exposes as that cluster serves them (same name, protocol and number):
+only those ports of its endpoints are merged (hub.merge.endpoints).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from hub.errors import quote
 from hub.merge import verdicts
 from hub.merge.ordering import clusters_text, first_per_cluster, oldest_first
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -33,6 +40,10 @@ INTERNAL_TRAFFIC_POLICY_CLUSTER = "Cluster"
 
 # How a port is compared: the application protocol is a hint, not identity.
 PortKey = tuple[str, str, int]
+# A port as endpoints name it: (name, protocol).
+PortName = tuple[str, str]
+StringItems = tuple[tuple[str, str], ...]
+T = TypeVar("T")
 
 
 def port_key(port: pb.ServicePort) -> PortKey:
@@ -55,6 +66,8 @@ class ServiceShape:
     internal_traffic_policy: str
     traffic_distribution: str
     ip_families: tuple[str, ...]
+    exported_labels: StringItems
+    exported_annotations: StringItems
 
     @property
     def cluster_id(self) -> str:
@@ -82,6 +95,8 @@ def shape_of(export: pb.ResourceExport) -> ServiceShape:
         internal_traffic_policy=spec.internal_traffic_policy or INTERNAL_TRAFFIC_POLICY_CLUSTER,
         traffic_distribution=spec.traffic_distribution,
         ip_families=tuple(spec.ip_families),
+        exported_labels=tuple(sorted(spec.exported_labels.items())),
+        exported_annotations=tuple(sorted(spec.exported_annotations.items())),
     )
 
 
@@ -96,19 +111,28 @@ class ServiceMerge:
     """The ServiceImport spec (None: no import) and the verdict of every Service export.
 
     by_cluster holds, per exporting cluster, the status of the one export that
-    counts for it; the Endpoints merge follows it.
+    counts for it; the Endpoints merge follows it. served_ports holds, per merged
+    cluster, the ports of its Service the import exposes with that cluster's
+    protocol and number: the only ports of its endpoints that are merged.
     """
 
     spec: pb.ServiceImportSpec | None
     statuses: dict[str, pb.ExportStatus] = field(default_factory=dict)
     by_cluster: dict[str, pb.ExportStatus] = field(default_factory=dict)
+    served_ports: dict[str, frozenset[PortName]] = field(default_factory=dict)
+
+
+def _keys_text(items: StringItems) -> str:
+    """The keys of a map's items, for a message (the values may be long)."""
+    return f"the keys {', '.join(quote(key) for key, _ in items)}" if items else "none"
 
 
 def _property_conflict(
     shapes: Sequence[ServiceShape],
-    value_of: Callable[[ServiceShape], object],
+    value_of: Callable[[ServiceShape], T],
     reason: str,
     what: str,
+    describe: Callable[[T], str] = repr,
 ) -> Conflict | None:
     """A conflict when any exporter's property differs from the oldest's."""
     if not shapes:
@@ -121,7 +145,7 @@ def _property_conflict(
     return Conflict(
         reason,
         f"The {what} differs among clusters {clusters_text(s.cluster_id for s in shapes)}: "
-        f"using {winner!r} from the oldest export, of cluster {precedent.cluster_id} "
+        f"using {describe(winner)} from the oldest export, of cluster {precedent.cluster_id} "
         f"(differing: {clusters_text(differing)}).",
     )
 
@@ -203,6 +227,21 @@ def find_conflicts(shapes: Sequence[ServiceShape]) -> tuple[list[pb.ServicePort]
         _property_conflict(
             stating_families, lambda s: list(s.ip_families), verdicts.REASON_IP_FAMILY_CONFLICT, "ipFamilies"
         ),
+        # Any difference, even an exporter that adds a key: the oldest export's maps are the import's.
+        _property_conflict(
+            shapes,
+            lambda s: s.exported_labels,
+            verdicts.REASON_LABELS_CONFLICT,
+            "set of exported labels",
+            _keys_text,
+        ),
+        _property_conflict(
+            shapes,
+            lambda s: s.exported_annotations,
+            verdicts.REASON_ANNOTATIONS_CONFLICT,
+            "set of exported annotations",
+            _keys_text,
+        ),
     ]
     return ports, [c for c in candidates if c is not None]
 
@@ -248,14 +287,27 @@ def merge_services(exports: Sequence[pb.ResourceExport], *, import_name: str, st
             shapes.append(shape_of(export))
 
     spec: pb.ServiceImportSpec | None = None
+    served: dict[str, frozenset[PortName]] = {}
     if shapes:
         if strict_ports:
             shapes, skipped = _strict_split(shapes, import_name)
             statuses.update(skipped)
         spec = _merge_shapes(shapes, import_name, statuses)
+        served = {s.cluster_id: served_ports(s, spec.ports) for s in shapes}
 
     by_cluster = {e.cluster_id: statuses[e.export_name] for e in counted}
-    return ServiceMerge(spec=spec, statuses=statuses, by_cluster=by_cluster)
+    return ServiceMerge(spec=spec, statuses=statuses, by_cluster=by_cluster, served_ports=served)
+
+
+def served_ports(shape: ServiceShape, import_ports: Sequence[pb.ServicePort]) -> frozenset[PortName]:
+    """The ports of a cluster's Service that the import exposes as that cluster serves them.
+
+    A port that lost a PortConflict (its name is another number or protocol in the import) is
+    not: traffic to the import's port of that name must not reach this cluster's other port.
+    In strict-ports mode every merged exporter has the import's ports, so all of them are.
+    """
+    exposed = {p.name: (p.protocol, p.port) for p in import_ports}
+    return frozenset((p.name, p.protocol) for p in shape.ports if exposed.get(p.name) == (p.protocol, p.port))
 
 
 def _merge_shapes(
@@ -275,6 +327,8 @@ def _merge_shapes(
         internal_traffic_policy=precedent.internal_traffic_policy,
         traffic_distribution=precedent.traffic_distribution,
         clusters=clusters,
+        labels=dict(precedent.exported_labels),
+        annotations=dict(precedent.exported_annotations),
     )
     for shape in shapes:
         if conflicts:

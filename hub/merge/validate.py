@@ -14,7 +14,7 @@ import ipaddress
 
 from hub.errors import quote
 from hub.merge.label_format import normalized_label_problems
-from mcapi import names
+from mcapi import label_syntax, names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -92,6 +92,13 @@ def _check_service(problems: list[str], spec: pb.ServiceSpec) -> None:
             f"The internalTrafficPolicy {quote(spec.internal_traffic_policy)} is not one of "
             f"{', '.join(INTERNAL_TRAFFIC_POLICIES)}."
         )
+    # Every member writes them on its ServiceImport: what its API server would refuse stops here.
+    label_problems = label_syntax.label_problems(spec.exported_labels, quote)
+    if label_problems:
+        problems.append(label_syntax.sentence("exported labels", label_problems))
+    annotation_problems = label_syntax.annotation_problems(spec.exported_annotations, quote)
+    if annotation_problems:
+        problems.append(label_syntax.sentence("exported annotations", annotation_problems))
 
 
 def _check_endpoints(problems: list[str], spec: pb.EndpointsSpec) -> None:

@@ -15,6 +15,8 @@ REASON_SESSION_AFFINITY_CONFIG_CONFLICT = "SessionAffinityConfigConflict"
 REASON_INTERNAL_TRAFFIC_POLICY_CONFLICT = "InternalTrafficPolicyConflict"
 REASON_TRAFFIC_DISTRIBUTION_CONFLICT = "TrafficDistributionConflict"
 REASON_IP_FAMILY_CONFLICT = "IPFamilyConflict"
+REASON_LABELS_CONFLICT = "LabelsConflict"
+REASON_ANNOTATIONS_CONFLICT = "AnnotationsConflict"
 REASON_INVALID_SERVICE_TYPE = "InvalidServiceType"
 REASON_CONVERGE_FAILURE = "ConvergeFailure"
 # Two exports of one group from the same cluster: only the oldest counts.

@@ -6,7 +6,9 @@ Mapping (and what the kube store relies on):
   source; ``spec.kind`` follows the payload (Service, Endpoints, ClusterInfo,
   AntreaClusterNetworkPolicy, LabelIdentity); labels ``sourceName``,
   ``sourceNamespace``, ``sourceClusterID``, ``sourceKind`` as Antrea sets them
-  (empty values left out).
+  (empty values left out). A Service export's exported labels and annotations
+  (from its ServiceExport) go beside Antrea's ``spec.service.serviceSpec``, as
+  ``spec.service.exportedLabels`` and ``exportedAnnotations``.
 * The hub's ``create_time`` goes to the annotation
   ``multicluster.antrea.io/export-create-time`` (RFC 3339, nanoseconds: the
   oldest-wins rule needs more than creationTimestamp's seconds); without it,
@@ -79,7 +81,11 @@ def resource_export_to_cr(
     spec = ResourceExportSpec(cluster_id=message.cluster_id, name=message.name, namespace=message.namespace, kind=kind)
     payload = message.WhichOneof("payload")
     if payload == "service":
-        spec.service = ServiceExportPayload(service_spec=service_spec_from_pb(message.service))
+        spec.service = ServiceExportPayload(
+            service_spec=service_spec_from_pb(message.service),
+            exported_labels=dict(message.service.exported_labels),
+            exported_annotations=dict(message.service.exported_annotations),
+        )
     elif payload == "endpoints":
         spec.endpoints = EndpointsPayload(subsets=endpoint_subsets_from_pb(message.endpoints))
     elif payload == "cluster_info":
@@ -163,6 +169,8 @@ def _copy_payload(spec: ResourceExportSpec, message: pb.ResourceExport, export_n
     kind = spec.kind
     if kind == names.KIND_SERVICE and spec.service is not None:
         message.service.CopyFrom(service_spec_to_pb(spec.service.service_spec))
+        message.service.exported_labels.update(spec.service.exported_labels)
+        message.service.exported_annotations.update(spec.service.exported_annotations)
     elif kind == names.KIND_ENDPOINTS and spec.endpoints is not None:
         message.endpoints.CopyFrom(endpoint_subsets_to_pb(spec.endpoints.subsets))
     elif kind == names.KIND_CLUSTER_INFO and spec.cluster_info is not None:

@@ -3,7 +3,8 @@
 ``metadata.name`` is the import name; ``spec.clusterID`` (Antrea's name for
 the list of target clusters) is ``cluster_ids``; ``spec.kind`` follows the
 payload. A ServiceImport payload is Antrea's embedded MCS ServiceImport with
-the v1beta1 spec shape, its exporting clusters in ``status.clusters``.
+the v1beta1 spec shape, its exporting clusters in ``status.clusters`` and the
+exported labels and annotations in its ``metadata``.
 Endpoints subsets keep the hub's per-subset cluster ID under the extra key
 ``clusterID``.
 """
@@ -56,6 +57,7 @@ def resource_import_to_cr(
     payload = message.WhichOneof("payload")
     if payload == "service_import":
         spec.service_import = EmbeddedServiceImport(
+            metadata=_exported_metadata(message.service_import),
             spec=service_import_spec_v1beta1(message.service_import),
             status=ServiceImportStatusV1beta1(
                 clusters=[ServiceImportClusterStatus(cluster=c) for c in message.service_import.clusters]
@@ -70,6 +72,22 @@ def resource_import_to_cr(
     else:
         spec.label_identity = LabelIdentitySpec(label=message.label_identity.label, id=message.label_identity.id)
     return ResourceImport(metadata=ObjectMeta(name=message.import_name, namespace=namespace), spec=spec)
+
+
+def _exported_metadata(message: pb.ServiceImportSpec) -> dict[str, Any] | None:
+    """The embedded ServiceImport's metadata: the exported labels and annotations (None: neither)."""
+    metadata = {"labels": dict(message.labels), "annotations": dict(message.annotations)}
+    return {key: value for key, value in metadata.items() if value} or None
+
+
+def _copy_exported_metadata(metadata: Mapping[str, Any] | None, message: pb.ServiceImportSpec, name: str) -> None:
+    for key, target in (("labels", message.labels), ("annotations", message.annotations)):
+        values = (metadata or {}).get(key) or {}
+        if not isinstance(values, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in values.items()
+        ):
+            raise ConversionError(f"import {name!r}: serviceImport.metadata.{key} is not a map of strings")
+        target.update(values)
 
 
 def resource_import_from_cr(cr: ResourceImport | Mapping[str, Any]) -> pb.ResourceImport:
@@ -91,6 +109,7 @@ def resource_import_from_cr(cr: ResourceImport | Mapping[str, Any]) -> pb.Resour
         status = spec.service_import.status
         clusters = [c.cluster for c in status.clusters] if status else []
         message.service_import.CopyFrom(service_import_spec_to_pb(spec.service_import.spec, clusters))
+        _copy_exported_metadata(spec.service_import.metadata, message.service_import, name)
     elif kind == names.KIND_ENDPOINTS and spec.endpoints is not None:
         message.endpoints.CopyFrom(endpoint_subsets_to_pb(spec.endpoints.subsets))
     elif kind == names.KIND_CLUSTER_INFO and spec.cluster_info is not None:

@@ -31,7 +31,20 @@ _OPAQUE: Any = Field(default=None, json_schema_extra=PRESERVE_UNKNOWN)
 
 
 class ServiceExportPayload(KubeModel):
+    """Antrea's ServiceExport payload (``serviceSpec``), plus what the exporting ServiceExport
+    asks its ServiceImports to carry (mchub's; absent when empty, so Antrea's shape stays)."""
+
     service_spec: ServiceSpec = Field(default_factory=ServiceSpec, alias="serviceSpec")
+    exported_labels: dict[str, str] = Field(
+        default_factory=dict,
+        alias="exportedLabels",
+        description="The ServiceExport's spec.exportedLabels.",
+    )
+    exported_annotations: dict[str, str] = Field(
+        default_factory=dict,
+        alias="exportedAnnotations",
+        description="The ServiceExport's spec.exportedAnnotations.",
+    )
 
 
 class EndpointsPayload(KubeModel):
@@ -92,9 +105,11 @@ class ResourceExport(KubeObject):
 
 
 class EmbeddedServiceImport(KubeModel):
-    """The MCS ServiceImport Antrea embeds whole in a ResourceImport; only its
-    spec (and status) carry meaning. The spec has the v1beta1 shape, a
-    superset of v1alpha1, so ipFamilies and traffic policies survive."""
+    """The MCS ServiceImport Antrea embeds whole in a ResourceImport; its spec
+    and status carry meaning, and so do its metadata's labels and annotations
+    (the exported ones every member's ServiceImport carries). The spec has the
+    v1beta1 shape, a superset of v1alpha1, so ipFamilies and traffic policies
+    survive."""
 
     model_config = ConfigDict(extra="allow")
 

@@ -1,7 +1,7 @@
 """ServiceExport conditions (MCS KEP-1645, mcs-api conformance), from what is known of an export.
 
 - ``Valid``: True/Valid, or False with the InvalidReason (NoService, InvalidServiceType,
-  ImportedService).
+  ImportedService, InvalidService, InvalidExportedLabels, InvalidExportedAnnotations).
 - ``Ready``: True/Exported once the hub took the Service export (accepted, or accepted
   with a conflict); False/Pending before its answer; False/Failed when invalid, or when the
   hub (or the session, for an oversized export) refused it.

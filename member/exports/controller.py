@@ -1,5 +1,6 @@
-"""ServiceExportController: ServiceExports (+ their Services and Endpoints) -> the hub session's
-desired exports, and the hub's verdicts -> ServiceExport conditions.
+"""ServiceExportController: ServiceExports (their exported labels and annotations, their Services
+and Endpoints) -> the hub session's desired exports, and the hub's verdicts -> ServiceExport
+conditions.
 
 Informers watch ServiceExports (multicluster.x-k8s.io, v1alpha1 when served, else v1beta1),
 Services and Endpoints in every Namespace (but the importer's, which are never exported); a work
@@ -87,7 +88,8 @@ class ServiceExportController:
         self._service_exports: Informer | None = None
         self._written: WriteThroughCache | None = None
         self._services: Informer | None = None
-        self._endpoints: Informer | None = None
+        # Made here, not in start(): the importer reads this watch too (local_endpoints).
+        self._endpoints = Informer(client, ENDPOINTS, label_selector=_NOT_IMPORTED, handler=self._on_backing_object)
         self._worker: QueueWorker[Key] = QueueWorker(self._queue, self._reconcile, workers=workers)
         # Keys whose exports the session holds; export name -> its ServiceExport.
         self._exported: set[Key] = set()
@@ -107,9 +109,6 @@ class ServiceExportController:
         self._service_exports = Informer(self._client, served, handler=self._on_service_export)
         self._written = WriteThroughCache(self._service_exports)
         self._services = Informer(self._client, SERVICES, label_selector=_NOT_IMPORTED, handler=self._on_backing_object)
-        self._endpoints = Informer(
-            self._client, ENDPOINTS, label_selector=_NOT_IMPORTED, handler=self._on_backing_object
-        )
         self._watches = Watches(self._service_exports, self._services, self._endpoints, sync_timeout=self._sync_timeout)
         await self._watches.start()
         self._sink.watch_answers(self._on_answer)
@@ -118,6 +117,12 @@ class ServiceExportController:
         self._worker.start()
         for obj in self._service_exports.list():
             self._queue.add(_key(obj))
+
+    @property
+    def local_endpoints(self) -> Informer:
+        """This cluster's Endpoints (but the importer's), as this controller watches them from
+        start() on: the importer writes this cluster's own share of an import from them."""
+        return self._endpoints
 
     def _desired_exports(self) -> list[pb.ResourceExport]:
         """Every export the ServiceExports make now (once the informers synced)."""
@@ -164,7 +169,7 @@ class ServiceExportController:
     # ---- reconcile -----------------------------------------------------------
 
     def _evaluate(self, key: Key, service: Obj | None = None) -> Evaluation:
-        assert self._services is not None and self._endpoints is not None
+        assert self._services is not None and self._written is not None
         namespace, name = key
         return evaluate(
             self._cluster_id,
@@ -172,6 +177,7 @@ class ServiceExportController:
             key,
             service if service is not None else self._services.get(name, namespace),
             self._endpoints.get(name, namespace),
+            service_export=self._written.get(name, namespace),
         )
 
     async def _imported_service(self, key: Key) -> Obj | None:

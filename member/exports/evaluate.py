@@ -1,9 +1,12 @@
 """What one ServiceExport means for the hub: valid or not (and why), and the exports it makes.
 
-Pure: the caller passes the ServiceExport's Service and Endpoints as the API server returns
+Pure: the caller passes the ServiceExport, its Service and Endpoints as the API server returns
 them (or None). A valid ServiceExport makes two exports, as Antrea's member does:
 
-- ``<clusterID>-<ns>-<name>-service``: the Service's spec;
+- ``<clusterID>-<ns>-<name>-service``: the Service's spec, with the ServiceExport's
+  ``spec.exportedLabels`` and ``spec.exportedAnnotations`` (either served version has them;
+  the Service's own labels and annotations are not exported). Keys or values the API server
+  would refuse on a ServiceImport make the ServiceExport invalid;
 - ``<clusterID>-<ns>-<name>-endpoints``: with endpointIPType ClusterIP, the one address is
   the Service's ClusterIP with the Service's ports (traffic enters through the exporting
   cluster's Service); with PodIP, the ready addresses of the Endpoints. A headless Service
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from mcapi import names
+from mcapi import label_syntax, names
 from mcapi.config import EndpointIPType
 from mcapi.convert import ConversionError, endpoints_from_endpoints_json, service_spec_from_service_json
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -34,6 +37,9 @@ class InvalidReason(StrEnum):
     INVALID_SERVICE_TYPE = "InvalidServiceType"  # MCS
     IMPORTED_SERVICE = "ImportedService"  # Antrea: a Service the member itself imported
     INVALID_SERVICE = "InvalidService"  # the Service cannot be read as a Service spec
+    # spec.exportedLabels / spec.exportedAnnotations that no ServiceImport could carry
+    INVALID_EXPORTED_LABELS = "InvalidExportedLabels"
+    INVALID_EXPORTED_ANNOTATIONS = "InvalidExportedAnnotations"
 
 
 @dataclass(frozen=True)
@@ -69,13 +75,48 @@ def _endpoints_spec(spec: pb.ServiceSpec, endpoints: Obj | None, ip_type: Endpoi
     return endpoints_from_endpoints_json(endpoints or {})
 
 
+def _string_map(value: object) -> dict[str, str] | None:
+    """A map of strings as the CRD schema allows it (None: something else)."""
+    if value is None:
+        return {}
+    if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return dict(value)
+    return None
+
+
+def _exported_metadata(key: Key, service_export: Obj | None) -> tuple[dict[str, str], dict[str, str]] | Evaluation:
+    """The exported labels and annotations, or the Evaluation saying why they cannot be exported."""
+    spec = (service_export or {}).get("spec") or {}
+    labels = _string_map(spec.get("exportedLabels"))
+    annotations = _string_map(spec.get("exportedAnnotations"))
+    label_problems = label_syntax.label_problems(labels) if labels is not None else ["it is not a map of strings"]
+    if label_problems:
+        return _invalid(
+            key, InvalidReason.INVALID_EXPORTED_LABELS, label_syntax.sentence("exportedLabels", label_problems)
+        )
+    annotation_problems = (
+        label_syntax.annotation_problems(annotations) if annotations is not None else ["it is not a map of strings"]
+    )
+    if annotation_problems:
+        return _invalid(
+            key,
+            InvalidReason.INVALID_EXPORTED_ANNOTATIONS,
+            label_syntax.sentence("exportedAnnotations", annotation_problems),
+        )
+    assert labels is not None and annotations is not None
+    return labels, annotations
+
+
 def evaluate(
     cluster_id: str,
     ip_type: EndpointIPType,
     key: Key,
     service: Obj | None,
     endpoints: Obj | None,
+    *,
+    service_export: Obj | None = None,
 ) -> Evaluation:
+    """``service_export``: the ServiceExport (its spec's exported labels and annotations)."""
     namespace, name = key
     if service is None or (service.get("metadata") or {}).get("deletionTimestamp"):
         return _invalid(key, InvalidReason.NO_SERVICE, f"Service {namespace}/{name} does not exist")
@@ -91,11 +132,16 @@ def evaluate(
         return _invalid(
             key, InvalidReason.INVALID_SERVICE_TYPE, "Service type ExternalName is not supported for export"
         )
+    exported = _exported_metadata(key, service_export)
+    if isinstance(exported, Evaluation):
+        return exported
     try:
         spec = service_spec_from_service_json(service)
         endpoints_spec = _endpoints_spec(spec, endpoints, ip_type)
     except ConversionError as err:
         return _invalid(key, InvalidReason.INVALID_SERVICE, str(err))
+    spec.exported_labels.update(exported[0])
+    spec.exported_annotations.update(exported[1])
     service_name, endpoints_name = export_names(cluster_id, key)
     return Evaluation(
         key=key,

@@ -32,9 +32,11 @@ from prometheus_client import CollectorRegistry
 from kube.client import KubeClient, WatchEvent
 from kube.errors import TemporaryError
 from kube.events import EventRecorder
+from kube.informer import cache_key
 from kube.queue_worker import QueueWorker
 from kube.resources import name_of
 from kube.workqueue import ItemBackoff, WorkQueue
+from mcapi import names
 from mcapi.convert.errors import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient.events import Delete, ImportEvent, Resumed, Synced, Upsert
@@ -42,6 +44,7 @@ from member.imports.caches import ImportCaches, Unlisten
 from member.imports.context import ImportContext
 from member.imports.discovery import ApiDiscovery
 from member.imports.kinds import import_kind, written_kinds
+from member.imports.local_endpoints import LocalEndpoints, has_subset_of
 from member.imports.outcome import SUCCEEDED, ImportBlocked, ImportReason, Outcome
 from member.imports.ownership import ObjectWriter
 from member.imports.policies import policy_tier
@@ -73,6 +76,7 @@ class ImportApplier:
         workers: int = DEFAULT_WORKERS,
         registry: CollectorRegistry | None = None,
         caches: ImportCaches,
+        local_endpoints: LocalEndpoints | None = None,
     ) -> None:
         """``report(import_name, succeeded, reason, message)`` is called when an import's outcome
         changes (e.g. ``HubSession.report_import_status``). ``retry_interval``: seconds, the
@@ -81,7 +85,9 @@ class ImportApplier:
         written at once. ``registry``: where the work queue's metrics go (none: not counted).
         ``caches``: the member's started import caches (they name its Namespace; they outlive
         this importer and others read them too); the importer only reads them and has them
-        watch the optional kinds it writes."""
+        watch the optional kinds it writes. ``local_endpoints``: this cluster's Endpoints as the
+        ServiceExportController watches them: this cluster's own share of an Endpoints import is
+        written from them, and again when they change (none: as the hub merged it)."""
         if workers < 1:
             raise ValueError("an importer needs at least one worker")
         self._caches = caches
@@ -94,7 +100,10 @@ class ImportApplier:
             clock,
             self._caches,
             ObjectWriter(client),
+            local_endpoints,
         )
+        self._local_endpoints = local_endpoints
+        self._local_handler_added = False
         self._report_to = report
         self._recorder = recorder if recorder is not None else EventRecorder(client, EVENT_COMPONENT)
         backoff = ItemBackoff(base=min(0.05, retry_interval), cap=retry_interval)
@@ -117,6 +126,9 @@ class ImportApplier:
         if self._worker.running:
             return
         self._unlisten = self._caches.listen(self._on_object_changed, self._on_namespace, self._on_tier)
+        if self._local_endpoints is not None and not self._local_handler_added:
+            self._local_endpoints.add_handler(self._on_local_endpoints)
+            self._local_handler_added = True
         # Objects of the optional kinds may have been imported before a restart: watch them.
         await self._watch_optional_kinds()
         self._worker.start()
@@ -293,6 +305,21 @@ class ImportApplier:
     def _on_object_changed(self, import_name: str) -> None:
         """Someone else changed or deleted one of our objects: look at its import again."""
         if import_name in self._desired or self._complete:
+            self._queue.add(import_name)
+
+    async def _on_local_endpoints(self, event: WatchEvent) -> None:
+        """This cluster's Endpoints of a Service changed: the Endpoints import holding this
+        cluster's share of it is written again (from them; only what differs)."""
+        if not self._worker.running:
+            return
+        namespace, name = cache_key(event.object)
+        import_name = names.endpoints_import_name(namespace, name)
+        message = self._desired.get(import_name)
+        if (
+            message is not None
+            and (message.namespace, message.name) == (namespace, name)
+            and has_subset_of(message, self._ctx.cluster_id)
+        ):
             self._queue.add(import_name)
 
     def _on_namespace(self, event: WatchEvent) -> None:

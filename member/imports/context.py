@@ -11,6 +11,7 @@ from kube.client import KubeClient
 from kube.errors import NotFound
 from member.imports.caches import ImportCaches, OwnedKind
 from member.imports.discovery import ApiDiscovery
+from member.imports.local_endpoints import LocalEndpoints
 from member.imports.objects import KindSpec, served
 from member.imports.ownership import ObjectWriter, require_namespace
 
@@ -26,6 +27,9 @@ class ImportContext:
     clock: Callable[[], datetime]
     caches: ImportCaches
     writer: ObjectWriter
+    # This cluster's Endpoints (the export controller's watch): its own share of an Endpoints
+    # import is written from them (member.imports.local_endpoints); None: as the hub merged it.
+    local_endpoints: LocalEndpoints | None = None
 
     def require_namespace(self, namespace: str) -> None:
         require_namespace(namespace, self.cluster_id, self.caches.namespace(namespace))

@@ -3,10 +3,19 @@
 The Service is selectorless (its Endpoints and EndpointSlices come from the Endpoints
 import); its ClusterIP becomes the ServiceImport's ClusterSetIP, as in Antrea. A
 Headless import gets a headless Service and a ServiceImport without IPs.
+
+The ServiceImport's metadata carries the labels and annotations the exporting
+ServiceExports asked for (``spec.exportedLabels``/``exportedAnnotations``, as the hub
+merged them: the oldest export's) beside the importer's own, which win a key both name.
+Which keys came from the export is kept in the annotations
+``mchub.antrea.io/exported-labels`` and ``mchub.antrea.io/exported-annotations`` (the
+keys, comma-separated), so a key the export drops is removed, and a label or annotation
+someone else put on the ServiceImport is left alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from kube.resources import SERVICES, Obj, Resource
@@ -40,6 +49,11 @@ _SPEC_FIELDS = {
         "trafficDistribution",
     ),
 }
+
+
+# The keys of the exported labels and annotations last written (comma-separated; keys have no comma).
+ANNOTATION_EXPORTED_LABELS = "mchub.antrea.io/exported-labels"
+ANNOTATION_EXPORTED_ANNOTATIONS = "mchub.antrea.io/exported-annotations"
 
 
 def is_headless(spec: pb.ServiceImportSpec) -> bool:
@@ -83,10 +97,52 @@ def cluster_set_ips(service: Obj) -> list[str]:
     return [ip for ip in ips if ip and ip != "None"][:2]
 
 
+def _tracked_keys(annotations: Mapping[str, Any], tracking: str) -> set[str]:
+    value = annotations.get(tracking)
+    return {key for key in value.split(",") if key} if isinstance(value, str) else set()
+
+
+def _exported_entries(
+    exported: Mapping[str, str], reserved: Collection[str], live: Mapping[str, Any], previously: set[str]
+) -> tuple[dict[str, str | None], str | None]:
+    """The exported entries whose keys are not ours (``reserved``), and None for each key exported
+    before and no longer (it must go); then the record of the keys exported now (None: none)."""
+    kept = {key: value for key, value in exported.items() if key not in reserved}
+    gone: dict[str, str | None] = {key: None for key in previously - kept.keys() - set(reserved) if key in live}
+    return {**gone, **kept}, ",".join(sorted(kept)) or None
+
+
+def service_import_metadata(
+    spec: pb.ServiceImportSpec, cluster_id: str, live: Obj | None
+) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    """The ServiceImport's labels and annotations: ours, and the exported ones (``live``: the
+    ServiceImport as it is, whose record of exported keys says which to remove)."""
+    live_meta = (live or {}).get("metadata") or {}
+    live_labels, live_annotations = live_meta.get("labels") or {}, live_meta.get("annotations") or {}
+    own_labels: dict[str, str | None] = {**imported_service_labels()}
+    labels, label_keys = _exported_entries(
+        spec.labels, own_labels, live_labels, _tracked_keys(live_annotations, ANNOTATION_EXPORTED_LABELS)
+    )
+    own_annotations: dict[str, str | None] = {
+        **imported_service_annotations(),
+        ANNOTATION_LOCAL_CLUSTER_ID: cluster_id,
+        ANNOTATION_EXPORTED_LABELS: label_keys,
+        ANNOTATION_EXPORTED_ANNOTATIONS: None,
+    }
+    annotations, annotation_keys = _exported_entries(
+        spec.annotations,
+        own_annotations,
+        live_annotations,
+        _tracked_keys(live_annotations, ANNOTATION_EXPORTED_ANNOTATIONS),
+    )
+    own_annotations[ANNOTATION_EXPORTED_ANNOTATIONS] = annotation_keys
+    return {**labels, **own_labels}, {**annotations, **own_annotations}
+
+
 def desired_service_import(
-    message: pb.ResourceImport, resource: Resource, ips: list[str], cluster_id: str
+    message: pb.ResourceImport, resource: Resource, ips: list[str], cluster_id: str, live: Obj | None = None
 ) -> tuple[Obj, dict[str, Any]]:
-    """The ServiceImport (without status) and its desired status."""
+    """The ServiceImport (without status) and its desired status; ``live``: the ServiceImport there now."""
     version = cast(Literal["v1alpha1", "v1beta1"], resource.version)
     try:
         model = build_service_import(message.service_import, message.namespace, message.name, ips, version)
@@ -97,11 +153,9 @@ def desired_service_import(
     spec = document.setdefault("spec", {})
     for field in _SPEC_FIELDS[version]:
         spec.setdefault(field, None)
-    document["metadata"]["annotations"] = {
-        **imported_service_annotations(),
-        ANNOTATION_LOCAL_CLUSTER_ID: cluster_id,
-    }
-    document["metadata"]["labels"] = {**(document["metadata"].get("labels") or {}), **imported_service_labels()}
+    labels, annotations = service_import_metadata(message.service_import, cluster_id, live)
+    document["metadata"]["labels"] = labels
+    document["metadata"]["annotations"] = annotations
     return document, {"clusters": status.get("clusters") or None}
 
 
@@ -118,7 +172,8 @@ async def apply_service_import(ctx: ImportContext, message: pb.ResourceImport) -
             f"Service {message.namespace}/{names.imported_object_name(message.name)} was imported without it",
         )
     ips = [] if is_headless(message.service_import) else cluster_set_ips(service)
-    desired, status = desired_service_import(message, service_imports.resource, ips, ctx.cluster_id)
+    current = service_imports.get(message.name, message.namespace)
+    desired, status = desired_service_import(message, service_imports.resource, ips, ctx.cluster_id, current)
     live = await ctx.writer.ensure(service_imports, desired, import_name=message.import_name)
     await ctx.writer.ensure_status(service_imports, live, status)
 

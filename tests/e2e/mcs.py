@@ -15,12 +15,14 @@ from typing import Any, TypeVar
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, NotFound
 from kube.resources import (
+    ENDPOINT_SLICES,
     ENDPOINTS,
     NAMESPACES,
     SERVICE_EXPORTS,
     SERVICE_IMPORTS_V1BETA1,
     SERVICES,
 )
+from mcapi.names import LABEL_MCS_SERVICE_NAME, LABEL_MCS_SOURCE_CLUSTER
 
 WAIT = 20.0
 POLL = 0.1
@@ -58,7 +60,9 @@ def service(
     internal_traffic_policy: str | None = None,
     traffic_distribution: str | None = None,
     external_name: str | None = None,
+    metadata: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """``metadata``: the Service's own labels, also as its annotations (never exported)."""
     # No selector: export() writes the Endpoints that stand in for Pods, and on a real cluster
     # the endpoints controller would empty those of a Service with a selector (no Pods run).
     spec: dict[str, Any] = {"type": service_type}
@@ -76,7 +80,10 @@ def service(
         spec["internalTrafficPolicy"] = internal_traffic_policy
     if traffic_distribution:
         spec["trafficDistribution"] = traffic_distribution
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}
+    meta: dict[str, Any] = {"name": name}
+    if metadata:
+        meta.update(labels=dict(metadata), annotations=dict(metadata))
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}
 
 
 async def ensure_namespace(client: KubeClient, name: str) -> None:
@@ -85,9 +92,16 @@ async def ensure_namespace(client: KubeClient, name: str) -> None:
 
 
 async def export(
-    client: KubeClient, namespace: str, svc: dict[str, Any], pod_ips: tuple[str, ...] = ("10.0.0.1",)
-) -> None:
-    """Create the Service, Endpoints standing in for its Pods, and the ServiceExport."""
+    client: KubeClient,
+    namespace: str,
+    svc: dict[str, Any],
+    pod_ips: tuple[str, ...] = ("10.0.0.1",),
+    *,
+    exported_labels: dict[str, str] | None = None,
+    exported_annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Create the Service, Endpoints standing in for its Pods, and the ServiceExport (with
+    ``spec.exportedLabels``/``exportedAnnotations`` when given); returns the Service as created."""
     created = await client.create(SERVICES, svc, namespace=namespace)
     name = created["metadata"]["name"]
     ports = [
@@ -102,11 +116,16 @@ async def export(
             "subsets": [{"addresses": [{"ip": ip} for ip in pod_ips], "ports": ports}],
         }
         await client.create(ENDPOINTS, endpoints, namespace=namespace)
-    await client.create(
-        SERVICE_EXPORTS,
-        {"apiVersion": SERVICE_EXPORTS.api_version, "kind": "ServiceExport", "metadata": {"name": name}},
-        namespace=namespace,
-    )
+    export_spec = {"exportedLabels": exported_labels, "exportedAnnotations": exported_annotations}
+    service_export: dict[str, Any] = {
+        "apiVersion": SERVICE_EXPORTS.api_version,
+        "kind": "ServiceExport",
+        "metadata": {"name": name},
+    }
+    if any(export_spec.values()):
+        service_export["spec"] = {key: value for key, value in export_spec.items() if value}
+    await client.create(SERVICE_EXPORTS, service_export, namespace=namespace)
+    return created
 
 
 async def unexport(client: KubeClient, namespace: str, name: str) -> None:
@@ -137,6 +156,19 @@ async def export_condition(client: KubeClient, namespace: str, name: str, kind: 
         if condition.get("type") == kind:
             return dict(condition)
     return None
+
+
+async def mcs_slices(client: KubeClient, namespace: str, name: str) -> dict[str, list[tuple[str, int, list[str]]]]:
+    """The MCS EndpointSlices of an import, by source cluster: (port name, number, addresses) of each port."""
+    found = await client.list(ENDPOINT_SLICES, namespace, label_selector=f"{LABEL_MCS_SERVICE_NAME}={name}")
+    by_cluster: dict[str, list[tuple[str, int, list[str]]]] = {}
+    for item in found.items:
+        addresses = sorted(a for e in item.get("endpoints") or [] for a in e["addresses"])
+        for port in item.get("ports") or []:
+            by_cluster.setdefault(item["metadata"]["labels"][LABEL_MCS_SOURCE_CLUSTER], []).append(
+                (port.get("name", ""), port["port"], addresses)
+            )
+    return {cluster: sorted(ports) for cluster, ports in by_cluster.items()}
 
 
 def import_ports(imp: dict[str, Any]) -> list[tuple[str, int, str]]:

@@ -1,7 +1,10 @@
-"""The Required cases of the mcs-api conformance suite, at the API level, on three clusters
-joined to one hub (north, east, west): sandbox clusters with the hub's SQLite store, then
-real kube-apiservers with the hub's kube store on the real leader (tests/e2e/conftest.py).
-Each wait keeps to the suite's 20 s budget; the second exporter follows the first after 1.1 s."""
+"""The cases of the mcs-api conformance suite, at the API level, on three clusters joined to
+one hub (north, east, west): sandbox clusters with the hub's SQLite store, then real
+kube-apiservers with the hub's kube store on the real leader (tests/e2e/conftest.py): every
+Required case, the Optional ExportedLabels cases, and what the StrictPortConflict and
+Connectivity cases need of the imported endpoints (the traffic itself needs Pods and nodes:
+`make conformance` runs the suite). Each wait keeps to the suite's 20 s budget; the second
+exporter follows the first after 1.1 s. The members export in endpointIPType ClusterIP."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from typing import Any
 import pytest
 
 from kube.client import KubeClient
-from kube.resources import SERVICES
+from kube.resources import ENDPOINTS, SERVICE_EXPORTS
 from mchub_cli.localset import LocalClusterSet
 from tests.e2e.mcs import (
     consistently,
@@ -20,6 +23,7 @@ from tests.e2e.mcs import (
     export_condition,
     import_ports,
     imported_service,
+    mcs_slices,
     service,
     service_import,
     unexport,
@@ -127,18 +131,20 @@ async def test_internal_traffic_policy_is_imported(clusterset: LocalClusterSet, 
 
 
 async def test_traffic_distribution_is_imported(clusterset: LocalClusterSet, namespace: str) -> None:
+    """The suite compares the import's trafficDistribution with the Service's as the API server
+    returned it. A kube-apiserver before 1.30 drops that field (v1.28 here): both are absent and
+    the case passes, comparing nothing with nothing (upstream reports it passed); mchub must then
+    write none. A server that keeps the field gets it imported."""
     east = clusterset.clusters[EAST].client
-    await export(east, namespace, service("close", traffic_distribution="PreferClose"))
-    exported = await east.get(SERVICES, "close", namespace)
-    if "trafficDistribution" not in exported["spec"]:
-        pytest.skip("this kube-apiserver drops Service spec.trafficDistribution (a Kubernetes 1.30+ field)")
+    exported = await export(east, namespace, service("close", traffic_distribution="PreferClose"))
+    expected = exported["spec"].get("trafficDistribution")
     for client in clients(clusterset):
 
-        async def has_distribution(c=client):
+        async def as_exported(c=client):
             imp = await service_import(c, namespace, "close")
-            return imp if imp and imp["spec"].get("trafficDistribution") == "PreferClose" else None
+            return imp if imp and imp["spec"].get("trafficDistribution") == expected else None
 
-        await eventually(has_distribution, what="trafficDistribution PreferClose imported")
+        await eventually(as_exported, what=f"trafficDistribution {expected!r} imported")
 
 
 async def test_one_ip_per_family_in_ip_families_order(clusterset: LocalClusterSet, namespace: str) -> None:
@@ -246,3 +252,138 @@ async def test_conflicting_headlessness_imports_a_clustersetip_with_a_conflict_o
     for client in clients(clusterset):
         imp = await service_import(client, namespace, "mixed")
         assert imp is not None and imp["spec"]["type"] == "ClusterSetIP"
+
+
+async def test_only_the_exported_labels_and_annotations_go_to_the_service_import_and_follow_the_export(
+    clusterset: LocalClusterSet, namespace: str
+) -> None:
+    """Optional, ExportedLabels: the ServiceExport's exportedLabels/exportedAnnotations, not the
+    Service's own; a change of the ServiceExport reaches every import."""
+    east = clusterset.clusters[EAST].client
+    await export(
+        east,
+        namespace,
+        service("labelled", metadata={"dummy-svc": "dummy"}),
+        exported_labels={"dummy-label": "true"},
+        exported_annotations={"dummy-annotation": "true"},
+    )
+    for client in clients(clusterset):
+        imp = await eventually(
+            lambda c=client: _with_label(c, namespace, "labelled", "dummy-label", "true"),
+            what="exported label on the ServiceImport",
+        )
+        labels, annotations = imp["metadata"].get("labels") or {}, imp["metadata"].get("annotations") or {}
+        assert annotations["dummy-annotation"] == "true"
+        assert "dummy-svc" not in labels and "dummy-svc" not in annotations
+
+    await east.patch(
+        SERVICE_EXPORTS, "labelled", {"spec": {"exportedLabels": {"dummy-label": None, "tier": "web"}}}, namespace
+    )
+    for client in clients(clusterset):
+        imp = await eventually(
+            lambda c=client: _with_label(c, namespace, "labelled", "tier", "web"), what="changed exported labels"
+        )
+        assert "dummy-label" not in imp["metadata"]["labels"]
+        assert imp["metadata"]["annotations"]["dummy-annotation"] == "true"
+
+
+async def _with_label(client: KubeClient, namespace: str, name: str, key: str, value: str) -> dict[str, Any] | None:
+    imp = await service_import(client, namespace, name)
+    return imp if imp and (imp["metadata"].get("labels") or {}).get(key) == value else None
+
+
+async def test_conflicting_exported_labels_and_annotations_are_won_by_the_oldest_with_a_conflict_on_both(
+    clusterset: LocalClusterSet, namespace: str
+) -> None:
+    """Optional, ExportedLabels: any difference is a conflict on every exporter; the oldest's maps win."""
+    await export(
+        clusterset.clusters[EAST].client,
+        namespace,
+        service("tagged"),
+        exported_labels={"dummy-label": "true"},
+        exported_annotations={"dummy-annotation": "true"},
+    )
+    await imported_everywhere(clusterset, namespace, "tagged")
+    await asyncio.sleep(SECOND_EXPORTER_DELAY)
+    await export(
+        clusterset.clusters[WEST].client,
+        namespace,
+        service("tagged"),
+        exported_labels={"dummy-label2": "true"},
+        exported_annotations={"dummy-annotation2": "true"},
+    )
+    for cluster in (EAST, WEST):
+        condition = await conflict_on(clusterset, cluster, namespace, "tagged")
+        assert condition["reason"] == "LabelsConflict"
+        assert "exported annotations" in condition["message"]
+    for client in clients(clusterset):
+        imp = await eventually(lambda c=client: _with_label(c, namespace, "tagged", "dummy-label", "true"))
+        labels, annotations = imp["metadata"]["labels"], imp["metadata"]["annotations"]
+        assert annotations["dummy-annotation"] == "true"
+        assert "dummy-label2" not in labels and "dummy-annotation2" not in annotations
+
+
+async def test_a_port_that_lost_a_port_conflict_gets_no_endpoints_under_the_imports_port(
+    clusterset: LocalClusterSet, namespace: str
+) -> None:
+    """Optional, StrictPortConflict: east's "tcp" is 42, west's 4242. Traffic to the import's
+    "tcp" (42) must reach east only; west's own "tcp2" reaches west only. So in every cluster
+    west's endpoints carry "tcp2" and never "tcp"."""
+    east_service = await export(
+        clusterset.clusters[EAST].client, namespace, service("strict", [("tcp", 42, "TCP")]), pod_ips=("10.0.1.1",)
+    )
+    await imported_everywhere(clusterset, namespace, "strict")
+    await asyncio.sleep(SECOND_EXPORTER_DELAY)
+    west_service = await export(
+        clusterset.clusters[WEST].client,
+        namespace,
+        service("strict", [("tcp", 4242, "TCP"), ("tcp2", 4243, "TCP")]),
+        pod_ips=("10.0.2.1",),
+    )
+    for cluster in (EAST, WEST):
+        condition = await conflict_on(clusterset, cluster, namespace, "strict")
+        assert condition["reason"] == "PortConflict"
+    for cluster in clusterset.clusters.values():
+
+        async def both(c=cluster.client) -> dict[str, Any] | None:
+            slices = await mcs_slices(c, namespace, "strict")
+            return slices if set(slices) == {EAST, WEST} else None
+
+        slices = await eventually(both, what=f"both exporters' endpoints in {cluster.name}")
+        # Its own share is its Pods; another cluster's is that cluster's Service ClusterIP.
+        east_address = "10.0.1.1" if cluster.name == EAST else east_service["spec"]["clusterIP"]
+        west_address = "10.0.2.1" if cluster.name == WEST else west_service["spec"]["clusterIP"]
+        assert slices == {EAST: [("tcp", 42, [east_address])], WEST: [("tcp2", 4243, [west_address])]}
+
+
+async def test_the_exporting_cluster_imports_its_own_pods_and_the_others_its_cluster_ip(
+    clusterset: LocalClusterSet, namespace: str
+) -> None:
+    """Connectivity from the exporting cluster (ClusterIP mode): kube-proxy translates the
+    ClusterSet IP once, so the exporter's own endpoints must be its Pods (with their target
+    port), not its Service ClusterIP, which only the Gateways of other clusters translate
+    again. Its Pods changing changes its own import, though its export does not change."""
+    west = clusterset.clusters[WEST].client
+    exported = await export(west, namespace, service("own"), pod_ips=("10.0.3.1",))
+    cluster_ip = exported["spec"]["clusterIP"]
+
+    async def shares(client: KubeClient, expected: dict[str, Any]) -> bool:
+        return await mcs_slices(client, namespace, "own") == expected
+
+    for cluster in clusterset.clusters.values():
+        address = "10.0.3.1" if cluster.name == WEST else cluster_ip
+        await eventually(
+            lambda c=cluster.client, a=address: shares(c, {WEST: [("http", 80, [a])]}),
+            what=f"west's endpoints in {cluster.name}",
+        )
+
+    pods = await west.get(ENDPOINTS, "own", namespace)
+    pods["subsets"] = [
+        {"addresses": [{"ip": "10.0.3.1"}, {"ip": "10.0.3.2"}], "ports": [{"name": "http", "port": 8080}]}
+    ]
+    await west.replace(ENDPOINTS, pods)
+    await eventually(
+        lambda: shares(west, {WEST: [("http", 8080, ["10.0.3.1", "10.0.3.2"])]}), what="west's new Pods in west"
+    )
+    for name in (NORTH, EAST):
+        assert await shares(clusterset.clusters[name].client, {WEST: [("http", 80, [cluster_ip])]})

@@ -204,6 +204,8 @@ async def test_a_restarted_member_with_nothing_changed_writes_nothing_to_its_clu
         await east.create_endpoints(NS, name, ["10.10.0.5", "10.10.0.6"])
         await east.export(NS, name)
     await west.create_service(NS, "local")
+    # West's own share of its import is its ready endpoints (member.imports.local_endpoints).
+    await west.create_endpoints(NS, "local", ["10.20.0.5"])
     await west.export(NS, "local")
     await west.wait_condition(NS, "local", "Ready", "True", "Exported")
 

@@ -123,6 +123,51 @@ def test_a_missing_service_is_no_service() -> None:
     assert evaluate("east", "PodIP", ("ns", "web"), None, None).invalid == InvalidReason.NO_SERVICE
 
 
+def _service_export(**spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "web", "namespace": "ns", "labels": {"own": "x"}}, "spec": spec}
+
+
+def test_the_exported_labels_and_annotations_come_from_the_service_export_not_the_service() -> None:
+    service = _service()
+    service["metadata"].update(labels={"dummy-svc": "dummy"}, annotations={"dummy-svc": "dummy"})
+    service_export = _service_export(
+        exportedLabels={"dummy-label": "true"}, exportedAnnotations={"dummy-annotation": "true"}
+    )
+    spec = evaluate("east", "ClusterIP", ("ns", "web"), service, None, service_export=service_export).exports[0].service
+    assert dict(spec.exported_labels) == {"dummy-label": "true"}
+    assert dict(spec.exported_annotations) == {"dummy-annotation": "true"}
+    bare = (
+        evaluate("east", "ClusterIP", ("ns", "web"), service, None, service_export=_service_export()).exports[0].service
+    )
+    assert (dict(bare.exported_labels), dict(bare.exported_annotations)) == ({}, {})
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason", "words"),
+    [
+        ({"exportedLabels": {"bad key": "x"}}, InvalidReason.INVALID_EXPORTED_LABELS, "label key 'bad key'"),
+        ({"exportedLabels": {"ok": "not ok"}}, InvalidReason.INVALID_EXPORTED_LABELS, "value 'not ok'"),
+        ({"exportedLabels": ["a"]}, InvalidReason.INVALID_EXPORTED_LABELS, "not a map of strings"),
+        ({"exportedAnnotations": {"a/b/c": "x"}}, InvalidReason.INVALID_EXPORTED_ANNOTATIONS, "'a/b/c'"),
+        ({"exportedAnnotations": {"n": 1}}, InvalidReason.INVALID_EXPORTED_ANNOTATIONS, "not a map of strings"),
+    ],
+)
+def test_exported_labels_or_annotations_no_service_import_could_carry_make_the_export_invalid(
+    spec: dict[str, Any], reason: InvalidReason, words: str
+) -> None:
+    evaluation = evaluate("east", "ClusterIP", ("ns", "web"), _service(), None, service_export=_service_export(**spec))
+    assert evaluation.invalid == reason and evaluation.exports == ()
+    assert words in evaluation.message and evaluation.message.endswith(".")
+
+
+def test_many_bad_labels_are_named_a_few_at_a_time() -> None:
+    labels = {f"bad key {i}": "x" for i in range(20)}
+    evaluation = evaluate(
+        "east", "ClusterIP", ("ns", "web"), _service(), None, service_export=_service_export(exportedLabels=labels)
+    )
+    assert evaluation.message.count("bad key") == 5 and "(and 15 more)" in evaluation.message
+
+
 def _by_type(conditions: list[Any]) -> dict[str, tuple[str, str]]:
     return {c.type: (c.status, c.reason) for c in conditions}
 

@@ -55,6 +55,19 @@ def test_a_service_export_becomes_the_cr_antrea_writes() -> None:
     }
 
 
+def test_exported_labels_and_annotations_go_beside_antreas_service_spec() -> None:
+    message = _service_export()
+    message.service.exported_labels["dummy-label"] = "true"
+    message.service.exported_annotations["dummy-annotation"] = "true"
+    document = resource_export_to_cr(message).to_dict()
+    assert document["spec"]["service"] == {
+        "serviceSpec": {"type": "ClusterIP", "ports": [{"name": "http", "protocol": "TCP", "port": 80}]},
+        "exportedLabels": {"dummy-label": "true"},
+        "exportedAnnotations": {"dummy-annotation": "true"},
+    }
+    assert resource_export_from_cr(document) == message
+
+
 def test_the_hub_create_time_and_verdict_are_kept_in_annotations_and_conditions() -> None:
     message = _service_export()
     message.create_time.FromJsonString("2024-05-01T10:00:00.123456789Z")
@@ -155,6 +168,26 @@ def test_a_service_import_becomes_antreas_resource_import() -> None:
         },
     }
     assert resource_import_from_cr(document) == message
+
+
+def test_the_exported_labels_and_annotations_of_an_import_are_the_embedded_service_imports_metadata() -> None:
+    message = pb.ResourceImport(
+        import_name="default-nginx-service",
+        namespace="default",
+        name="nginx",
+        service_import=pb.ServiceImportSpec(
+            type="ClusterSetIP", labels={"dummy-label": "true"}, annotations={"dummy-annotation": "true"}
+        ),
+    )
+    document = resource_import_to_cr(message).to_dict()
+    assert document["spec"]["serviceImport"]["metadata"] == {
+        "labels": {"dummy-label": "true"},
+        "annotations": {"dummy-annotation": "true"},
+    }
+    assert resource_import_from_cr(document) == message
+    document["spec"]["serviceImport"]["metadata"]["labels"] = {"n": 1}
+    with pytest.raises(ConversionError, match=r"metadata\.labels is not a map of strings"):
+        resource_import_from_cr(document)
 
 
 def test_import_targets_and_cluster_info_use_antreas_field_names() -> None:

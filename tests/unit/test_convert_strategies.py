@@ -15,6 +15,8 @@ dns_label = st.from_regex(r"[a-z]([-a-z0-9]{0,14}[a-z0-9])?", fullmatch=True)
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=20)
 ipv4 = st.ip_addresses(v=4).map(str)
 protocols = st.sampled_from(["TCP", "UDP", "SCTP"])
+# Exported labels and annotations (their keys and values are checked elsewhere; conversions keep them as they are).
+string_maps = st.dictionaries(st.one_of(dns_label, dns_label.map(lambda k: f"example.com/{k}")), text, max_size=3)
 
 service_ports = st.builds(
     pb.ServicePort,
@@ -97,6 +99,8 @@ def resource_exports(draw: st.DrawFn) -> pb.ResourceExport:
     payload = draw(st.sampled_from(["service", "endpoints", "cluster_info", "acnp", "label_identity"]))
     if payload == "service":
         message.service.CopyFrom(draw(service_specs))
+        message.service.exported_labels.update(draw(string_maps))
+        message.service.exported_annotations.update(draw(string_maps))
     elif payload == "endpoints":
         message.endpoints.CopyFrom(draw(endpoints_specs))
         message.endpoints.SetInParent()
@@ -138,6 +142,8 @@ def resource_imports(draw: st.DrawFn) -> pb.ResourceImport:
     payload = draw(st.sampled_from(["service_import", "endpoints", "cluster_info", "acnp", "label_identity"]))
     if payload == "service_import":
         message.service_import.CopyFrom(draw(service_import_specs))
+        message.service_import.labels.update(draw(string_maps))
+        message.service_import.annotations.update(draw(string_maps))
     elif payload == "endpoints":
         message.endpoints.CopyFrom(draw(endpoints_specs))
         message.endpoints.SetInParent()

@@ -6,7 +6,7 @@ export, which wins conflicts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from google.protobuf import struct_pb2, timestamp_pb2
 
@@ -39,6 +39,8 @@ def service_export(
     internal_traffic_policy: str = "",
     traffic_distribution: str = "",
     ip_families: Sequence[str] = (),
+    exported_labels: Mapping[str, str] | None = None,
+    exported_annotations: Mapping[str, str] | None = None,
     namespace: str = NAMESPACE,
     name: str = SERVICE,
 ) -> pb.ResourceExport:
@@ -57,6 +59,8 @@ def service_export(
             internal_traffic_policy=internal_traffic_policy,
             traffic_distribution=traffic_distribution,
             ip_families=list(ip_families),
+            exported_labels=exported_labels or {},
+            exported_annotations=exported_annotations or {},
         ),
     )
 

@@ -7,6 +7,7 @@ from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.unit.test_merge_builders import (
     CTX,
     HTTP,
+    STRICT_CTX,
     endpoints_export,
     endpoints_import_name,
     service_export,
@@ -44,7 +45,13 @@ def test_podip_shaped_endpoints_concatenate_every_pod_address() -> None:
     assert [(p.name, p.protocol, p.port) for p in ports] == [HTTP]
 
 
-def test_endpoints_of_a_conflicting_exporter_are_merged_with_their_own_port_numbers() -> None:
+def _ports_by_cluster(result_imports: dict[str, pb.ResourceImport]) -> list[tuple[str, list[tuple[str, str, int]]]]:
+    spec = result_imports[endpoints_import_name()].endpoints
+    return [(s.cluster_id, [(p.name, p.protocol, p.port) for p in s.ports]) for s in spec.subsets]
+
+
+def test_endpoints_of_a_port_that_lost_a_port_conflict_are_left_out() -> None:
+    # The suite's StrictPortConflict case: west's "http" is 8080, the import's (east's, oldest) 80.
     exports = [
         service_export("east", age=0),
         service_export("west", age=1, ports=[("http", "TCP", 8080)]),
@@ -52,9 +59,62 @@ def test_endpoints_of_a_conflicting_exporter_are_merged_with_their_own_port_numb
         endpoints_export("west", ["10.245.1.9"], ports=[("http", "TCP", 8080)]),
     ]
     result = merge_group(exports, {}, CTX)
-    west_subset = result.imports[endpoints_import_name()].endpoints.subsets[1]
-    assert (west_subset.cluster_id, west_subset.ports[0].port) == ("west", 8080)
-    assert result.statuses[exports[3].export_name].verdict == pb.VERDICT_ACCEPTED
+    assert _subsets(result.imports) == [("east", ["10.244.1.5"])]
+    status = result.statuses[exports[3].export_name]
+    assert status.verdict == pb.VERDICT_ACCEPTED
+    assert "without the ports 'http'" in status.message
+    assert result.statuses[exports[2].export_name].message == f"Merged into {endpoints_import_name()}."
+
+
+def test_only_the_ports_a_cluster_serves_as_the_import_does_are_kept() -> None:
+    # west: "http" lost (8080 vs 80), "admin" is its own (the union has it as west serves it).
+    exports = [
+        service_export("east", age=0),
+        service_export("west", age=1, ports=[("http", "TCP", 8080), ("admin", "TCP", 9000)]),
+        endpoints_export("east", ["10.244.1.5"]),
+        endpoints_export("west", ["10.245.1.9"], ports=[("http", "TCP", 8080), ("admin", "TCP", 9000)]),
+    ]
+    result = merge_group(exports, {}, CTX)
+    assert _ports_by_cluster(result.imports) == [("east", [HTTP]), ("west", [("admin", "TCP", 9000)])]
+
+
+def test_the_service_export_decides_not_the_endpoint_port_number() -> None:
+    # PodIP shape: west's "http" is Service port 8080 with target port 80; its endpoints say 80,
+    # the import's number, but west's Service serves "http" on 8080: left out all the same.
+    exports = [
+        service_export("east", age=0),
+        service_export("west", age=1, ports=[("http", "TCP", 8080)]),
+        endpoints_export("east", ["10.244.1.5"], ports=[("http", "TCP", 8000)]),
+        endpoints_export("west", ["10.245.1.9"], ports=[HTTP]),
+    ]
+    result = merge_group(exports, {}, CTX)
+    # east's target port differs from its Service port: kept (its Service serves "http" on 80).
+    assert _ports_by_cluster(result.imports) == [("east", [("http", "TCP", 8000)])]
+
+
+def test_a_same_named_port_of_another_protocol_is_left_out() -> None:
+    exports = [
+        service_export("east", age=0, ports=[("dns", "TCP", 53)]),
+        service_export("west", age=1, ports=[("dns", "UDP", 53)]),
+        endpoints_export("east", ["10.244.1.5"], ports=[("dns", "TCP", 53)]),
+        endpoints_export("west", ["10.245.1.9"], ports=[("dns", "UDP", 53)]),
+    ]
+    result = merge_group(exports, {}, CTX)
+    assert _subsets(result.imports) == [("east", ["10.244.1.5"])]
+
+
+def test_strict_ports_mode_merges_the_endpoints_of_the_exporters_it_keeps_as_before() -> None:
+    exports = [
+        service_export("east", age=0),
+        service_export("west", age=1),
+        service_export("north", age=2, ports=[("http", "TCP", 8080)]),
+        endpoints_export("east", ["10.244.1.5"]),
+        endpoints_export("west", ["10.245.1.9"]),
+        endpoints_export("north", ["10.246.1.9"], ports=[("http", "TCP", 8080)]),
+    ]
+    result = merge_group(exports, {}, STRICT_CTX)
+    assert _ports_by_cluster(result.imports) == [("east", [HTTP]), ("west", [HTTP])]
+    assert result.statuses[exports[5].export_name].verdict == pb.VERDICT_REJECTED
 
 
 def test_endpoints_of_an_invalid_exporter_are_left_out() -> None:

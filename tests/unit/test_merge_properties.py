@@ -45,10 +45,14 @@ def service_exports(draw: st.DrawFn) -> list[pb.ResourceExport]:
                 timeout=draw(st.sampled_from([0, 300])),
                 internal_traffic_policy=draw(st.sampled_from(["", "Local"])),
                 ip_families=draw(st.sampled_from([[], ["IPv4"], ["IPv6", "IPv4"]])),
+                exported_labels=draw(st.sampled_from([{}, {"tier": "web"}, {"tier": "db"}])),
+                exported_annotations=draw(st.sampled_from([{}, {"note": "x"}])),
             )
         )
         if draw(st.booleans()):
-            exports.append(endpoints_export(cluster, ["10.244.0.1"], age=draw(st.integers(0, 3))))
+            # ClusterIP shape (the Service's ports) or a hand-written one (any ports).
+            endpoint_ports = ports if draw(st.booleans()) else draw(st.lists(port_tuple, max_size=3))
+            exports.append(endpoints_export(cluster, ["10.244.0.1"], age=draw(st.integers(0, 3)), ports=endpoint_ports))
     return exports
 
 
@@ -115,6 +119,9 @@ def test_all_merged_exporters_share_one_verdict_and_only_externalname_is_left_ou
     if merged:
         spec = result.imports[service_import_name()].service_import
         assert list(spec.clusters) == sorted(e.cluster_id for e in merged)
+        # The oldest merged export's maps are the import's.
+        assert dict(spec.labels) == dict(merged[0].service.exported_labels)
+        assert dict(spec.annotations) == dict(merged[0].service.exported_annotations)
 
 
 @settings(max_examples=100, deadline=None)
@@ -133,18 +140,30 @@ def test_in_strict_mode_every_merged_exporter_has_exactly_the_import_ports(
 
 @settings(max_examples=100, deadline=None)
 @given(exports=service_exports())
-def test_the_endpoints_import_holds_exactly_the_merged_clusters_endpoints(
+def test_the_endpoints_import_holds_the_merged_clusters_endpoints_with_the_ports_they_serve_as_imported(
     exports: list[pb.ResourceExport],
 ) -> None:
     result = merge_group(exports, {}, CTX)
     merged_clusters = {e.cluster_id for e in _merged(exports, result.statuses)}
     if not merged_clusters:
         return
-    with_endpoints = sorted(
-        e.cluster_id for e in exports if e.HasField("endpoints") and e.cluster_id in merged_clusters
-    )
+    imported = {p.name: (p.protocol, p.port) for p in result.imports[service_import_name()].service_import.ports}
+    services = {e.cluster_id: e.service for e in exports if e.HasField("service")}
+    expected: list[tuple[str, list[tuple[str, str, int]]]] = []
+    for export in sorted(exports, key=lambda e: e.cluster_id):
+        if not export.HasField("endpoints") or export.cluster_id not in merged_clusters:
+            continue
+        # A port is kept when its cluster's Service serves it as the import exposes it.
+        served = {
+            (p.name, p.protocol) for p in services[export.cluster_id].ports if imported[p.name] == (p.protocol, p.port)
+        }
+        ports = [
+            (p.name, p.protocol, p.port) for p in export.endpoints.subsets[0].ports if (p.name, p.protocol) in served
+        ]
+        if ports:
+            expected.append((export.cluster_id, ports))
     subsets = result.imports["demo-web-endpoints"].endpoints.subsets
-    assert [s.cluster_id for s in subsets] == with_endpoints
+    assert [(s.cluster_id, [(p.name, p.protocol, p.port) for p in s.ports]) for s in subsets] == expected
 
 
 @settings(max_examples=100, deadline=None)

@@ -183,6 +183,51 @@ def test_several_conflicts_report_the_most_significant_reason_and_describe_all()
     assert "port" in status.message and "sessionAffinity" in status.message
 
 
+def test_exported_labels_and_annotations_of_agreeing_exporters_go_to_the_import() -> None:
+    labels, annotations = {"dummy-label": "true"}, {"dummy-annotation": "true"}
+    east = service_export("east", age=0, exported_labels=labels, exported_annotations=annotations)
+    west = service_export("west", age=1, exported_labels=labels, exported_annotations=annotations)
+    result = merge_group([east, west], {}, CTX)
+    spec = _spec(result.imports)
+    assert (dict(spec.labels), dict(spec.annotations)) == (labels, annotations)
+    assert {s.verdict for s in result.statuses.values()} == {pb.VERDICT_ACCEPTED}
+
+
+def test_conflicting_exported_labels_are_won_by_the_oldest_with_a_labels_conflict_on_both() -> None:
+    # The suite's ExportedLabels conflict case: different keys on each exporter.
+    east = service_export(
+        "east", age=0, exported_labels={"dummy-label": "true"}, exported_annotations={"dummy-annotation": "true"}
+    )
+    west = service_export(
+        "west", age=1, exported_labels={"dummy-label2": "true"}, exported_annotations={"dummy-annotation2": "true"}
+    )
+    result = merge_group([west, east], {}, CTX)
+    spec = _spec(result.imports)
+    assert (dict(spec.labels), dict(spec.annotations)) == ({"dummy-label": "true"}, {"dummy-annotation": "true"})
+    for export in (east, west):
+        status = result.statuses[export.export_name]
+        assert (status.verdict, status.reason) == (pb.VERDICT_CONFLICT, "LabelsConflict")
+        assert "exported labels" in status.message and "exported annotations" in status.message
+        assert "the keys 'dummy-label' from the oldest export, of cluster east" in status.message
+
+
+def test_any_difference_in_the_maps_is_a_conflict_even_a_value_or_an_added_key() -> None:
+    east = service_export("east", age=0, exported_annotations={"a": "1"})
+    for other in ({"a": "2"}, {"a": "1", "b": "1"}, {}):
+        west = service_export("west", age=1, exported_annotations=other)
+        result = merge_group([east, west], {}, CTX)
+        assert dict(_spec(result.imports).annotations) == {"a": "1"}
+        assert result.statuses[west.export_name].reason == "AnnotationsConflict"
+
+
+def test_exported_metadata_conflicts_rank_after_the_service_conflicts() -> None:
+    east = service_export("east", age=0, exported_labels={"a": "1"})
+    west = service_export("west", age=1, ports=[("http", "TCP", 81)])
+    status = merge_group([east, west], {}, CTX).statuses[east.export_name]
+    assert status.reason == "PortConflict"
+    assert "exported labels" in status.message
+
+
 def test_an_externalname_export_is_invalid_and_gives_no_import() -> None:
     east = service_export("east", service_type="ExternalName", cluster_ip="", ports=[])
     result = merge_group([east], {}, CTX)

@@ -23,6 +23,11 @@ from tests.unit.test_merge_builders import (
         service_export("east", ports=[("http", "TCP", 80), ("dns", "UDP", 53), ("s", "SCTP", 9)]),
         service_export("east", service_type="", affinity="ClientIP", timeout=86400, ip_families=["IPv4", "IPv6"]),
         service_export("east", cluster_ip="None", internal_traffic_policy="Local"),
+        service_export(
+            "east",
+            exported_labels={"dummy-label": "true", "example.com/tier": "", "a": "x" * 63},
+            exported_annotations={"dummy-annotation": "any text: even {json}", "example.com/n": ""},
+        ),
         service_export("east", service_type="ExternalName", cluster_ip="", ports=[]),
         endpoints_export("east", ["10.244.1.5", "fd00::5"]),
         cluster_info_export("east"),
@@ -103,6 +108,13 @@ def _bad_cluster_ips(e: pb.ResourceExport) -> None:
         (_with(acnp_export(), lambda e: setattr(e, "name", "")), "name is missing"),
         (_with(acnp_export(), lambda e: setattr(e, "name", "Deny All")), "DNS-1123 subdomain"),
         (label_export("east", ""), "normalized label is empty"),
+        (service_export("east", exported_labels={"bad key": "x"}), "label key 'bad key'"),
+        (service_export("east", exported_labels={"/x": "x"}), "label key '/x'"),
+        (service_export("east", exported_labels={"Bad_Prefix/x": "x"}), "not a qualified name"),
+        (service_export("east", exported_labels={"ok": "not ok"}), "value 'not ok' of label 'ok'"),
+        (service_export("east", exported_labels={"ok": "v" * 64}), "not a label value"),
+        (service_export("east", exported_annotations={"": "x"}), "annotation key ''"),
+        (service_export("east", exported_annotations={"big": "x" * (256 * 1024)}), "at most 262144"),
     ],
 )
 def test_malformed_exports_are_reported_in_a_sentence(export: pb.ResourceExport, expected_words: str) -> None:

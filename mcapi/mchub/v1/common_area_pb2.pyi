@@ -189,6 +189,46 @@ class ServiceSpec(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class ExportedLabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class ExportedAnnotationsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     TYPE_FIELD_NUMBER: _builtins.int
     PORTS_FIELD_NUMBER: _builtins.int
     CLUSTER_IP_FIELD_NUMBER: _builtins.int
@@ -198,6 +238,8 @@ class ServiceSpec(_message.Message):
     IP_FAMILIES_FIELD_NUMBER: _builtins.int
     INTERNAL_TRAFFIC_POLICY_FIELD_NUMBER: _builtins.int
     TRAFFIC_DISTRIBUTION_FIELD_NUMBER: _builtins.int
+    EXPORTED_LABELS_FIELD_NUMBER: _builtins.int
+    EXPORTED_ANNOTATIONS_FIELD_NUMBER: _builtins.int
     type: _builtins.str
     """ClusterIP, NodePort, LoadBalancer or ExternalName."""
     cluster_ip: _builtins.str
@@ -214,6 +256,15 @@ class ServiceSpec(_message.Message):
     def cluster_ips(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def ip_families(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def exported_labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The exporting ServiceExport's spec.exportedLabels and
+        spec.exportedAnnotations (not the Service's own): what the ServiceImport
+        carries in its metadata.
+        """
+
+    @_builtins.property
+    def exported_annotations(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     def __init__(
         self,
         *,
@@ -226,10 +277,12 @@ class ServiceSpec(_message.Message):
         ip_families: _abc.Iterable[_builtins.str] | None = ...,
         internal_traffic_policy: _builtins.str = ...,
         traffic_distribution: _builtins.str = ...,
+        exported_labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        exported_annotations: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_ip", b"cluster_ip", "cluster_ips", b"cluster_ips", "internal_traffic_policy", b"internal_traffic_policy", "ip_families", b"ip_families", "ports", b"ports", "session_affinity", b"session_affinity", "session_affinity_timeout_seconds", b"session_affinity_timeout_seconds", "traffic_distribution", b"traffic_distribution", "type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_ip", b"cluster_ip", "cluster_ips", b"cluster_ips", "exported_annotations", b"exported_annotations", "exported_labels", b"exported_labels", "internal_traffic_policy", b"internal_traffic_policy", "ip_families", b"ip_families", "ports", b"ports", "session_affinity", b"session_affinity", "session_affinity_timeout_seconds", b"session_affinity_timeout_seconds", "traffic_distribution", b"traffic_distribution", "type", b"type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -760,6 +813,46 @@ Global___ResourceImport: _TypeAlias = ResourceImport  # noqa: Y015
 class ServiceImportSpec(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class AnnotationsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     TYPE_FIELD_NUMBER: _builtins.int
     PORTS_FIELD_NUMBER: _builtins.int
     SESSION_AFFINITY_FIELD_NUMBER: _builtins.int
@@ -768,6 +861,8 @@ class ServiceImportSpec(_message.Message):
     INTERNAL_TRAFFIC_POLICY_FIELD_NUMBER: _builtins.int
     TRAFFIC_DISTRIBUTION_FIELD_NUMBER: _builtins.int
     CLUSTERS_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
+    ANNOTATIONS_FIELD_NUMBER: _builtins.int
     type: _builtins.str
     """ClusterSetIP or Headless."""
     session_affinity: _builtins.str
@@ -782,6 +877,14 @@ class ServiceImportSpec(_message.Message):
     def clusters(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Clusters whose exports make up this import, sorted."""
 
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The oldest export's exported labels and annotations, which every
+        member's ServiceImport carries in its metadata (beside the member's own).
+        """
+
+    @_builtins.property
+    def annotations(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     def __init__(
         self,
         *,
@@ -793,10 +896,12 @@ class ServiceImportSpec(_message.Message):
         internal_traffic_policy: _builtins.str = ...,
         traffic_distribution: _builtins.str = ...,
         clusters: _abc.Iterable[_builtins.str] | None = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        annotations: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["clusters", b"clusters", "internal_traffic_policy", b"internal_traffic_policy", "ip_families", b"ip_families", "ports", b"ports", "session_affinity", b"session_affinity", "session_affinity_timeout_seconds", b"session_affinity_timeout_seconds", "traffic_distribution", b"traffic_distribution", "type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "clusters", b"clusters", "internal_traffic_policy", b"internal_traffic_policy", "ip_families", b"ip_families", "labels", b"labels", "ports", b"ports", "session_affinity", b"session_affinity", "session_affinity_timeout_seconds", b"session_affinity_timeout_seconds", "traffic_distribution", b"traffic_distribution", "type", b"type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
