@@ -43,6 +43,11 @@ MANIFESTS = (
         "The leader hub in Namespace antrea-multicluster (the Namespace, CRDs, RBAC, hub, member access).",
     ),
     Manifest(
+        "leader-tls",
+        "antrea-multicluster-leader-tls.yml",
+        "The leader hub in Namespace antrea-multicluster serving Secret mchub-hub-tls (create it first).",
+    ),
+    Manifest(
         "leader-namespaced",
         "antrea-multicluster-leader-namespaced.yml",
         "The leader hub for a Namespace you created: sed 's/antrea-multicluster/<ns>/g' this file | kubectl apply -f -",

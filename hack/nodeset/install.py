@@ -92,9 +92,7 @@ def install_leader(leader: Cluster, tls_dir: Path) -> Installed:
             "create", "secret", "generic", "mchub-hub-tls", "-n", LEADER_NS,
             *(f"--from-file={tls_dir / key}" for key in ("tls.crt", "tls.key", "ca.crt")),
         )  # fmt: skip
-    kubectl("apply", "-f", str(BUILD / "antrea-multicluster-leader.yml"))
-    patch = REPO / "deploy" / "config" / "components" / "hub-tls" / "patch.yaml"
-    kubectl("-n", LEADER_NS, "patch", "deployment", "mchub-hub", "--type", "json", "--patch-file", str(patch))
+    kubectl("apply", "-f", str(BUILD / "antrea-multicluster-leader-tls.yml"))
     kubectl("apply", "-n", LEADER_NS, "-f", str(BUILD / "mchub-hub-nodeport.yml"))
     kubectl.apply(
         yaml.safe_dump(

@@ -13,9 +13,11 @@ BUILD_DIR = ROOT / "deploy" / "build"
 
 LEADER = BUILD_DIR / "antrea-multicluster-leader.yml"
 LEADER_NAMESPACED = BUILD_DIR / "antrea-multicluster-leader-namespaced.yml"
+LEADER_TLS = BUILD_DIR / "antrea-multicluster-leader-tls.yml"
+HUB_NODEPORT = BUILD_DIR / "mchub-hub-nodeport.yml"
 MEMBER = BUILD_DIR / "antrea-multicluster-member.yml"
 AGENT = BUILD_DIR / "mchub-agent.yml"
-ALL = (LEADER, LEADER_NAMESPACED, MEMBER, AGENT)
+ALL = (LEADER, LEADER_TLS, LEADER_NAMESPACED, MEMBER, AGENT, HUB_NODEPORT)
 # Where the tests install the namespaced leader with the user guide's sed recipe.
 ELSEWHERE_NAMESPACE = "mc-leader-elsewhere"
 

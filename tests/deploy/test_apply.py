@@ -28,7 +28,7 @@ HUB_TLS_PATCH = manifests.ROOT / "deploy" / "config" / "components" / "hub-tls" 
 
 async def prepare(kubectl: Kubectl, manifest: Path) -> None:
     """What the user guide has users do before applying: create the leader Namespace."""
-    if manifest in (manifests.LEADER, manifests.LEADER_NAMESPACED):
+    if manifest in (manifests.LEADER, manifests.LEADER_TLS, manifests.LEADER_NAMESPACED):
         (await kubectl("create", "namespace", LEADER_NAMESPACE)).check()
 
 

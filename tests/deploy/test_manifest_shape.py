@@ -402,3 +402,26 @@ def test_the_agent_configmap_is_an_antrea_style_multicluster_section_the_agent_a
     volume = {v["name"]: v for v in daemonset["spec"]["template"]["spec"]["volumes"]}[mount]
     assert volume["configMap"]["name"] == "mchub-agent-config"
     assert config_path.name in configmap["data"]
+
+
+def test_the_tls_leader_manifest_serves_the_secrets_certificate_and_nothing_else_differs() -> None:
+    """Applying it again (an upgrade) keeps the TLS arguments, which `kubectl apply` of the plain
+    manifest over a hand-patched Deployment drops."""
+    plain, tls = manifests.load(manifests.LEADER), manifests.load(manifests.LEADER_TLS)
+    hub = manifests.find(tls, "Deployment", "mchub-hub")
+    (container,) = hub["spec"]["template"]["spec"]["containers"]
+    assert "--tls-cert=/etc/mchub/tls/tls.crt" in container["args"]
+    assert "--tls-key=/etc/mchub/tls/tls.key" in container["args"]
+    volumes = {v["name"]: v for v in hub["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["tls"]["secret"]["secretName"] == "mchub-hub-tls"
+    assert not volumes["tls"]["secret"].get("optional")
+    key = lambda o: (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"])  # noqa: E731
+    assert sorted(map(key, plain)) == sorted(map(key, tls))
+    assert [o for o in plain if o["kind"] != "Deployment"] == [o for o in tls if o["kind"] != "Deployment"]
+
+
+def test_the_hub_nodeport_publishes_grpc_alone_to_the_leading_replica() -> None:
+    (service,) = manifests.load(manifests.HUB_NODEPORT)
+    assert service["spec"]["type"] == "NodePort"
+    assert [p["name"] for p in service["spec"]["ports"]] == ["grpc"]
+    assert service["spec"]["selector"]["mchub.antrea.io/hub-role"] == "leader"

@@ -1,0 +1,35 @@
+"""The upstream mcs-api conformance suite, as published (issue 25), on the node ClusterSet.
+
+../shared/mcs-conformance's binary (kubernetes-sigs/mcs-api v0.5.0 plus its 60 s Pod wait) runs
+with every member as a context, east first (it exports), against mchub installed as a user
+installs it, with the test clusters' DNS forwarding clusterset.local to the member. Its
+report.yaml, report.html, junit.xml and log are kept in test-artifacts/conformance/ and the
+README's table is taken from report.yaml. Every spec, Required and Optional, must pass.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hack.nodeset import conformance
+from hack.nodeset.clusterset import Mode, NodeClusterSet
+from tests.nodes.conftest import in_mode, record
+
+
+def test_the_upstream_mcs_conformance_suite_passes_every_spec(node_clusterset: NodeClusterSet) -> None:
+    if conformance.suite_archive() is None:
+        reason = f"no conformance suite in {conformance.SUITE_DIR} (or ${conformance.SUITE_ENV})"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI must run the conformance suite: {reason}")
+        pytest.skip(reason)
+    clusterset = in_mode(node_clusterset, Mode())
+    members = [clusterset.cluster(name) for name in ("east", "west", "north") if name in clusterset.clusters]
+    report = conformance.run(members)
+    (report.directory / "table.md").write_text(report.table() + "\n")
+    record(conformance_passed=report.passed, conformance_total=report.total, conformance_s=round(report.seconds))
+    failed = [f"{spec.desc}{spec.message}" for spec in report.specs if not spec.passed]
+    assert not report.suite_failure, report.suite_failure
+    assert failed == [], "\n".join(failed)
+    assert report.all_passed and report.total == 27, (report.passed, report.total, report.exit_code)
