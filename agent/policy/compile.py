@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 
-from agent.policy.labels import NAMESPACE_NAME_LABEL, LabelIdentity, Labels, normalized_label
+from agent.policy.labels import LabelIdentity, Labels
 from agent.policy.model import (
     KIND_CLUSTER_NETWORK_POLICY,
     Direction,
@@ -40,6 +40,7 @@ from agent.policy.state import (
     ServiceDestination,
     TierRules,
 )
+from mcapi.labels import namespace_label_set, normalized_label
 
 DEFAULT_TIERS: Mapping[str, int] = {
     "emergency": 50,
@@ -119,7 +120,7 @@ def compile_policies(sources: PolicySources) -> CompiledPolicy:
         message = f"{len(parsed.rules)} ClusterSet rule(s) enforced by the Gateway"
         reports.append(_report(item.kind, meta, True, REASON_ENFORCED, message))
     enforced.sort(key=lambda p: (tiers[p.tier], p.priority, p.kind != KIND_CLUSTER_NETWORK_POLICY, p.namespace, p.name))
-    namespace_labels = {name: {**labels, NAMESPACE_NAME_LABEL: name} for name, labels in sources.namespaces.items()}
+    namespace_labels = {name: namespace_label_set(name, labels) for name, labels in sources.namespaces.items()}
     services = {(s.namespace, s.name): s for s in sources.services}
     ingress: dict[str, list[IngressRule]] = {}
     egress: dict[str, list[EgressRule]] = {}
@@ -177,7 +178,7 @@ def _applied_pods(
     applied_to = tuple(applied_to)
     found = []
     for pod in pods:
-        ns_labels = namespaces.get(pod.namespace, {NAMESPACE_NAME_LABEL: pod.namespace})
+        ns_labels = namespaces.get(pod.namespace) or namespace_label_set(pod.namespace, None)
         if any(_selected(s, pod.namespace, ns_labels, dict(pod.labels)) for s in applied_to):
             found.append(pod)
     return tuple(found)
