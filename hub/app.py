@@ -38,8 +38,12 @@ from hub.store.base import Store
 from hub.store.sqlite import SqliteStore
 from hub.tls import ensure_tls, server_ssl_context
 from hub.watch.batches import ImportBatch
+from kube.backoff import Backoff, Retries
 
 log = logging.getLogger(__name__)
+
+# A follower that cannot start yet (the CRDs or the data dir are not there) tries again.
+_START_BACKOFF = Backoff(initial=0.5, maximum=10.0, jitter=0.0)
 
 
 def _listening(address: str, port: int) -> str:
@@ -268,16 +272,16 @@ class HubApp:
         self._following = asyncio.create_task(self._run_follower(follower), name="hub-follow")
 
     async def _run_follower(self, follower: Follower) -> None:
-        delay = 0.5
+        retries = Retries(_START_BACKOFF)
         while True:
             try:
                 await follower.start()
                 log.info("hub replica follows the leader", extra={"replica": self._replica()})
                 return
             except Exception as exc:  # the CRDs or the data dir are not there yet: try again
+                delay = retries.next_delay()
                 log.warning("hub follower could not start", extra={"error": str(exc), "delaySeconds": delay})
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
 
     async def _stop_following(self) -> None:
         follower, task = self.follower, self._following

@@ -42,6 +42,7 @@ from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, quo
 from hub.merge.ownership import ADMIN_OWNER
 from hub.store.base import StoreError
 from hub.store.kube_authorship import Authorship, authorship, spec_kind
+from kube.backoff import Backoff
 from kube.client import KubeClient, PatchType, WatchEvent
 from kube.conditions import format_time
 from kube.errors import KubeError, NotFound, TemporaryError
@@ -49,7 +50,7 @@ from kube.events import EventRecorder
 from kube.informer import Informer
 from kube.queue_worker import QueueWorker
 from kube.resources import RESOURCE_EXPORTS, Obj, name_of
-from kube.workqueue import ItemBackoff, WorkQueue
+from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.convert import ConversionError, resource_export_from_cr
 from mcapi.crds.exchange import RESOURCE_EXPORT_FAILURE
@@ -67,7 +68,7 @@ REASON_CLUSTERSET_DELETED = "ClusterSetDeleted"
 REASON_REFUSED = "Refused"
 REASON_CHANGED_OUTSIDE_HUB = "ChangedOutsideHub"
 # A store that failed (the API server restarting) is tried again after this long, doubling to the cap.
-_RETRY = ItemBackoff(base=0.5, cap=10.0)
+_RETRY = Backoff(initial=0.5, maximum=10.0, jitter=0.0)
 # Decisions on different CRs overlap (status writes, Events); the engine serialises its own writes.
 _WORKERS = 4
 

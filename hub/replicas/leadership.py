@@ -20,6 +20,7 @@ from hub.leader_cluster.status_writer import ClusterSetStatusWriter
 from hub.replicas.pod_role import label_pod_role
 from hub.store.base import StoreError
 from hub.store.kube import KubeStore
+from kube.backoff import Backoff, Retries
 from kube.client import KubeClient, connect
 from kube.errors import KubeError
 from kube.leader import LeaderElector
@@ -143,14 +144,13 @@ class KubeLeadership:
         Retried while the store fails (members are refused meanwhile); a replica that is not
         serving leaves it to the one taking over, which ends the ClusterSet before it serves.
         """
-        delay = 0.5
+        retries = Retries(Backoff(initial=0.5, maximum=10.0, jitter=0.0))
         while self.app.is_leader() and self.clusterset.ended == reason:
             try:
                 ended = await self.app.engine.end_clusterset(reason)
             except StoreError as exc:
                 log.warning("removing the deleted clusterset's state failed", extra={"error": str(exc)})
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
+                await asyncio.sleep(retries.next_delay())
                 continue
             log.info(
                 "hub state of the deleted clusterset removed",

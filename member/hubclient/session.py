@@ -26,10 +26,10 @@ from types import TracebackType
 
 import grpc
 
+from kube.backoff import Backoff, Retries
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.announce import Announcer, AnnounceSettings
-from member.hubclient.backoff import Backoff
 from member.hubclient.connection import HubEndpoint, parse_target
 from member.hubclient.desired import DesiredExports, ExportRejection
 from member.hubclient.events import ImportConsumer, WatchPosition
@@ -247,7 +247,7 @@ class HubSession:
                 self._config.cluster_id,
                 within=timeout,
                 call_timeout=self._config.call_timeout,
-                backoff=Backoff(self._config.initial_backoff, self._config.max_backoff),
+                backoff=Retries(Backoff(self._config.initial_backoff, self._config.max_backoff)),
                 metadata=self._endpoint.call_metadata(),
             )
         await self._channel.close()

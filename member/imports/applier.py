@@ -29,12 +29,13 @@ from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
 
+from kube.backoff import Backoff
 from kube.client import KubeClient, WatchEvent
 from kube.errors import TemporaryError
 from kube.events import EventRecorder
 from kube.queue_worker import QueueWorker
 from kube.resources import name_of
-from kube.workqueue import ItemBackoff, WorkQueue
+from kube.workqueue import WorkQueue
 from mcapi.convert.errors import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient.events import Delete, ImportEvent, Resumed, Synced, Upsert
@@ -97,7 +98,7 @@ class ImportApplier:
         )
         self._report_to = report
         self._recorder = recorder if recorder is not None else EventRecorder(client, EVENT_COMPONENT)
-        backoff = ItemBackoff(base=min(0.05, retry_interval), cap=retry_interval)
+        backoff = Backoff(initial=min(0.05, retry_interval), maximum=retry_interval, jitter=0.0)
         self._queue: WorkQueue[str] = WorkQueue(f"imports-{cluster_id}", backoff=backoff, registry=registry)
         self._desired: dict[str, pb.ResourceImport] = {}  # the latest Upsert of every import
         # Until a snapshot ended (or the watch resumed), an import not desired may just not have
