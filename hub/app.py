@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -39,6 +38,7 @@ from hub.store.sqlite import SqliteStore
 from hub.tls import ensure_tls, server_ssl_context
 from hub.watch.batches import ImportBatch
 from kube.backoff import Backoff, Retries
+from kube.waiting import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -286,10 +286,7 @@ class HubApp:
     async def _stop_following(self) -> None:
         follower, task = self.follower, self._following
         self.follower, self._following = None, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         if follower is not None:
             await follower.stop()
 
@@ -354,11 +351,7 @@ class HubApp:
             self.leader_cluster = None
         if self.kube is not None:
             await self.kube.stop()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
         self._tasks = []
         await self._stop_following()
         await self._health.enter_graceful_shutdown()

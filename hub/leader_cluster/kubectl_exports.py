@@ -31,7 +31,6 @@ nothing is decided on or written.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -50,6 +49,7 @@ from kube.events import EventRecorder
 from kube.informer import Informer
 from kube.queue_worker import QueueWorker
 from kube.resources import RESOURCE_EXPORTS, Obj, name_of
+from kube.waiting import cancel_and_wait
 from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.convert import ConversionError, resource_export_from_cr
@@ -291,8 +291,5 @@ class LeaderExportsWatch:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         await self.intake.close()

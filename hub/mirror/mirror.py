@@ -61,6 +61,7 @@ from kube.errors import AlreadyExists, KubeError, NotFound
 from kube.events import EventRecorder
 from kube.informer import Handler, Informer
 from kube.resources import Obj, name_of
+from kube.waiting import cancel_and_wait
 from mcapi import names
 
 if TYPE_CHECKING:
@@ -154,11 +155,7 @@ class LeaderMirror:
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*tasks)
 
     async def caught_up(self) -> None:
         """Until the leader's CRs say what the hub holds now (the tests wait on it)."""

@@ -4,7 +4,6 @@ leader among replicas elected through a coordination.k8s.io Lease."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from datetime import datetime
 from typing import Protocol
@@ -24,6 +23,7 @@ from kube.backoff import Backoff, Retries
 from kube.client import KubeClient, connect
 from kube.errors import KubeError
 from kube.leader import LeaderElector
+from kube.waiting import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -132,10 +132,7 @@ class KubeLeadership:
             self.elector.start()
 
     async def _stopped(self) -> None:
-        if self._takeover is not None and not self._takeover.done():
-            self._takeover.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._takeover
+        await cancel_and_wait(self._takeover)
         await self.app.step_down()
 
     async def _clusterset_deleted(self, reason: str) -> None:
@@ -176,10 +173,7 @@ class KubeLeadership:
         await self.clusterset.stop()
         await self.import_outcomes.close()
         await self.elector.stop(release=True)
-        if self._takeover is not None and not self._takeover.done():
-            self._takeover.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._takeover
+        await cancel_and_wait(self._takeover)
 
     async def close(self) -> None:
         await self.client.close()

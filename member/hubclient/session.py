@@ -27,6 +27,7 @@ from types import TracebackType
 import grpc
 
 from kube.backoff import Backoff, Retries
+from kube.waiting import cancel_and_wait
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.announce import Announcer, AnnounceSettings
@@ -237,9 +238,7 @@ class HubSession:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._reports.wait_idle()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(*self._tasks)
         self._tasks, self._export_task = [], None
         if leave and self._stub is not None:
             self.left = await leave_clusterset(
