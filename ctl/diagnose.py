@@ -24,19 +24,17 @@ from ctl.errors import CtlError, UsageError
 from ctl.members import MemberCluster, served
 from ctl.output import progress, to_json, to_yaml
 from kube.errors import KubeError, NotFound
-from kube.resources import (
+from kube.resources import EVENTS, Obj, Resource
+from mcapi.crds.antrea_policy import ANTREA_CRD_GROUP, POLICY_KINDS, POLICY_VERSION
+from mcapi.resources import (
     CLUSTER_INFO_IMPORTS,
     CLUSTER_SETS,
-    EVENTS,
     GATEWAYS,
     SERVICE_EXPORTS,
     SERVICE_EXPORTS_V1BETA1,
     SERVICE_IMPORTS,
     SERVICE_IMPORTS_V1BETA1,
-    Obj,
-    Resource,
 )
-from mcapi.crds.antrea_policy import ANTREA_CRD_GROUP, POLICY_KINDS, POLICY_VERSION
 
 SUMMARY_HEADER = ("SOURCE", "ITEM", "COUNT", "NOTE")
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from ctl.access import open_cluster
 from kube.client import KubeClient
 from kube.errors import KubeError, NotFound
-from kube.resources import CLUSTER_SETS, Obj, Resource
+from kube.resources import Obj, Resource
+from mcapi.resources import CLUSTER_SETS
 
 
 @dataclass

@@ -19,18 +19,16 @@ from ctl.errors import CtlError
 from ctl.members import MemberCluster, served
 from ctl.output import progress
 from kube.errors import KubeError
-from kube.resources import (
+from kube.resources import SERVICES, Obj, Resource
+from mcapi import names
+from mcapi.resources import (
     CLUSTER_INFO_IMPORTS,
     GATEWAYS,
     SERVICE_EXPORTS,
     SERVICE_EXPORTS_V1BETA1,
     SERVICE_IMPORTS,
     SERVICE_IMPORTS_V1BETA1,
-    SERVICES,
-    Obj,
-    Resource,
 )
-from mcapi import names
 
 PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
 CHECK_HEADER = ("CHECK", "RESULT", "DETAIL")

@@ -24,8 +24,9 @@ import yaml
 
 from kube.client import KubeClient
 from kube.errors import NotFound
-from kube.resources import ENDPOINTS, RESOURCE_EXPORTS, RESOURCE_IMPORTS, SERVICE_EXPORTS, SERVICE_IMPORTS, SERVICES
+from kube.resources import ENDPOINTS, SERVICES
 from mcapi import names
+from mcapi.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS, SERVICE_EXPORTS, SERVICE_IMPORTS
 from mchub_cli.logs import log_to_file
 
 if TYPE_CHECKING:

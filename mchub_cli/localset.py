@@ -27,8 +27,9 @@ from hub.app import HubApp
 from hub.config import HubConfig, MirrorConfig, SqliteStoreConfig
 from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists
-from kube.resources import CLUSTER_SETS, CRDS, NAMESPACES, SECRETS
+from kube.resources import CRDS, NAMESPACES, SECRETS
 from mcapi import names
+from mcapi.resources import CLUSTER_SETS
 from member.app import MemberApp
 from sandbox.server import SandboxServer
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kube.resources import Obj
 from sandbox.errors import bad_request
-from sandbox.resources import Obj
 
 _LABEL_KEY = re.compile(r"^([a-z0-9A-Z.\-]+/)?[A-Za-z0-9]([A-Za-z0-9_.\-]*[A-Za-z0-9])?$")
 _SET_OP = re.compile(r"^\s*(\S+)\s+(in|notin)\s+\(([^)]*)\)\s*$")

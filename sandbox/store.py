@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kube.resources import Obj
 from sandbox.errors import too_old_resource_version
-from sandbox.resources import GroupResource, Obj
+from sandbox.resources import GroupResource
 
 log = logging.getLogger(__name__)
 

@@ -40,16 +40,11 @@ from agent.policy.state import (
     ServiceDestination,
     TierRules,
 )
+from mcapi.crds.antrea_policy import DEFAULT_TIERS
 from mcapi.labels import namespace_label_set, normalized_label
 
-DEFAULT_TIERS: Mapping[str, int] = {
-    "emergency": 50,
-    "securityops": 100,
-    "networkops": 150,
-    "platform": 200,
-    "application": 250,
-    "baseline": 253,
-}
+# Antrea's static Tiers (name -> priority), there whether or not their Tier CRs are.
+DEFAULT_TIER_PRIORITIES: Mapping[str, int] = {name: priority for name, priority, _ in DEFAULT_TIERS}
 REASON_ENFORCED = "Enforced"
 
 
@@ -97,7 +92,7 @@ class PolicySources:
 
 
 def compile_policies(sources: PolicySources) -> CompiledPolicy:
-    tiers = {**DEFAULT_TIERS, **{name.lower(): prio for name, prio in sources.tiers.items()}}
+    tiers = {**DEFAULT_TIER_PRIORITIES, **{name.lower(): prio for name, prio in sources.tiers.items()}}
     identities = tuple(i for i in sources.identities if 0 < i.id <= MAX_IDENTITY)
     pods = tuple(sources.pods)
     reports: list[PolicyReport] = []

@@ -27,8 +27,9 @@ from hub.clusterset.end import deleted_cr
 from hub.clusterset.identity import ClusterSetIdentity, identity
 from kube.client import KubeClient, WatchEvent
 from kube.informer import Informer
-from kube.resources import CLUSTER_SETS, Obj, name_of
+from kube.resources import Obj, name_of
 from kube.waiting import cancel_and_wait
+from mcapi.resources import CLUSTER_SETS
 
 log = logging.getLogger(__name__)
 

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from hub import COMPONENT
 from hub.auth.identity import ADMIN
 from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, quote
 from hub.merge.ownership import ADMIN_OWNER
@@ -48,19 +49,19 @@ from kube.errors import KubeError, NotFound, TemporaryError
 from kube.events import EventRecorder
 from kube.informer import Informer
 from kube.queue_worker import QueueWorker
-from kube.resources import RESOURCE_EXPORTS, Obj, name_of
+from kube.resources import Obj, name_of
 from kube.waiting import cancel_and_wait
 from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.convert import ConversionError, resource_export_from_cr
 from mcapi.crds.exchange import RESOURCE_EXPORT_FAILURE
+from mcapi.resources import RESOURCE_EXPORTS
 
 if TYPE_CHECKING:
     from hub.engine import Engine
 
 log = logging.getLogger(__name__)
 
-EVENT_SOURCE = "mchub-hub"
 REASON_EXPORT_THROUGH_HUB = "ExportThroughHub"
 REASON_INVALID = "InvalidExport"
 REASON_FORBIDDEN = "Forbidden"
@@ -128,7 +129,7 @@ class KubectlExports:
         self._engine = engine
         self._mirrored = mirrored
         self._clock = clock
-        self._recorder = EventRecorder(client, EVENT_SOURCE)
+        self._recorder = EventRecorder(client, COMPONENT)
         # The latest event of each CR waiting for a decision (or being decided on): the queue
         # holds names only, so however many events came, the worker acts on the last one.
         self._latest: dict[str, WatchEvent] = {}

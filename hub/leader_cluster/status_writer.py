@@ -13,7 +13,8 @@ from typing import Any
 from kube.client import KubeClient, PatchType
 from kube.conditions import keep_transition_times
 from kube.errors import KubeError, NotFound
-from kube.resources import CLUSTER_SETS, Obj
+from kube.resources import Obj
+from mcapi.resources import CLUSTER_SETS
 
 log = logging.getLogger(__name__)
 

@@ -6,6 +6,7 @@ ConvergeFailure is Antrea's ResourceExport Failure reason.
 
 from __future__ import annotations
 
+from mcapi.crds.exchange import REASON_CONVERGE_FAILURE as REASON_CONVERGE_FAILURE  # noqa: PLC0414 (re-exported)
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 REASON_TYPE_CONFLICT = "TypeConflict"
@@ -16,7 +17,6 @@ REASON_INTERNAL_TRAFFIC_POLICY_CONFLICT = "InternalTrafficPolicyConflict"
 REASON_TRAFFIC_DISTRIBUTION_CONFLICT = "TrafficDistributionConflict"
 REASON_IP_FAMILY_CONFLICT = "IPFamilyConflict"
 REASON_INVALID_SERVICE_TYPE = "InvalidServiceType"
-REASON_CONVERGE_FAILURE = "ConvergeFailure"
 # Two exports of one group from the same cluster: only the oldest counts.
 REASON_DUPLICATE_EXPORT = "DuplicateExport"
 # An Endpoints export whose cluster has not (validly) exported the Service.

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from hub import COMPONENT
 from hub.mirror.feed import ChangeFeed, Kind, Pending
 from hub.mirror.shapes import (
     RESOURCES,
@@ -70,7 +71,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-EVENT_SOURCE = "mchub-hub"
 REASON_RESTORED = "RestoredByHub"
 _ANNOUNCE_PREFIX = names.member_announce_name("")
 # Informers of a leader cluster that comes back are not kept waiting long.
@@ -123,7 +123,7 @@ class LeaderMirror:
         self._concurrency = concurrency
         self._batch_delay = batch_delay
         self._clock = clock
-        self._recorder = EventRecorder(client, EVENT_SOURCE)
+        self._recorder = EventRecorder(client, COMPONENT)
         self.metrics = MirrorMetrics(registry)
         self.informers: dict[Kind, Informer] = {}
         for kind, resource in RESOURCES.items():

@@ -54,10 +54,11 @@ from hub.store.packed import M, PackedMessages
 from kube.backoff import Backoff, Retries
 from kube.client import KubeClient, PatchType
 from kube.errors import AlreadyExists, KubeError, NotFound, TemporaryError
-from kube.resources import MEMBER_CLUSTER_ANNOUNCES, NAMESPACES, RESOURCE_EXPORTS, RESOURCE_IMPORTS, Resource, name_of
+from kube.resources import NAMESPACES, Resource, name_of
 from mcapi import names
 from mcapi.convert import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 
 log = logging.getLogger(__name__)
 

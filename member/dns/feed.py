@@ -21,9 +21,10 @@ import logging
 
 from kube.client import KubeClient, WatchEvent
 from kube.errors import KubeError
-from kube.resources import ENDPOINT_SLICES, SERVICE_IMPORTS, Obj
+from kube.resources import ENDPOINT_SLICES, Obj
 from kube.waiting import cancel_and_wait, until_set_or_done
 from mcapi import names
+from mcapi.resources import SERVICE_IMPORTS
 from member.dns.zone import ClustersetZone
 from member.imports.caches import CachesStopped, ImportCaches, OwnedKind, Unsubscribe
 from member.imports.discovery import ApiDiscovery

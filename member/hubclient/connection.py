@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import grpc
 
+from mcapi.names import CLUSTER_ID_METADATA
+
 # Default gRPC port for an https:// URL that names none.
 _HTTPS_PORT = 443
 
@@ -67,7 +69,6 @@ def _is_loopback(target: str) -> bool:
         return False
 
 
-CLUSTER_ID_METADATA = "mchub-cluster-id"
 CallMetadata = tuple[tuple[str, str], ...]
 
 

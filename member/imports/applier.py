@@ -38,6 +38,7 @@ from kube.resources import name_of
 from kube.workqueue import WorkQueue
 from mcapi.convert.errors import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from member import COMPONENT
 from member.hubclient.events import Delete, ImportEvent, Resumed, Synced, Upsert
 from member.imports.caches import ImportCaches, Unlisten
 from member.imports.context import ImportContext
@@ -50,7 +51,6 @@ from member.imports.policies import policy_tier
 log = logging.getLogger(__name__)
 
 Report = Callable[[str, bool, str, str], None]
-EVENT_COMPONENT = "mchub-member"
 EVENT_REASON_CONFLICT = "ImportConflict"
 # A real API server takes 1-2k writes/s on two cores; 8 writers keep it busy without a pile-up.
 DEFAULT_WORKERS = 8
@@ -97,7 +97,7 @@ class ImportApplier:
             ObjectWriter(client),
         )
         self._report_to = report
-        self._recorder = recorder if recorder is not None else EventRecorder(client, EVENT_COMPONENT)
+        self._recorder = recorder if recorder is not None else EventRecorder(client, COMPONENT)
         backoff = Backoff(initial=min(0.05, retry_interval), maximum=retry_interval, jitter=0.0)
         self._queue: WorkQueue[str] = WorkQueue(f"imports-{cluster_id}", backoff=backoff, registry=registry)
         self._desired: dict[str, pb.ResourceImport] = {}  # the latest Upsert of every import

@@ -14,13 +14,8 @@ from typing import Any, TypeVar
 
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, NotFound
-from kube.resources import (
-    ENDPOINTS,
-    NAMESPACES,
-    SERVICE_EXPORTS,
-    SERVICE_IMPORTS_V1BETA1,
-    SERVICES,
-)
+from kube.resources import ENDPOINTS, NAMESPACES, SERVICES
+from mcapi.resources import SERVICE_EXPORTS, SERVICE_IMPORTS_V1BETA1
 
 WAIT = 20.0
 POLL = 0.1

@@ -20,7 +20,8 @@ import pytest
 import pytest_asyncio
 
 from kube.client import KubeClient
-from kube.resources import ENDPOINTS, SERVICE_EXPORTS, SERVICES
+from kube.resources import ENDPOINTS, SERVICES
+from mcapi.resources import SERVICE_EXPORTS
 from mchub_cli.localset import LocalClusterSet
 from member.app import MemberApp
 from member.config import MemberOptions

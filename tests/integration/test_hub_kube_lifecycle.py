@@ -31,10 +31,11 @@ import pytest
 from hub.grpc.codes import LEADER_METADATA
 from hub.replicas.leadership import LEASE_NAME
 from kube.backoff import Retries
-from kube.resources import CLUSTER_SETS, LEASES, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
+from kube.resources import LEASES
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
+from mcapi.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from member.hubclient.leave import leave as leave_clusterset
 from tests.integration.hubclient import secure_channel, service_export
 from tests.integration.hubprocess import HubProcess, hub_process

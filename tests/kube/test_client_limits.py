@@ -14,7 +14,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from kube.client import KubeClient, connect, describe_request
 from kube.errors import NotFound, ServerError
 from kube.ratelimit import TokenBucket
-from kube.resources import CONFIG_MAPS, SERVICE_IMPORTS
+from kube.resources import CONFIG_MAPS
+from mcapi.resources import SERVICE_IMPORTS
 from sandbox.server import SandboxServer
 from tests.loopback_http import serving
 
