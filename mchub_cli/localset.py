@@ -136,14 +136,6 @@ class LocalClusterSet:
         await self.hub.start()
         return self.hub
 
-    async def restart_hub(self) -> HubApp:
-        """Stop the hub and start a new one on the same data dir and port (members reconnect)."""
-        hub = self._hub()
-        port = hub.grpc_port
-        await hub.stop()
-        self.hub = None
-        return await self.start_hub(port)
-
     async def add_cluster(self, name: str, service_cidr: str) -> LocalCluster:
         server = SandboxServer(name=name, service_cidr=service_cidr, work_dir=self.work_dir / name)
         await server.start()

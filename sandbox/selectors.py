@@ -92,17 +92,6 @@ def labels_match(requirements: list[Requirement], obj: Obj) -> bool:
     return all(r.matches(labels) for r in requirements)
 
 
-def selector_from_label_selector_object(selector: dict[str, Any] | None) -> list[Requirement]:
-    """A metav1.LabelSelector (matchLabels/matchExpressions) as requirements."""
-    if not selector:
-        return []
-    reqs = [Requirement(k, "=", (v,)) for k, v in (selector.get("matchLabels") or {}).items()]
-    op_names = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!exists"}
-    for expr in selector.get("matchExpressions") or []:
-        reqs.append(Requirement(expr["key"], op_names[expr["operator"]], tuple(expr.get("values") or ())))
-    return reqs
-
-
 @dataclass(frozen=True)
 class FieldRequirement:
     path: str

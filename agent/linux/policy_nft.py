@@ -45,7 +45,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from agent.errors import NftablesError
 from agent.linux.netns import run_command
@@ -78,14 +78,16 @@ def classid(priority: int) -> str:
     return f"{priority >> 16:x}:{priority & 0xFFFF:x}"
 
 
-def render_policy_table(policy: PolicyDatapath) -> str:
-    """The nft text that creates the whole table."""
-    text, _count, _fingerprint = _render(policy)
-    return text
+class RenderedTable(NamedTuple):
+    """The nft text that creates the whole table, its number of rules and the fingerprint
+    every rule's comment starts with (what the reconcile compares with the live table)."""
+
+    text: str
+    rules: int
+    fingerprint: str
 
 
-def _render(policy: PolicyDatapath) -> tuple[str, int, str]:
-    """The table's text, its number of rules and the fingerprint every rule's comment starts with."""
+def render_policy_table(policy: PolicyDatapath) -> RenderedTable:
     out: list[str] = []
     rules = 0
 
@@ -161,7 +163,7 @@ def _render(policy: PolicyDatapath) -> tuple[str, int, str]:
     out.append("}")
     body = "\n".join(out) + "\n"
     fingerprint = "mchub:" + hashlib.sha256(body.encode()).hexdigest()[:16]
-    return body.replace(_FINGERPRINT, fingerprint), rules, fingerprint
+    return RenderedTable(body.replace(_FINGERPRINT, fingerprint), rules, fingerprint)
 
 
 def _named(head: str, kind: str, elements: Iterable[str]) -> list[str]:
@@ -226,17 +228,13 @@ async def reconcile_policy_nft(netns: str | None, policy: PolicyDatapath | None,
             await _run(netns, f"delete table {NFT_FAMILY} {NFT_POLICY_TABLE}\n")
             changes.append(f"delete nft table {NFT_FAMILY} {NFT_POLICY_TABLE}")
         return
-    text, count, fingerprint = _render(policy)
+    text, count, fingerprint = render_policy_table(policy)
     if live is not None and len(live) == count and all(c.split(" ", 1)[0] == fingerprint for c in live):
         return
     # add + delete makes the delete valid whether or not the table exists; one transaction.
     head = f"table {NFT_FAMILY} {NFT_POLICY_TABLE}\ndelete table {NFT_FAMILY} {NFT_POLICY_TABLE}\n"
     await _run(netns, head + text)
     changes.append(f"write nft table {NFT_FAMILY} {NFT_POLICY_TABLE} ({count} rules)")
-
-
-async def remove_policy_nft(netns: str | None, changes: list[str]) -> None:
-    await reconcile_policy_nft(netns, None, changes)
 
 
 async def _live_comments(netns: str | None) -> list[str] | None:
