@@ -1,4 +1,5 @@
-"""Waiting without leaving a task behind: for an Event or a task, and for tasks being cancelled.
+"""Waiting without leaving a task behind: for an Event or a task, for tasks being cancelled,
+and for the signal that stops a program.
 
 `asyncio.wait` needs futures, so an Event's wait() becomes a task of its own. Cancelling that
 task is not enough: until the loop runs it once more it is still pending, and a loop closed
@@ -9,7 +10,10 @@ stops is therefore cancelled and then waited for, by ``cancel_and_wait``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
+from collections.abc import Callable, Iterator
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -49,3 +53,27 @@ async def cancel_and_wait(*tasks: asyncio.Future[Any] | None) -> None:
 
 def _name(task: asyncio.Future[Any]) -> str:
     return task.get_name() if isinstance(task, asyncio.Task) else repr(task)
+
+
+@contextlib.contextmanager
+def on_stop_signals(callback: Callable[[], object]) -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM call ``callback`` (where the loop can take signal
+    handlers: its main thread, not Windows); the handlers are removed when the block ends."""
+    loop = asyncio.get_running_loop()
+    handled = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, callback)
+            handled.append(sig)
+    try:
+        yield
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+
+
+async def until_stop_signal() -> None:
+    """Return on SIGINT or SIGTERM: what a program serving until it is told to stop awaits."""
+    stop = asyncio.Event()
+    with on_stop_signals(stop.set):
+        await stop.wait()

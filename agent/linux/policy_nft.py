@@ -42,13 +42,13 @@ written again in one ``nft -f -`` transaction.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from agent.errors import NftablesError
 from agent.linux.netns import run_command
+from agent.linux.nft import list_table
 from agent.linux.ownership import NFT_FAMILY, NFT_POLICY_TABLE
 from agent.policy.model import Action, PortMatch
 from agent.policy.state import (
@@ -238,16 +238,8 @@ async def reconcile_policy_nft(netns: str | None, policy: PolicyDatapath | None,
 
 
 async def _live_comments(netns: str | None) -> list[str] | None:
-    result = await run_command(netns, ["nft", "-j", "list", "table", NFT_FAMILY, NFT_POLICY_TABLE])
-    if not result.ok:
-        if b"No such file or directory" in result.stderr:
-            return None
-        raise NftablesError(result.describe())
-    try:
-        listed: list[dict[str, Any]] = json.loads(result.stdout)["nftables"]
-    except (ValueError, KeyError) as err:
-        raise NftablesError(f"unreadable nft -j output: {err}") from err
-    return [str(o["rule"].get("comment")) for o in listed if "rule" in o]
+    listed = await list_table(netns, NFT_POLICY_TABLE)
+    return None if listed is None else [str(o["rule"].get("comment")) for o in listed if "rule" in o]
 
 
 async def _run(netns: str | None, text: str) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kube.client import KubeClient, WatchEvent
+from kube.discovery import first_served
 from kube.errors import NotFound, PermanentError
 from kube.informer import Informer, cache_key
 from kube.manager import Watches
@@ -41,7 +42,6 @@ from mcapi.resources import SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1
 from member.exports.conditions import READY, REASON_PENDING, HubAnswer, apply_conditions, wanted_conditions
 from member.exports.evaluate import Evaluation, Key, evaluate, export_names
 from member.hubclient import ExportSink
-from member.join.discovery import first_served
 
 log = logging.getLogger(__name__)
 

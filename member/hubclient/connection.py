@@ -7,11 +7,11 @@ member reporting the status of thousands of imports pays thousands of times.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 
 import grpc
 
+from mcapi.addresses import is_loopback_host
 from mcapi.names import CLUSTER_ID_METADATA
 
 # Default gRPC port for an https:// URL that names none.
@@ -60,13 +60,7 @@ def parse_target(server: str) -> str:
 
 
 def _is_loopback(target: str) -> bool:
-    host = target.rpartition(":")[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(target.rpartition(":")[0])
 
 
 CallMetadata = tuple[tuple[str, str], ...]

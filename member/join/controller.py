@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from kube.client import KubeClient, WatchEvent
+from kube.discovery import first_served
 from kube.errors import KubeError, NotFound, PermanentError, TemporaryError
 from kube.informer import Informer
 from kube.manager import Watches
@@ -26,7 +27,6 @@ from kube.workqueue import WorkQueue
 from mcapi.resources import CLUSTER_CLAIMS, CLUSTER_CLAIMS_V1ALPHA1, CLUSTER_SETS, CLUSTER_SETS_V1ALPHA1
 from member.hubclient import HubEndpoint
 from member.join.credentials import read_endpoint
-from member.join.discovery import first_served
 from member.join.spec import InvalidClusterSet, JoinSpec, parse_join_spec
 from member.join.status import LeaderLink, desired_status, status_differs, status_merge_patch
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 
 import pytest
 
-from kube.waiting import cancel_and_wait, until_set_or_done
+from kube.waiting import cancel_and_wait, on_stop_signals, until_set_or_done, until_stop_signal
 
 
 def _own_pending(before: set[asyncio.Task[object]]) -> list[asyncio.Task[object]]:
@@ -103,3 +105,18 @@ async def test_an_error_a_task_ends_with_is_logged_not_raised(caplog: pytest.Log
     [record] = [r for r in caplog.records if r.name == "kube.waiting"]
     assert record.exc_info is not None and "cleanup failed" in str(record.exc_info[1])
     assert record.task == "failing-task"  # type: ignore[attr-defined]
+
+
+async def test_until_stop_signal_returns_on_sigterm_and_removes_its_handlers() -> None:
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.05, os.kill, os.getpid(), signal.SIGTERM)
+    await asyncio.wait_for(until_stop_signal(), 5)
+    assert not loop.remove_signal_handler(signal.SIGTERM)  # none left behind
+    assert not loop.remove_signal_handler(signal.SIGINT)
+
+
+async def test_a_stop_signal_calls_the_callback_while_in_the_block() -> None:
+    called = asyncio.Event()
+    with on_stop_signals(called.set):
+        os.kill(os.getpid(), signal.SIGINT)
+        await asyncio.wait_for(called.wait(), 5)
