@@ -26,6 +26,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/pytest -q -p no:cacheprovider tests/unit/test_layering.py
 
 proto: setup
 	$(BIN)/python hack/gen_proto.py

@@ -16,14 +16,12 @@ exclusion (remote) or an error (local).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from ipaddress import IPv4Address, ip_address
-from typing import Any
 
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
+from kube.resources import Obj
 from mcapi.config import ConfigError, parse_configmap_data
-
-Obj = Mapping[str, Any]
 
 
 def _name(obj: Obj) -> str:

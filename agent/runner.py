@@ -16,7 +16,6 @@ Only cancellation escapes; every other failure is returned as a typed error.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from agent.inputs import AgentInputs
 from agent.reconcile_metrics import ReconcileMetrics, Trigger
 from agent.state import DesiredDatapath
 from kube.backoff import Backoff
+from kube.waiting import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -166,10 +166,7 @@ class DatapathAgent:
     async def stop(self, *, cleanup: bool) -> None:
         """Stop retries, resyncs and probing; with ``cleanup`` remove everything the agent created."""
         await self._stop_converging()
-        if self._health_task is not None and self._health_task is not asyncio.current_task():
-            self._health_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._health_task
+        await cancel_and_wait(self._health_task)
         if cleanup:
             async with self._lock:
                 changes = await self._datapath.cleanup()
@@ -234,10 +231,7 @@ class DatapathAgent:
 
     async def _stop_converging(self) -> None:
         task, self._converging = self._converging, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     def _log_failure(self, outcome: ReconcileOutcome) -> None:
         log.warning(
@@ -265,9 +259,7 @@ async def run_datapath_agent(
         async for current in inputs:
             await agent.update(current)
     finally:
-        health.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await health
+        await cancel_and_wait(health)
         await agent.stop(cleanup=cleanup_on_stop)
 
 

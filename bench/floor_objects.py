@@ -20,10 +20,11 @@ import aiohttp
 
 from kube.apply import without_absent
 from kube.client import KubeClient
-from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SERVICE_IMPORTS_V1BETA1, SERVICES, Obj
+from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SERVICES, Obj
 from mcapi.convert.imports import resource_import_from_cr
 from mcapi.crds.mcs import SERVICE_IMPORT_HEADLESS
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import SERVICE_IMPORTS_V1BETA1
 from member.imports.services import cluster_set_ips, desired_service, desired_service_import
 from member.imports.slices import desired_endpoint_slices, desired_endpoints
 

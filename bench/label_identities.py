@@ -34,9 +34,10 @@ from typing import Any
 
 from kube.client import KubeClient
 from kube.errors import AlreadyExists
-from kube.resources import CONFIG_MAPS, LABEL_IDENTITIES, NAMESPACES, PODS
+from kube.resources import CONFIG_MAPS, NAMESPACES, PODS
 from mcapi import names
 from mcapi.labels import normalized_label
+from mcapi.resources import LABEL_IDENTITIES
 from mchub_cli.localset import LocalClusterSet
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -31,8 +31,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.policy.compile import LocalPod, PolicyObject, PolicySources, compile_policies
-from agent.policy.labels import LabelIdentity, identity_from_label, normalized_label
+from agent.policy.labels import LabelIdentity, identity_from_label
 from agent.policy.state import CompiledPolicy
+from mcapi.labels import normalized_label
 from tests.datapath.driver import ClusterSetDriver
 from tests.datapath.policy_world import PolicyWorld, ingress_from_cluster_set
 from tests.datapath.topology import Topology, build_topology, destroy_topology, sh

@@ -67,18 +67,9 @@ from hub.auth.tokens import TokenStore
 from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists, NotFound
 from kube.metrics import WRITE_VERBS
-from kube.resources import (
-    CLUSTER_SETS,
-    CRDS,
-    ENDPOINT_SLICES,
-    ENDPOINTS,
-    NAMESPACES,
-    SECRETS,
-    SERVICE_EXPORTS,
-    SERVICE_IMPORTS_V1BETA1,
-    SERVICES,
-)
+from kube.resources import CRDS, ENDPOINT_SLICES, ENDPOINTS, NAMESPACES, SECRETS, SERVICES
 from mcapi import names
+from mcapi.resources import CLUSTER_SETS, SERVICE_EXPORTS, SERVICE_IMPORTS_V1BETA1
 from mchub_cli.localset import LocalClusterSet
 from member.app import MemberApp
 from member.config import DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS, MemberOptions

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import os
 import ssl
@@ -18,6 +17,7 @@ from ctl.errors import NotConnected, NotFoundError, OperationFailed, UsageError
 from kube.backoff import Backoff
 from kube.client import KubeClient, connect
 from kube.errors import KubeError, parse_retry_after
+from mcapi.addresses import is_loopback_host
 
 ENV_HUB_URL = "MCHUB_HUB_URL"
 ENV_TOKEN = "MCHUB_TOKEN"
@@ -63,21 +63,12 @@ class HubAccess:
             raise UsageError(f"cannot read --hub-ca-file {self.ca_file} as a PEM certificate: {exc}") from exc
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _check_hub_url(url: str) -> None:
     """https:// anywhere; http:// only to this machine (a hub run with --insecure), as the hub allows it."""
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.hostname:
         raise UsageError(f"--hub-url {url!r} must be the hub's REST URL, https://HOST:PORT")
-    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
         raise UsageError(
             f"--hub-url {url!r} would send the bearer token in plaintext to another machine: "
             "the hub serves REST on https:// (plaintext only on loopback, with `mchub hub --insecure`)"

@@ -15,13 +15,12 @@ from ctl.output import note
 from ctl.tokens import ROLE_BINDINGS
 from kube.client import KubeClient
 from kube.errors import Forbidden, MethodNotAllowed, NotFound
-from kube.resources import NAMESPACES, SECRETS, SERVICE_ACCOUNTS, Obj, Resource
+from kube.resources import ANNOTATION_SA_NAME, NAMESPACES, SA_TOKEN_TYPE, SECRETS, SERVICE_ACCOUNTS, Obj, Resource
 
 CLEANED_KINDS: tuple[Resource, ...] = (SECRETS, SERVICE_ACCOUNTS, ROLE_BINDINGS)
 # What Kubernetes itself puts in every Namespace (kind, name); Events are never anyone's content.
 _AUTOMATIC = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt")}
 _IGNORED_KINDS = {"Event"}
-_SA_NAME = "kubernetes.io/service-account.name"
 
 
 async def delete_created_by_ctl(client: KubeClient, namespace: str) -> list[str]:
@@ -92,7 +91,7 @@ async def foreign_objects(client: KubeClient, namespace: str) -> list[str]:
 
 def _default_account_token(obj: Obj) -> bool:
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    return obj.get("type") == "kubernetes.io/service-account-token" and annotations.get(_SA_NAME) == "default"
+    return obj.get("type") == SA_TOKEN_TYPE and annotations.get(ANNOTATION_SA_NAME) == "default"
 
 
 async def _namespaced_kinds(client: KubeClient) -> list[Resource]:

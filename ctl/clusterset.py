@@ -8,8 +8,9 @@ from typing import Any
 from ctl.errors import NotFoundError
 from kube.client import KubeClient
 from kube.errors import NotFound
-from kube.resources import CLUSTER_SETS, Obj
+from kube.resources import Obj
 from mcapi import names
+from mcapi.resources import CLUSTER_SETS
 
 CREATED_BY = names.ANNOTATION_CREATED_BY_ANTCTL
 # Where init records the hub's gRPC URL on the leader ClusterSet, so `get joinconfig` can print it.

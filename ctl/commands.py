@@ -20,8 +20,8 @@ from ctl.members import close_members, open_members
 from ctl.output import note, print_objects, say, write_private
 from kube.client import KubeClient
 from kube.errors import NotFound
-from kube.resources import CLUSTER_SETS
 from mcapi import names
+from mcapi.resources import CLUSTER_SETS
 
 
 @asynccontextmanager

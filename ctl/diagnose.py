@@ -21,22 +21,21 @@ from typing import Any
 
 from ctl.access import HubAccess, HubRest
 from ctl.errors import CtlError, UsageError
-from ctl.members import MemberCluster, served
+from ctl.members import MemberCluster
 from ctl.output import progress, to_json, to_yaml
+from kube.discovery import first_served
 from kube.errors import KubeError, NotFound
-from kube.resources import (
+from kube.resources import EVENTS, Obj, Resource
+from mcapi.crds.antrea_policy import ANTREA_CRD_GROUP, POLICY_KINDS, POLICY_VERSION
+from mcapi.resources import (
     CLUSTER_INFO_IMPORTS,
     CLUSTER_SETS,
-    EVENTS,
     GATEWAYS,
     SERVICE_EXPORTS,
     SERVICE_EXPORTS_V1BETA1,
     SERVICE_IMPORTS,
     SERVICE_IMPORTS_V1BETA1,
-    Obj,
-    Resource,
 )
-from mcapi.crds.antrea_policy import ANTREA_CRD_GROUP, POLICY_KINDS, POLICY_VERSION
 
 SUMMARY_HEADER = ("SOURCE", "ITEM", "COUNT", "NOTE")
 
@@ -150,7 +149,7 @@ async def _collect_member(report: Report, member: MemberCluster, namespace: str,
     client = member.client
 
     async def items(resources: tuple[Any, ...], ns: str | None) -> list[Obj]:
-        resource = await served(client, resources, ns or "default")
+        resource = await first_served(client, resources, ns or "default")
         if resource is None:
             raise CtlError(f"the cluster serves no {resources[0].qualified_name}")
         return (await client.list_all(resource, ns)).items

@@ -11,8 +11,9 @@ from ctl.access import HubAccess, HubRest
 from ctl.errors import NotFoundError
 from kube.client import KubeClient
 from kube.errors import NotFound
-from kube.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS, Obj, Resource
+from kube.resources import Obj, Resource
 from mcapi import names
+from mcapi.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
 
 EXPORT_HEADER = ("CLUSTER-ID", "NAMESPACE", "NAME", "KIND")
 IMPORT_HEADER = ("NAMESPACE", "NAME", "KIND")

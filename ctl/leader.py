@@ -23,15 +23,9 @@ from ctl.tokens import (
 )
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, NotFound
-from kube.resources import (
-    CLUSTER_SETS,
-    MEMBER_CLUSTER_ANNOUNCES,
-    NAMESPACES,
-    RESOURCE_EXPORTS,
-    RESOURCE_IMPORTS,
-    Obj,
-)
+from kube.resources import NAMESPACES, Obj
 from mcapi import names
+from mcapi.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 
 # What the hub writes in the leader Namespace (Kubernetes store), deleted when its ClusterSet is.
 HUB_STATE = (MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS)

@@ -17,8 +17,9 @@ from ctl.leader import check_hub_server
 from ctl.output import note, progress, say
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, NotFound
-from kube.resources import CLUSTER_SETS, SECRETS, Obj
+from kube.resources import SECRETS, Obj
 from mcapi import names
+from mcapi.resources import CLUSTER_SETS
 
 JOIN_HINT = "run `mcctl join` first"
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from ctl.access import open_cluster
 from kube.client import KubeClient
-from kube.errors import KubeError, NotFound
-from kube.resources import CLUSTER_SETS, Obj, Resource
+from kube.errors import KubeError
+from kube.resources import Obj
+from mcapi.resources import CLUSTER_SETS
 
 
 @dataclass
@@ -50,14 +51,3 @@ async def open_members(kubeconfigs: list[Path], namespace: str) -> list[MemberCl
 async def close_members(members: list[MemberCluster]) -> None:
     for member in members:
         await member.client.close()
-
-
-async def served(client: KubeClient, candidates: tuple[Resource, ...], namespace: str) -> Resource | None:
-    """The first of `candidates` (versions of one kind) the cluster serves."""
-    for resource in candidates:
-        try:
-            await client.list(resource, namespace, limit=1)
-        except NotFound:
-            continue
-        return resource
-    return None

@@ -16,13 +16,11 @@ from ctl.errors import NotFoundError, OperationFailed, UsageError
 from ctl.output import to_yaml
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, NotFound
-from kube.resources import SECRETS, SERVICE_ACCOUNTS, Obj, Resource
+from kube.resources import ANNOTATION_SA_NAME, SA_TOKEN_TYPE, SECRETS, SERVICE_ACCOUNTS, Obj, Resource
 from mcapi import names
 
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)
 MEMBER_ROLE = "antrea-mc-member-cluster-role"
-SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
-ANNOTATION_SA_NAME = "kubernetes.io/service-account.name"
 DEFAULT_TOKEN = "default-member-token"
 TOKEN_HEADER = ("NAMESPACE", "NAME")
 TOKEN_WAIT_SECONDS = 15.0

@@ -16,21 +16,20 @@ from typing import Any
 from ctl.access import HubAccess, HubRest
 from ctl.clusterset import created_by_ctl_meta
 from ctl.errors import CtlError
-from ctl.members import MemberCluster, served
+from ctl.members import MemberCluster
 from ctl.output import progress
+from kube.discovery import first_served
 from kube.errors import KubeError
-from kube.resources import (
+from kube.resources import SERVICES, Obj, Resource
+from mcapi import names
+from mcapi.resources import (
     CLUSTER_INFO_IMPORTS,
     GATEWAYS,
     SERVICE_EXPORTS,
     SERVICE_EXPORTS_V1BETA1,
     SERVICE_IMPORTS,
     SERVICE_IMPORTS_V1BETA1,
-    SERVICES,
-    Obj,
-    Resource,
 )
-from mcapi import names
 
 PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
 CHECK_HEADER = ("CHECK", "RESULT", "DETAIL")
@@ -162,7 +161,7 @@ async def _round_trip(
 ) -> list[Check]:
     name = f"mcctl-verify-{secrets.token_hex(3)}"
     check = f"service export round trip ({exporter.label} -> {len(importers)} members)"
-    export_resource = await served(exporter.client, (SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1), namespace)
+    export_resource = await first_served(exporter.client, (SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1), namespace)
     if export_resource is None:
         return [Check(check, FAIL, f"{exporter.label} serves no ServiceExport: are the MCS CRDs installed?")]
     service = {
@@ -208,7 +207,7 @@ async def _wait_imports(
     """Members whose ServiceImport `name` is still not present (present=True) / not gone (False) at the deadline."""
     resources: dict[str, Resource | None] = {}
     for m in importers:
-        resources[m.label] = await served(m.client, (SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1), namespace)
+        resources[m.label] = await first_served(m.client, (SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1), namespace)
     waiting = {m.label: m for m in importers}
     deadline = time.monotonic() + within
     while waiting:

@@ -17,3 +17,6 @@ replicas (the Lease, followers serving watches), clusterset (which ClusterSet, i
 end), leader_cluster (the ClusterSet CR, kubectl exports, import outcomes), mirror (a SQLite
 hub shown in a leader cluster). app wires one hub process; config is everything it is told.
 """
+
+# The name the hub signs its Events and the objects it manages with.
+COMPONENT = "mchub-hub"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -38,8 +37,13 @@ from hub.store.base import Store
 from hub.store.sqlite import SqliteStore
 from hub.tls import ensure_tls, server_ssl_context
 from hub.watch.batches import ImportBatch
+from kube.backoff import Backoff, Retries
+from kube.waiting import cancel_and_wait
 
 log = logging.getLogger(__name__)
+
+# A follower that cannot start yet (the CRDs or the data dir are not there) tries again.
+_START_BACKOFF = Backoff(initial=0.5, maximum=10.0, jitter=0.0)
 
 
 def _listening(address: str, port: int) -> str:
@@ -268,24 +272,21 @@ class HubApp:
         self._following = asyncio.create_task(self._run_follower(follower), name="hub-follow")
 
     async def _run_follower(self, follower: Follower) -> None:
-        delay = 0.5
+        retries = Retries(_START_BACKOFF)
         while True:
             try:
                 await follower.start()
                 log.info("hub replica follows the leader", extra={"replica": self._replica()})
                 return
             except Exception as exc:  # the CRDs or the data dir are not there yet: try again
+                delay = retries.next_delay()
                 log.warning("hub follower could not start", extra={"error": str(exc), "delaySeconds": delay})
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
 
     async def _stop_following(self) -> None:
         follower, task = self.follower, self._following
         self.follower, self._following = None, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         if follower is not None:
             await follower.stop()
 
@@ -350,11 +351,7 @@ class HubApp:
             self.leader_cluster = None
         if self.kube is not None:
             await self.kube.stop()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
         self._tasks = []
         await self._stop_following()
         await self._health.enter_graceful_shutdown()

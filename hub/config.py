@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kube.leader import LeaseTiming
 from mcapi import names
+from mcapi.addresses import is_loopback_host
 
 
 class HubConfigError(ValueError):
@@ -23,13 +23,7 @@ def _split_host_port(address: str) -> tuple[str, int]:
 
 
 def is_loopback(address: str) -> bool:
-    host, _ = _split_host_port(address)
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(_split_host_port(address)[0])
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from mcapi.addresses import is_ip_address
+
 _VALIDITY = timedelta(days=3650)
 _DEFAULT_SANS = ("localhost", "127.0.0.1", "::1")
 
@@ -148,16 +150,8 @@ def _covers(cert_pem: bytes, sans: tuple[str, ...]) -> bool:
         return False
     have = {str(v) for v in ext.get_values_for_type(x509.DNSName)}
     have |= {str(v) for v in ext.get_values_for_type(x509.IPAddress)}
-    wanted = {str(ipaddress.ip_address(s)) if _is_ip(s) else s for s in sans}
+    wanted = {str(ipaddress.ip_address(s)) if is_ip_address(s) else s for s in sans}
     return wanted <= have
-
-
-def _is_ip(value: str) -> bool:
-    try:
-        ipaddress.ip_address(value)
-    except ValueError:
-        return False
-    return True
 
 
 def server_ssl_context(cert: Path, key: Path) -> ssl.SSLContext:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -21,9 +20,7 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 import aiohttp
-from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio.client import ApiClient, Configuration
-from yarl import URL
 
 from kube.config import bearer_configuration, load_configuration
 from kube.errors import (
@@ -37,6 +34,7 @@ from kube.errors import (
 from kube.metrics import NO_ANSWER, ClientMetrics
 from kube.ratelimit import TokenBucket
 from kube.resources import Obj, Resource, name_of, namespace_of
+from kube.transport import describe_request, keep_connections_alive, query_params, skip_env_lookups
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +49,6 @@ MAX_THROTTLED_RETRIES = 10
 # An object is at most about 1.5 MiB in etcd; a watch line far longer than any is a broken stream.
 MAX_WATCH_EVENT_BYTES = 32 * 1024 * 1024
 _THROTTLED_DEFAULT_DELAY = 1.0
-_VERB_OF_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
 class PatchType(StrEnum):
@@ -76,87 +73,6 @@ class WatchEvent:
     object: Obj
 
 
-def _query(**params: object) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for key, value in params.items():
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            out.append((key, "true" if value else "false"))
-        else:
-            out.append((key, str(value)))
-    return out
-
-
-def describe_request(method: str, path: str, query: Sequence[tuple[str, str]] = ()) -> tuple[str, str]:
-    """The Kubernetes verb and the resource (``plural.group[/subresource]``; "" for discovery
-    and other non-resource paths) of a REST request, for metrics."""
-    segments = [s for s in path.split("?", 1)[0].split("/") if s]
-    if len(segments) >= 2 and segments[0] == "api":
-        group, rest = "", segments[2:]
-    elif len(segments) >= 3 and segments[0] == "apis":
-        group, rest = segments[1], segments[3:]
-    else:
-        rest, group = [], ""
-    if len(rest) >= 3 and rest[0] == "namespaces":
-        rest = rest[2:]
-    if not rest:
-        return ("get" if method == "GET" else method.lower()), ""
-    resource = f"{rest[0]}.{group}" if group else rest[0]
-    named = len(rest) > 1
-    if len(rest) > 2:
-        resource += "/" + "/".join(rest[2:])
-    if method == "GET":
-        if ("watch", "true") in query:
-            return "watch", resource
-        return ("get" if named else "list"), resource
-    if method == "DELETE" and not named:
-        return "deletecollection", resource
-    return _VERB_OF_METHOD.get(method, method.lower()), resource
-
-
-def _skip_env_lookups(api: ApiClient) -> None:
-    """kubernetes-asyncio's session trusts the environment, so aiohttp looks up ~/.netrc and the
-    proxy variables on every request, each in a thread: two thread hops per request. The server
-    is fixed, so the proxy decision is made once; without a proxy for it, there is nothing to look
-    up (credentials come from the kubeconfig, never from ~/.netrc)."""
-    session = getattr(getattr(api, "rest_client", None), "pool_manager", None)
-    if not isinstance(session, aiohttp.ClientSession) or not session.trust_env:
-        return
-    try:
-        get_env_proxy_for_url(URL(str(api.configuration.host)))
-    except LookupError:
-        session._trust_env = False  # in aiohttp's own attribute list; no public setter
-    # else: a proxy applies to this server, and aiohttp keeps honouring the environment.
-
-
-# TCP keepalive on every connection to the API server, as client-go sets it: an idle watch whose
-# server (or the node a Service sent it to) went away is noticed within about 30 s, instead of
-# when the informer's inactivity timer runs out (minutes), and re-opened elsewhere.
-KEEPALIVE_IDLE = 15
-KEEPALIVE_INTERVAL = 5
-KEEPALIVE_PROBES = 3
-
-
-def keepalive_socket(addr_info: Any) -> socket.socket:
-    """aiohttp's socket factory, with TCP keepalive on."""
-    family, kind, proto, _, _ = addr_info
-    sock = socket.socket(family=family, type=kind, proto=proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; other systems keep their defaults
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, KEEPALIVE_IDLE)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, KEEPALIVE_INTERVAL)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
-    return sock
-
-
-def _keep_connections_alive(api: ApiClient) -> None:
-    session = getattr(getattr(api, "rest_client", None), "pool_manager", None)
-    connector = session.connector if isinstance(session, aiohttp.ClientSession) else None
-    if isinstance(connector, aiohttp.TCPConnector):
-        connector._socket_factory = keepalive_socket  # kubernetes-asyncio builds the connector; no public setter
-
-
 class KubeClient:
     """A connection to one API server. Safe to share between tasks; close it once.
 
@@ -175,8 +91,8 @@ class KubeClient:
     ) -> None:
         self._api = api
         self.request_timeout = request_timeout
-        _skip_env_lookups(api)
-        _keep_connections_alive(api)
+        skip_env_lookups(api)
+        keep_connections_alive(api)
         self.metrics = metrics if metrics is not None else ClientMetrics(self.host)
         self._limiter: TokenBucket | None = None
         self.set_rate_limit(qps, burst)
@@ -356,7 +272,7 @@ class KubeClient:
     ) -> ObjectList:
         """One page (all of it without ``limit``). A namespaced resource with no namespace
         lists every namespace."""
-        query = _query(
+        query = query_params(
             labelSelector=label_selector,
             fieldSelector=field_selector,
             limit=limit,
@@ -515,7 +431,7 @@ class KubeClient:
         the last resourceVersion it saw. An ERROR event is raised as its typed error
         (410 Gone: relist). Close the generator (``aclosing``) to drop the connection.
         """
-        query = _query(
+        query = query_params(
             watch=True,
             resourceVersion=resource_version,
             labelSelector=label_selector,
@@ -601,5 +517,4 @@ __all__ = [
     "WatchEvent",
     "bearer_configuration",
     "connect",
-    "describe_request",
 ]

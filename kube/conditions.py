@@ -1,10 +1,9 @@
 """metav1.Condition rules over plain dicts, for reconcilers that hold objects as JSON.
 
-The rule is the one ``mcapi.crds.conditions.set_condition`` applies to typed models:
-a condition's lastTransitionTime moves only when its status flips; reason, message
-and observedGeneration follow the latest write. Here the list is changed in place
-and the functions say whether anything changed, so a caller writes status only
-when it must.
+The one place of the rule: a condition's lastTransitionTime moves only when its status
+flips; reason, message and observedGeneration follow the latest write. ``set_condition``
+changes a list in place and says whether anything changed, so a caller writes status only
+when it must; ``keep_transition_times`` applies the rule to a status computed afresh.
 """
 
 from __future__ import annotations
@@ -36,6 +35,11 @@ def is_condition_true(conditions: Sequence[Condition] | None, condition_type: st
     return found is not None and found.get("status") == "True"
 
 
+def _status_held(previous: Condition | None, status: object) -> bool:
+    """Whether ``previous`` already had ``status`` (and a time): then its lastTransitionTime stays."""
+    return previous is not None and previous.get("status") == status and bool(previous.get("lastTransitionTime"))
+
+
 def set_condition(
     conditions: list[Condition],
     condition_type: str,
@@ -60,40 +64,19 @@ def set_condition(
         conditions.append({**wanted, "lastTransitionTime": stamp})
         return True
     changed = any(current.get(key) != value for key, value in wanted.items())
-    if current.get("status") != status or not current.get("lastTransitionTime"):
+    if not _status_held(current, status):
         current["lastTransitionTime"] = stamp
         changed = True
     current.update(wanted)
     return changed
 
 
-def set_object_condition(
-    obj: dict[str, Any],
-    condition_type: str,
-    status: Status,
-    reason: str = "",
-    message: str = "",
-    *,
-    now: datetime | None = None,
-) -> bool:
-    """Set a condition in ``obj.status.conditions`` with observedGeneration = metadata.generation."""
-    status_block = obj.setdefault("status", {})
-    conditions = status_block.setdefault("conditions", [])
-    generation = obj.get("metadata", {}).get("generation")
-    return set_condition(
-        conditions,
-        condition_type,
-        status,
-        reason,
-        message,
-        observed_generation=generation if isinstance(generation, int) else None,
-        now=now,
-    )
-
-
-def remove_condition(conditions: list[Condition], condition_type: str) -> bool:
-    """Remove the condition of that type (in place); True if there was one."""
-    kept = [c for c in conditions if c.get("type") != condition_type]
-    removed = len(kept) != len(conditions)
-    conditions[:] = kept
-    return removed
+def keep_transition_times(conditions: Sequence[Condition], previous: Sequence[Condition] | None) -> list[Condition]:
+    """``conditions`` computed afresh (each stamped with its own time), taking the
+    lastTransitionTime of the ``previous`` condition of its type wherever the status held."""
+    kept = []
+    for fresh in conditions:
+        before = find_condition(previous, fresh.get("type", ""))
+        held = _status_held(before, fresh.get("status"))
+        kept.append({**fresh, "lastTransitionTime": before["lastTransitionTime"]} if held and before else fresh)
+    return kept

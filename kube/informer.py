@@ -29,7 +29,7 @@ from kube.backoff import Backoff
 from kube.client import KubeClient, WatchEvent
 from kube.errors import ConnectionFailed, Gone, ServerError, TooManyRequests
 from kube.resources import Obj, Resource, object_ref
-from kube.waiting import until_set_or_done
+from kube.waiting import cancel_and_wait, until_set_or_done
 
 log = logging.getLogger(__name__)
 
@@ -166,9 +166,7 @@ class Informer:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            await asyncio.wait({task})
+        await cancel_and_wait(task)
         self._end_streams()
 
     async def wait(self) -> None:

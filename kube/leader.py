@@ -29,6 +29,7 @@ from typing import Any, Self
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from kube.resources import LEASES
+from kube.waiting import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -112,9 +113,7 @@ class LeaderElector:
     async def stop(self, release: bool = True) -> None:
         """Stop competing; a leader steps down and (unless ``release`` is False) frees the Lease."""
         task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            await asyncio.wait({task})
+        await cancel_and_wait(task)
         was_leading = self.is_leader()
         await self._step_down()
         if was_leading and release:

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
+from kube.waiting import cancel_and_wait
 from kube.workqueue import Reconcile, WorkQueue, run_reconciler
 
 K = TypeVar("K", bound=Hashable)
@@ -53,8 +54,4 @@ class QueueWorker(Generic[K]):
     async def close(self) -> None:
         self.queue.shutdown()
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            # asyncio.wait, not await: the workers' end is not the caller's error, and a
-            # cancellation of the caller still reaches the caller.
-            await asyncio.wait({task})
+        await cancel_and_wait(task)

@@ -1,7 +1,7 @@
-"""Resource descriptors: what the REST path of a kind is, for every kind mchub touches.
+"""Resource descriptors: what the REST path of a kind is, and Kubernetes' own kinds.
 
 A ``Resource`` is all the client needs, so kinds whose CRD was created at runtime
-work like built-in ones.
+work like built-in ones; mchub's and the MCS API's kinds are in mcapi.resources.
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
-
-from mcapi.names import GROUP, MCS_GROUP
 
 Obj = dict[str, Any]
 """A Kubernetes object as decoded JSON."""
@@ -69,26 +67,9 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
 TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
 
-
-def _mc(plural: str, kind: str, version: str = "v1alpha1", namespaced: bool = True) -> Resource:
-    return Resource(GROUP, version, plural, kind, namespaced)
-
-
-CLUSTER_SETS = _mc("clustersets", "ClusterSet", version="v1alpha2")
-CLUSTER_SETS_V1ALPHA1 = _mc("clustersets", "ClusterSet")
-CLUSTER_CLAIMS = _mc("clusterclaims", "ClusterClaim", version="v1alpha2")
-CLUSTER_CLAIMS_V1ALPHA1 = _mc("clusterclaims", "ClusterClaim")
-MEMBER_CLUSTER_ANNOUNCES = _mc("memberclusterannounces", "MemberClusterAnnounce")
-RESOURCE_EXPORTS = _mc("resourceexports", "ResourceExport")
-RESOURCE_IMPORTS = _mc("resourceimports", "ResourceImport")
-GATEWAYS = _mc("gateways", "Gateway")
-CLUSTER_INFO_IMPORTS = _mc("clusterinfoimports", "ClusterInfoImport")
-LABEL_IDENTITIES = _mc("labelidentities", "LabelIdentity", namespaced=False)
-
-SERVICE_EXPORTS = Resource(MCS_GROUP, "v1alpha1", "serviceexports", "ServiceExport", True)
-SERVICE_IMPORTS = Resource(MCS_GROUP, "v1alpha1", "serviceimports", "ServiceImport", True)
-SERVICE_EXPORTS_V1BETA1 = Resource(MCS_GROUP, "v1beta1", "serviceexports", "ServiceExport", True)
-SERVICE_IMPORTS_V1BETA1 = Resource(MCS_GROUP, "v1beta1", "serviceimports", "ServiceImport", True)
+# A ServiceAccount token Secret: its type and the annotation naming its ServiceAccount.
+SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
+ANNOTATION_SA_NAME = "kubernetes.io/service-account.name"
 
 
 def name_of(obj: Obj) -> str:

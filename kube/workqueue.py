@@ -20,38 +20,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from kube.backoff import Backoff
 from kube.errors import PermanentError, TemporaryError
 
 log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=Hashable)
 
+# A key's delay after failures: 5 ms doubling up to 1000 s, controller-runtime's defaults.
+PER_KEY_BACKOFF = Backoff(initial=0.005, maximum=1000.0, jitter=0.0)
+
 
 class QueueShutDown(Exception):
     """get() on a queue that was shut down (and, when draining, is empty)."""
-
-
-@dataclass(frozen=True)
-class ItemBackoff:
-    """Per-key failure delay: base * 2**failures, capped; controller-runtime's defaults are 5 ms / 1000 s."""
-
-    base: float = 0.005
-    cap: float = 1000.0
-    jitter: float = 0.0
-
-    def delay(self, failures: int) -> float:
-        delay: float = min(self.cap, self.base * float(2 ** min(failures, 64)))
-        return delay * (1 + random.uniform(0, self.jitter)) if self.jitter else delay
 
 
 class WorkqueueMetrics:
@@ -90,11 +79,11 @@ class WorkQueue(Generic[K]):
     def __init__(
         self,
         name: str,
-        backoff: ItemBackoff | None = None,
+        backoff: Backoff = PER_KEY_BACKOFF,
         registry: CollectorRegistry | None = None,
     ) -> None:
         self.name = name
-        self.backoff = backoff or ItemBackoff()
+        self.backoff = backoff
         self.metrics = WorkqueueMetrics.for_registry(registry) if registry is not None else None
         if self.metrics is not None:  # labels() checks its arguments on every call: look them up once
             self._adds = self.metrics.adds.labels(name)

@@ -8,8 +8,10 @@ order is the same), joined by ``,``, and ``<none>`` for an empty set. The Namesp
 always holds ``kubernetes.io/metadata.name``: the API server sets it on every Namespace,
 and Antrea adds it (as the Namespace's name) where it is missing, so we do too.
 
-The hub accepts exactly this form (hub/merge/label_format.py checks it on its own, so the
-two sides do not share code); the agent reads it back from the imported LabelIdentities.
+This module is the one definition of that form: the member writes it, the agent writes it
+for its own Pods and reads it back from the imported LabelIdentities (``parse_normalized_label``).
+The hub checks what members send more strictly (hub/merge/label_format.py: label syntax,
+order, size), with a typed refusal for every problem.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Mapping
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 EMPTY_LABEL_SET = "<none>"
+_NS_PREFIX = "ns:"
+_POD_SEPARATOR = "&pod:"
 
 
 def format_labels(labels: Mapping[str, str]) -> str:
@@ -44,3 +48,28 @@ def join_normalized_label(formatted_namespace_labels: str, formatted_pod_labels:
 def normalized_label(namespace: str, namespace_labels: Mapping[str, str] | None, pod_labels: Mapping[str, str]) -> str:
     """The label identity of a Pod of ``namespace``: ``ns:<...>&pod:<...>``."""
     return join_normalized_label(format_namespace_labels(namespace, namespace_labels), format_labels(pod_labels))
+
+
+def parse_normalized_label(label: str) -> tuple[dict[str, str], dict[str, str]] | None:
+    """(namespace labels, pod labels) of a normalized label; None if it is not in that form
+    (the Namespace side must hold ``kubernetes.io/metadata.name``)."""
+    if not label.startswith(_NS_PREFIX) or _POD_SEPARATOR not in label:
+        return None
+    ns_part, pod_part = label.removeprefix(_NS_PREFIX).split(_POD_SEPARATOR, 1)
+    ns_labels, pod_labels = parse_labels(ns_part), parse_labels(pod_part)
+    if ns_labels is None or pod_labels is None or NAMESPACE_NAME_LABEL not in ns_labels:
+        return None
+    return ns_labels, pod_labels
+
+
+def parse_labels(text: str) -> dict[str, str] | None:
+    """The label set ``format_labels`` wrote; None when a pair has no ``=``, no key, or a repeated key."""
+    if text == EMPTY_LABEL_SET:
+        return {}
+    found: dict[str, str] = {}
+    for pair in text.split(","):
+        key, sep, value = pair.partition("=")
+        if not sep or not key or key in found:
+            return None
+        found[key] = value
+    return found

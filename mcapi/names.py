@@ -49,6 +49,9 @@ FINALIZER_RESOURCE_EXPORT = "resourceexport.antrea.io/finalizer"
 CONDITION_GATEWAY_REACHABLE = "GatewayReachable"
 
 IMPORTED_PREFIX = "antrea-mc-"
+
+# gRPC metadata naming the calling member where several share one token.
+CLUSTER_ID_METADATA = "mchub-cluster-id"
 LABEL_IDENTITY_MAX_ID = 16777214
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

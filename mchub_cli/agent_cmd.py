@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from agent.runner import DEFAULT_RESYNC_INTERVAL
 from kube.client import connect
 from kube.errors import KubeError
 from kube.probe_server import parse_address
+from kube.waiting import on_stop_signals
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 
 DEFAULT_PROBE_ADDRESS = "127.0.0.1:51823"
@@ -111,12 +110,9 @@ async def serve(args: argparse.Namespace) -> int:
                 resync_interval=args.resync_interval,
             )
         )
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, task.cancel)
-        print(f"agent: Node {args.node}, watching Namespace {args.namespace} of {client.host}", flush=True)
-        return await _exit_code(task)
+        with on_stop_signals(task.cancel):
+            print(f"agent: Node {args.node}, watching Namespace {args.namespace} of {client.host}", flush=True)
+            return await _exit_code(task)
     finally:
         await client.close()
 

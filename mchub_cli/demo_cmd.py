@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import shutil
-import signal
 import socket
 import sys
 import tempfile
@@ -24,8 +23,10 @@ import yaml
 
 from kube.client import KubeClient
 from kube.errors import NotFound
-from kube.resources import ENDPOINTS, RESOURCE_EXPORTS, RESOURCE_IMPORTS, SERVICE_EXPORTS, SERVICE_IMPORTS, SERVICES
+from kube.resources import ENDPOINTS, SERVICES
+from kube.waiting import until_stop_signal
 from mcapi import names
+from mcapi.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS, SERVICE_EXPORTS, SERVICE_IMPORTS
 from mchub_cli.logs import log_to_file
 
 if TYPE_CHECKING:
@@ -250,7 +251,7 @@ async def demo(args: argparse.Namespace) -> int:
         say(_instructions(clusterset, imported))
         if not args.exit_when_ready:
             say("\nPress Ctrl-C to stop; everything is cleaned up.")
-            await _until_stopped()
+            await until_stop_signal()
     except Exception as exc:
         failed = True
         log.exception("demo failed")
@@ -264,15 +265,6 @@ async def demo(args: argparse.Namespace) -> int:
         return 1
     say("demo stopped and cleaned up")
     return 0
-
-
-async def _until_stopped() -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
 
 
 def run_demo(args: argparse.Namespace) -> int:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +23,7 @@ from hub.config import (
     StoreConfig,
 )
 from kube.leader import LeaseTiming
+from kube.waiting import until_stop_signal
 
 Register = Callable[[Any], None]
 
@@ -164,13 +163,8 @@ async def serve(app: HubApp) -> None:
         )
     if app.config.follows:
         print(f"hub: following the hub that writes {app.config.data_dir}; watches and reads only", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
+        await until_stop_signal()
     finally:
         await app.stop()
 

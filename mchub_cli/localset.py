@@ -27,8 +27,9 @@ from hub.app import HubApp
 from hub.config import HubConfig, MirrorConfig, SqliteStoreConfig
 from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists
-from kube.resources import CLUSTER_SETS, CRDS, NAMESPACES, SECRETS
+from kube.resources import CRDS, NAMESPACES, SECRETS
 from mcapi import names
+from mcapi.resources import CLUSTER_SETS
 from member.app import MemberApp
 from sandbox.server import SandboxServer
 
@@ -134,14 +135,6 @@ class LocalClusterSet:
         self.hub = HubApp(replace(config, **self.hub_overrides))
         await self.hub.start()
         return self.hub
-
-    async def restart_hub(self) -> HubApp:
-        """Stop the hub and start a new one on the same data dir and port (members reconnect)."""
-        hub = self._hub()
-        port = hub.grpc_port
-        await hub.stop()
-        self.hub = None
-        return await self.start_hub(port)
 
     async def add_cluster(self, name: str, service_cidr: str) -> LocalCluster:
         server = SandboxServer(name=name, service_cidr=service_cidr, work_dir=self.work_dir / name)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from kube.client import connect
 from kube.errors import KubeError, PermanentError
+from kube.waiting import until_stop_signal
 from mcapi.config import ConfigError
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 from member.app import MemberApp
@@ -128,12 +127,7 @@ async def serve(args: argparse.Namespace) -> int:
         if health is not None:
             await health.start()
             print(f"member: health on {args.health_address} (/healthz, /readyz)", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+        await until_stop_signal()
         return 0
     finally:
         if health is not None:

@@ -33,6 +33,7 @@ from kube.events import EventRecorder
 from kube.manager import Manager
 from mcapi.config import MultiClusterConfig
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
+from member import COMPONENT
 from member.config import MemberOptions, load_multicluster_config
 from member.dns.service import ClustersetDns
 from member.exports.controller import ServiceExportController
@@ -47,8 +48,6 @@ from member.join.status import LeaderLink
 from member.membership import ClusterSetMembership, Joined
 
 log = logging.getLogger(__name__)
-
-COMPONENT = "mchub-member"
 
 
 class MemberApp:

@@ -23,8 +23,6 @@ from sandbox.store import ObjectStore
 
 API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 ADMIN_USER = "sandbox-admin"
-SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
-ANNOTATION_SA_NAME = "kubernetes.io/service-account.name"
 ANNOTATION_SA_UID = "kubernetes.io/service-account.uid"
 
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import signal
 from collections.abc import Callable
 from pathlib import Path
 
+from kube.waiting import until_stop_signal
 from sandbox.server import SandboxServer
 
 
@@ -29,18 +27,9 @@ async def serve(args: argparse.Namespace, on_started: Callable[[SandboxServer], 
     server = SandboxServer(name=args.name, service_cidr=args.service_cidr, work_dir=args.work_dir, port=args.port)
     await server.start()
     on_started(server)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    handled = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-            handled.append(sig)
     try:
-        await stop.wait()
+        await until_stop_signal()
     finally:
-        for sig in handled:
-            loop.remove_signal_handler(sig)
         await server.stop()
     return 0
 

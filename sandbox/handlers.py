@@ -9,13 +9,14 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from kube.resources import Obj
 from sandbox import errors
 from sandbox.auth import Authenticated, token_review_status
 from sandbox.context import ApiContext
 from sandbox.kinds.service_accounts import token_request
 from sandbox.listing import list_page, object_matcher
 from sandbox.registry import DeleteOptions
-from sandbox.resources import Obj, ResourceType
+from sandbox.resources import ResourceType
 from sandbox.routing import ResourcePath
 from sandbox.table import render_table, wants_table
 from sandbox.watch import WatchRequest, serve_watch

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from multidict import MultiMapping
 
+from kube.resources import Obj
 from sandbox import errors
-from sandbox.resources import Obj, ResourceType
+from sandbox.resources import ResourceType
 from sandbox.selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
 from sandbox.store import ObjectStore
 

@@ -22,11 +22,12 @@ from typing import Any
 
 import yaml
 
+from kube.resources import Obj
 from sandbox import errors
 from sandbox.kinds.base import KindBehaviour
 from sandbox.names import check_name, generate_name
 from sandbox.patch import json_patch, merge_patch
-from sandbox.resources import GroupResource, Obj, ResourceType
+from sandbox.resources import GroupResource, ResourceType
 from sandbox.store import ObjectStore
 from sandbox.strategic_merge import strategic_merge_patch
 from sandbox.timefmt import now_rfc3339

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
+from kube.resources import Obj
 from sandbox.errors import FieldError
 
-Obj = dict[str, Any]
 GroupResource = tuple[str, str]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")

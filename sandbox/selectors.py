@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kube.resources import Obj
 from sandbox.errors import bad_request
-from sandbox.resources import Obj
 
 _LABEL_KEY = re.compile(r"^([a-z0-9A-Z.\-]+/)?[A-Za-z0-9]([A-Za-z0-9_.\-]*[A-Za-z0-9])?$")
 _SET_OP = re.compile(r"^\s*(\S+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
@@ -90,17 +90,6 @@ def parse_label_selector(text: str | None) -> list[Requirement]:
 def labels_match(requirements: list[Requirement], obj: Obj) -> bool:
     labels = obj.get("metadata", {}).get("labels") or {}
     return all(r.matches(labels) for r in requirements)
-
-
-def selector_from_label_selector_object(selector: dict[str, Any] | None) -> list[Requirement]:
-    """A metav1.LabelSelector (matchLabels/matchExpressions) as requirements."""
-    if not selector:
-        return []
-    reqs = [Requirement(k, "=", (v,)) for k, v in (selector.get("matchLabels") or {}).items()]
-    op_names = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!exists"}
-    for expr in selector.get("matchExpressions") or []:
-        reqs.append(Requirement(expr["key"], op_names[expr["operator"]], tuple(expr.get("values") or ())))
-    return reqs
 
 
 @dataclass(frozen=True)

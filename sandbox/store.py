@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kube.resources import Obj
 from sandbox.errors import too_old_resource_version
-from sandbox.resources import GroupResource, Obj
+from sandbox.resources import GroupResource
 
 log = logging.getLogger(__name__)
 
@@ -113,12 +114,6 @@ class ObjectStore:
         resource, (ns, name) = found
         obj = self.get(resource, ns, name)
         return (resource, obj) if obj is not None else None
-
-    def all_objects(self) -> Iterator[tuple[GroupResource, Obj]]:
-        for resource, by_ns in list(self._objects.items()):
-            for names in list(by_ns.values()):
-                for obj in list(names.values()):
-                    yield resource, obj
 
     # Writes
 

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kube.resources import Obj
 from sandbox.jsonpath import evaluate
-from sandbox.resources import Obj, PrinterColumn, ResourceType
+from sandbox.resources import PrinterColumn, ResourceType
 from sandbox.timefmt import human_age
 
 Cell = Any

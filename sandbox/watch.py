@@ -23,9 +23,10 @@ from typing import Any
 
 from aiohttp import web
 
+from kube.resources import Obj
 from sandbox.context import ApiContext
 from sandbox.errors import ApiError
-from sandbox.resources import Obj, ResourceType
+from sandbox.resources import ResourceType
 from sandbox.store import StoredEvent
 from sandbox.table import render_table
 

@@ -7,6 +7,8 @@
   and skips, with the reason, only when no real control plane can be had here (under CI=true,
   where .ci/run installs what it needs, that is a failure instead).
 - `cluster_kind`: "sandbox" or "real"; a test that takes it runs once on each.
+- `needs` markers (tests/needs.py): what a test needs from the machine (root, a Debian tool, a
+  browser) is checked at set-up; unmet, the test skips with the reason, or fails under CI=true.
 
 Every real-cluster test works in Namespaces of its own and removes what it made, so tests share
 the clusters without seeing each other. The summary line `real-cluster tests: ...` counts them.
@@ -14,12 +16,12 @@ the clusters without seeing each other. The summary line `real-cluster tests: ..
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 
 from tests.kubeenv.envtest import RealCluster, RealControlPlane, unavailable_reason
+from tests.needs import check_needs, unmet
 
 _PLANE = RealControlPlane()
 _real_outcomes: dict[str, int] = {}
@@ -51,14 +53,15 @@ def pytest_sessionfinish() -> None:
     _PLANE.stop()
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    check_needs(item)
+
+
 def _require_real_clusters() -> None:
     """Skip with the reason when real clusters cannot be had; in CI (CI=true) that is a failure."""
     reason = unavailable_reason()
-    if reason is None:
-        return
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI must run the real-cluster tests: {reason}")
-    pytest.skip(reason)
+    if reason is not None:
+        unmet(f"real clusters: {reason}")
 
 
 @pytest.fixture(scope="session")

@@ -29,15 +29,18 @@ from agent.policy.state import CompiledPolicy
 from kube.client import KubeClient, WatchEvent
 from kube.errors import Forbidden, NotFound
 from kube.informer import Informer
-from kube.resources import ENDPOINTS, LABEL_IDENTITIES, NAMESPACES, PODS, SERVICES, Obj, Resource
+from kube.resources import ENDPOINTS, NAMESPACES, PODS, SERVICES, Obj, Resource
+from mcapi.crds.antrea_policy import ANTREA_CRD_GROUP
 from mcapi.names import ANNOTATION_IMPORTED_SERVICE
+from mcapi.resources import LABEL_IDENTITIES
 
 log = logging.getLogger(__name__)
 
-ANTREA_GROUP = "crd.antrea.io"
-CLUSTER_NETWORK_POLICIES = Resource(ANTREA_GROUP, "v1beta1", "clusternetworkpolicies", "ClusterNetworkPolicy", False)
-NETWORK_POLICIES = Resource(ANTREA_GROUP, "v1beta1", "networkpolicies", "NetworkPolicy", True)
-TIERS = Resource(ANTREA_GROUP, "v1beta1", "tiers", "Tier", False)
+CLUSTER_NETWORK_POLICIES = Resource(
+    ANTREA_CRD_GROUP, "v1beta1", "clusternetworkpolicies", "ClusterNetworkPolicy", False
+)
+NETWORK_POLICIES = Resource(ANTREA_CRD_GROUP, "v1beta1", "networkpolicies", "NetworkPolicy", True)
+TIERS = Resource(ANTREA_CRD_GROUP, "v1beta1", "tiers", "Tier", False)
 _OPTIONAL = (LABEL_IDENTITIES, CLUSTER_NETWORK_POLICIES, NETWORK_POLICIES, TIERS)
 
 

@@ -29,8 +29,9 @@ from agent.state import DesiredDatapath, Exclusion, Role
 from kube.client import KubeClient
 from kube.conditions import Status, find_condition, set_condition
 from kube.errors import Conflict, KubeError, NotFound
-from kube.resources import CLUSTER_INFO_IMPORTS, name_of, namespace_of
+from kube.resources import name_of, namespace_of
 from mcapi import names
+from mcapi.resources import CLUSTER_INFO_IMPORTS
 
 log = logging.getLogger(__name__)
 

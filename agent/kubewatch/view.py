@@ -15,8 +15,9 @@ from agent.kube_inputs import build_inputs
 from kube.client import KubeClient, WatchEvent
 from kube.errors import Forbidden, NotFound
 from kube.informer import Informer
-from kube.resources import CLUSTER_INFO_IMPORTS, CLUSTER_SETS, CONFIG_MAPS, GATEWAYS, NODES, Obj
+from kube.resources import CONFIG_MAPS, NODES, Obj
 from mcapi.names import MC_CONTROLLER_CONFIGMAP
+from mcapi.resources import CLUSTER_INFO_IMPORTS, CLUSTER_SETS, GATEWAYS
 
 log = logging.getLogger(__name__)
 

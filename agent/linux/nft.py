@@ -150,7 +150,7 @@ def _reply_marking(
 async def reconcile_nft(netns: str | None, desired: DesiredDatapath, changes: list[str]) -> None:
     """Make our table match ``desired`` (or absent)."""
     commands = render_table(desired)
-    live = await _list_table(netns)
+    live = await list_table(netns, NFT_TABLE)
     if commands is None:
         if live is not None:
             await _run(netns, [{"delete": {"table": {"family": NFT_FAMILY, "name": NFT_TABLE}}}])
@@ -166,13 +166,14 @@ async def reconcile_nft(netns: str | None, desired: DesiredDatapath, changes: li
 
 
 async def remove_nft(netns: str | None, changes: list[str]) -> None:
-    if await _list_table(netns) is not None:
+    if await list_table(netns, NFT_TABLE) is not None:
         await _run(netns, [{"delete": {"table": {"family": NFT_FAMILY, "name": NFT_TABLE}}}])
         changes.append(f"delete nft table {NFT_FAMILY} {NFT_TABLE}")
 
 
-async def _list_table(netns: str | None) -> list[dict[str, Any]] | None:
-    result = await run_command(netns, ["nft", "-j", "list", "table", NFT_FAMILY, NFT_TABLE])
+async def list_table(netns: str | None, table: str) -> list[dict[str, Any]] | None:
+    """The objects of the table ``ip <table>`` as ``nft -j`` lists them; None when there is no such table."""
+    result = await run_command(netns, ["nft", "-j", "list", "table", NFT_FAMILY, table])
     if not result.ok:
         if b"No such file or directory" in result.stderr:
             return None

@@ -42,13 +42,13 @@ written again in one ``nft -f -`` transaction.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from agent.errors import NftablesError
 from agent.linux.netns import run_command
+from agent.linux.nft import list_table
 from agent.linux.ownership import NFT_FAMILY, NFT_POLICY_TABLE
 from agent.policy.model import Action, PortMatch
 from agent.policy.state import (
@@ -78,14 +78,16 @@ def classid(priority: int) -> str:
     return f"{priority >> 16:x}:{priority & 0xFFFF:x}"
 
 
-def render_policy_table(policy: PolicyDatapath) -> str:
-    """The nft text that creates the whole table."""
-    text, _count, _fingerprint = _render(policy)
-    return text
+class RenderedTable(NamedTuple):
+    """The nft text that creates the whole table, its number of rules and the fingerprint
+    every rule's comment starts with (what the reconcile compares with the live table)."""
+
+    text: str
+    rules: int
+    fingerprint: str
 
 
-def _render(policy: PolicyDatapath) -> tuple[str, int, str]:
-    """The table's text, its number of rules and the fingerprint every rule's comment starts with."""
+def render_policy_table(policy: PolicyDatapath) -> RenderedTable:
     out: list[str] = []
     rules = 0
 
@@ -161,7 +163,7 @@ def _render(policy: PolicyDatapath) -> tuple[str, int, str]:
     out.append("}")
     body = "\n".join(out) + "\n"
     fingerprint = "mchub:" + hashlib.sha256(body.encode()).hexdigest()[:16]
-    return body.replace(_FINGERPRINT, fingerprint), rules, fingerprint
+    return RenderedTable(body.replace(_FINGERPRINT, fingerprint), rules, fingerprint)
 
 
 def _named(head: str, kind: str, elements: Iterable[str]) -> list[str]:
@@ -226,7 +228,7 @@ async def reconcile_policy_nft(netns: str | None, policy: PolicyDatapath | None,
             await _run(netns, f"delete table {NFT_FAMILY} {NFT_POLICY_TABLE}\n")
             changes.append(f"delete nft table {NFT_FAMILY} {NFT_POLICY_TABLE}")
         return
-    text, count, fingerprint = _render(policy)
+    text, count, fingerprint = render_policy_table(policy)
     if live is not None and len(live) == count and all(c.split(" ", 1)[0] == fingerprint for c in live):
         return
     # add + delete makes the delete valid whether or not the table exists; one transaction.
@@ -235,21 +237,9 @@ async def reconcile_policy_nft(netns: str | None, policy: PolicyDatapath | None,
     changes.append(f"write nft table {NFT_FAMILY} {NFT_POLICY_TABLE} ({count} rules)")
 
 
-async def remove_policy_nft(netns: str | None, changes: list[str]) -> None:
-    await reconcile_policy_nft(netns, None, changes)
-
-
 async def _live_comments(netns: str | None) -> list[str] | None:
-    result = await run_command(netns, ["nft", "-j", "list", "table", NFT_FAMILY, NFT_POLICY_TABLE])
-    if not result.ok:
-        if b"No such file or directory" in result.stderr:
-            return None
-        raise NftablesError(result.describe())
-    try:
-        listed: list[dict[str, Any]] = json.loads(result.stdout)["nftables"]
-    except (ValueError, KeyError) as err:
-        raise NftablesError(f"unreadable nft -j output: {err}") from err
-    return [str(o["rule"].get("comment")) for o in listed if "rule" in o]
+    listed = await list_table(netns, NFT_POLICY_TABLE)
+    return None if listed is None else [str(o["rule"].get("comment")) for o in listed if "rule" in o]
 
 
 async def _run(netns: str | None, text: str) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 
-from agent.policy.labels import NAMESPACE_NAME_LABEL, LabelIdentity, Labels, normalized_label
+from agent.policy.labels import LabelIdentity, Labels
 from agent.policy.model import (
     KIND_CLUSTER_NETWORK_POLICY,
     Direction,
@@ -40,15 +40,11 @@ from agent.policy.state import (
     ServiceDestination,
     TierRules,
 )
+from mcapi.crds.antrea_policy import DEFAULT_TIERS
+from mcapi.labels import namespace_label_set, normalized_label
 
-DEFAULT_TIERS: Mapping[str, int] = {
-    "emergency": 50,
-    "securityops": 100,
-    "networkops": 150,
-    "platform": 200,
-    "application": 250,
-    "baseline": 253,
-}
+# Antrea's static Tiers (name -> priority), there whether or not their Tier CRs are.
+DEFAULT_TIER_PRIORITIES: Mapping[str, int] = {name: priority for name, priority, _ in DEFAULT_TIERS}
 REASON_ENFORCED = "Enforced"
 
 
@@ -96,7 +92,7 @@ class PolicySources:
 
 
 def compile_policies(sources: PolicySources) -> CompiledPolicy:
-    tiers = {**DEFAULT_TIERS, **{name.lower(): prio for name, prio in sources.tiers.items()}}
+    tiers = {**DEFAULT_TIER_PRIORITIES, **{name.lower(): prio for name, prio in sources.tiers.items()}}
     identities = tuple(i for i in sources.identities if 0 < i.id <= MAX_IDENTITY)
     pods = tuple(sources.pods)
     reports: list[PolicyReport] = []
@@ -119,7 +115,7 @@ def compile_policies(sources: PolicySources) -> CompiledPolicy:
         message = f"{len(parsed.rules)} ClusterSet rule(s) enforced by the Gateway"
         reports.append(_report(item.kind, meta, True, REASON_ENFORCED, message))
     enforced.sort(key=lambda p: (tiers[p.tier], p.priority, p.kind != KIND_CLUSTER_NETWORK_POLICY, p.namespace, p.name))
-    namespace_labels = {name: {**labels, NAMESPACE_NAME_LABEL: name} for name, labels in sources.namespaces.items()}
+    namespace_labels = {name: namespace_label_set(name, labels) for name, labels in sources.namespaces.items()}
     services = {(s.namespace, s.name): s for s in sources.services}
     ingress: dict[str, list[IngressRule]] = {}
     egress: dict[str, list[EgressRule]] = {}
@@ -177,7 +173,7 @@ def _applied_pods(
     applied_to = tuple(applied_to)
     found = []
     for pod in pods:
-        ns_labels = namespaces.get(pod.namespace, {NAMESPACE_NAME_LABEL: pod.namespace})
+        ns_labels = namespaces.get(pod.namespace) or namespace_label_set(pod.namespace, None)
         if any(_selected(s, pod.namespace, ns_labels, dict(pod.labels)) for s in applied_to):
             found.append(pod)
     return tuple(found)

@@ -28,9 +28,9 @@ from agent.policy.labels import LabelIdentity, identity_from_label
 from agent.policy.model import protocol_of, valid_port
 from agent.policy.named_ports import ContainerPort
 from agent.policy.state import MAX_IDENTITY, ServiceDestination
+from kube.resources import Obj
+from mcapi import names
 
-Obj = Mapping[str, Any]
-IMPORTED_PREFIX = "antrea-mc-"
 _FINISHED = {"Succeeded", "Failed"}
 
 
@@ -127,14 +127,14 @@ def multicluster_services(services: Iterable[Obj], endpoints: Iterable[Obj]) -> 
     found: list[MultiClusterService] = []
     for service in services:
         namespace, name = str(_meta(service).get("namespace") or ""), str(_meta(service).get("name") or "")
-        if not name.startswith(IMPORTED_PREFIX):
+        if not name.startswith(names.IMPORTED_PREFIX):
             continue
         spec = service.get("spec") or {}
         ips = [_ipv4(c) for c in spec.get("clusterIPs") or [spec.get("clusterIP")] if c]
         ports = _ports(spec.get("ports"))
         at_cluster_ip = [ServiceDestination(ip, proto, port) for ip in ips if ip is not None for proto, port in ports]
         destinations = sorted({*at_cluster_ip, *backends.get((namespace, name), [])})
-        found.append(MultiClusterService(namespace, name.removeprefix(IMPORTED_PREFIX), tuple(destinations)))
+        found.append(MultiClusterService(namespace, name.removeprefix(names.IMPORTED_PREFIX), tuple(destinations)))
     return tuple(sorted(found, key=lambda s: (s.namespace, s.name)))
 
 

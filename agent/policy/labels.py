@@ -1,10 +1,9 @@
 """Label selectors and label identities, as Kubernetes and Antrea define them. Pure.
 
-A label identity is Antrea's normalized label of a Pod, ``ns:<ns labels>&pod:<pod labels>``,
-each side Kubernetes' ``FormatLabels`` (``key=value`` pairs sorted as strings, joined with
-``,``; ``<none>`` when empty), the Namespace side always holding
-``kubernetes.io/metadata.name``. The member exports one per distinct pair, the hub gives it
-a 24-bit ID, and every member holds the imported LabelIdentity CRs (label -> ID).
+A label identity is Antrea's normalized label of a Pod, ``ns:<ns labels>&pod:<pod labels>``
+(mcapi.labels writes and parses it, for the member and the agent alike). The member exports
+one per distinct pair, the hub gives it a 24-bit ID, and every member holds the imported
+LabelIdentity CRs (label -> ID).
 """
 
 from __future__ import annotations
@@ -13,25 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-_NONE = "<none>"
+from mcapi.labels import NAMESPACE_NAME_LABEL, parse_normalized_label
 
 Labels = Mapping[str, str]
 
 
 class SelectorError(ValueError):
     """A label selector the agent cannot evaluate (unknown operator, bad shape)."""
-
-
-def format_labels(labels: Labels) -> str:
-    """k8s.io/apimachinery labels.FormatLabels."""
-    return ",".join(sorted(f"{key}={value}" for key, value in labels.items())) or _NONE
-
-
-def normalized_label(namespace: str, namespace_labels: Labels, pod_labels: Labels) -> str:
-    """The label identity of a Pod in ``namespace`` (whose labels are ``namespace_labels``)."""
-    ns_labels = {**namespace_labels, NAMESPACE_NAME_LABEL: namespace}
-    return f"ns:{format_labels(ns_labels)}&pod:{format_labels(pod_labels)}"
 
 
 @dataclass(frozen=True)
@@ -45,29 +32,6 @@ class LabelIdentity:
     @property
     def namespace(self) -> str:
         return dict(self.namespace_labels).get(NAMESPACE_NAME_LABEL, "")
-
-
-def parse_normalized_label(label: str) -> tuple[dict[str, str], dict[str, str]] | None:
-    """(namespace labels, pod labels) of a normalized label; None if it is not in that form."""
-    if not label.startswith("ns:") or "&pod:" not in label:
-        return None
-    ns_part, pod_part = label[3:].split("&pod:", 1)
-    ns_labels, pod_labels = _parse_side(ns_part), _parse_side(pod_part)
-    if ns_labels is None or pod_labels is None or NAMESPACE_NAME_LABEL not in ns_labels:
-        return None
-    return ns_labels, pod_labels
-
-
-def _parse_side(text: str) -> dict[str, str] | None:
-    if text == _NONE:
-        return {}
-    found: dict[str, str] = {}
-    for pair in text.split(","):
-        key, sep, value = pair.partition("=")
-        if not sep or not key or key in found:
-            return None
-        found[key] = value
-    return found
 
 
 def identity_from_label(identity_id: int, label: str) -> LabelIdentity | None:

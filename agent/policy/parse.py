@@ -46,8 +46,8 @@ from agent.policy.model import (
     valid_port,
 )
 from agent.policy.named_ports import PORT_NAME_RULE, is_port_name
+from mcapi.crds.antrea_policy import DEFAULT_TIER
 
-DEFAULT_TIER = "application"
 TO_SERVICES_REFUSAL = "`toServices` cannot be used with `to`, `ports` or `protocols`"
 _SPEC_FIELDS = {"tier", "priority", "appliedTo", "ingress", "egress"}
 _RULE_FIELDS = {

@@ -32,11 +32,11 @@ from hub.grpc.lenient import Malformed
 from hub.metrics import HubMetrics
 from hub.store.base import StoreError
 from mcapi import names
+from mcapi.names import CLUSTER_ID_METADATA
 
 log = logging.getLogger(__name__)
 
 # Metadata a member sends with every call: its cluster ID (needed with shared tokens).
-CLUSTER_ID_METADATA = "mchub-cluster-id"
 Context = grpc.aio.ServicerContext[Any, Any]
 
 

@@ -19,7 +19,6 @@ what the hub serves (or a mismatch) changes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -28,7 +27,9 @@ from hub.clusterset.end import deleted_cr
 from hub.clusterset.identity import ClusterSetIdentity, identity
 from kube.client import KubeClient, WatchEvent
 from kube.informer import Informer
-from kube.resources import CLUSTER_SETS, Obj, name_of
+from kube.resources import Obj, name_of
+from kube.waiting import cancel_and_wait
+from mcapi.resources import CLUSTER_SETS
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +75,8 @@ class LeaderClusterSetWatch:
             log.error("leader clusterset watch failed", extra={"clusterSet": self.name, "error": str(exc)})
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         await self._informer.stop()
 
     async def _event(self, event: WatchEvent) -> None:

@@ -29,9 +29,10 @@ from kube.client import KubeClient, PatchType
 from kube.errors import KubeError, NotFound
 from kube.events import EventRecorder
 from kube.queue_worker import QueueWorker
-from kube.resources import RESOURCE_IMPORTS, Obj
+from kube.resources import Obj
 from kube.workqueue import WorkQueue
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import RESOURCE_IMPORTS
 
 log = logging.getLogger(__name__)
 

@@ -31,35 +31,37 @@ nothing is decided on or written.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from hub import COMPONENT
 from hub.auth.identity import ADMIN
 from hub.errors import ClusterSetEnded, Forbidden, HubError, InvalidRequest, quote
 from hub.merge.ownership import ADMIN_OWNER
 from hub.store.base import StoreError
 from hub.store.kube_authorship import Authorship, authorship, spec_kind
+from kube.backoff import Backoff
 from kube.client import KubeClient, PatchType, WatchEvent
 from kube.conditions import format_time
 from kube.errors import KubeError, NotFound, TemporaryError
 from kube.events import EventRecorder
 from kube.informer import Informer
 from kube.queue_worker import QueueWorker
-from kube.resources import RESOURCE_EXPORTS, Obj, name_of
-from kube.workqueue import ItemBackoff, WorkQueue
+from kube.resources import Obj, name_of
+from kube.waiting import cancel_and_wait
+from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.convert import ConversionError, resource_export_from_cr
 from mcapi.crds.exchange import RESOURCE_EXPORT_FAILURE
+from mcapi.resources import RESOURCE_EXPORTS
 
 if TYPE_CHECKING:
     from hub.engine import Engine
 
 log = logging.getLogger(__name__)
 
-EVENT_SOURCE = "mchub-hub"
 REASON_EXPORT_THROUGH_HUB = "ExportThroughHub"
 REASON_INVALID = "InvalidExport"
 REASON_FORBIDDEN = "Forbidden"
@@ -67,7 +69,7 @@ REASON_CLUSTERSET_DELETED = "ClusterSetDeleted"
 REASON_REFUSED = "Refused"
 REASON_CHANGED_OUTSIDE_HUB = "ChangedOutsideHub"
 # A store that failed (the API server restarting) is tried again after this long, doubling to the cap.
-_RETRY = ItemBackoff(base=0.5, cap=10.0)
+_RETRY = Backoff(initial=0.5, maximum=10.0, jitter=0.0)
 # Decisions on different CRs overlap (status writes, Events); the engine serialises its own writes.
 _WORKERS = 4
 
@@ -127,7 +129,7 @@ class KubectlExports:
         self._engine = engine
         self._mirrored = mirrored
         self._clock = clock
-        self._recorder = EventRecorder(client, EVENT_SOURCE)
+        self._recorder = EventRecorder(client, COMPONENT)
         # The latest event of each CR waiting for a decision (or being decided on): the queue
         # holds names only, so however many events came, the worker acts on the last one.
         self._latest: dict[str, WatchEvent] = {}
@@ -290,8 +292,5 @@ class LeaderExportsWatch:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         await self.intake.close()

@@ -2,7 +2,7 @@
 
 The user creates the leader's ClusterSet (as in Antrea); the hub writes its
 status: totalClusters, readyClusters, Ready, and per-member ClusterConnected.
-A condition's lastTransitionTime moves only when its status flips.
+A condition's lastTransitionTime moves only when its status flips (kube.conditions).
 """
 
 from __future__ import annotations
@@ -11,37 +11,23 @@ import logging
 from typing import Any
 
 from kube.client import KubeClient, PatchType
+from kube.conditions import keep_transition_times
 from kube.errors import KubeError, NotFound
-from kube.resources import CLUSTER_SETS, Obj
+from kube.resources import Obj
+from mcapi.resources import CLUSTER_SETS
 
 log = logging.getLogger(__name__)
-
-
-def _keep_transition_times(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    before = {c.get("type"): c for c in old}
-    merged = []
-    for fresh in new:
-        condition = fresh
-        previous = before.get(condition["type"])
-        if (
-            previous is not None
-            and previous.get("status") == condition["status"]
-            and previous.get("lastTransitionTime")
-        ):
-            condition = {**condition, "lastTransitionTime": previous["lastTransitionTime"]}
-        merged.append(condition)
-    return merged
 
 
 def merge_status(status: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     """`status` with the transition times of conditions whose status did not change."""
     merged = dict(status)
-    merged["conditions"] = _keep_transition_times(status["conditions"], current.get("conditions") or [])
+    merged["conditions"] = keep_transition_times(status["conditions"], current.get("conditions") or [])
     old_clusters = {c.get("clusterID"): c for c in current.get("clusterStatuses") or []}
     merged["clusterStatuses"] = [
         {
             **cluster,
-            "conditions": _keep_transition_times(
+            "conditions": keep_transition_times(
                 cluster["conditions"], (old_clusters.get(cluster["clusterID"]) or {}).get("conditions") or []
             ),
         }

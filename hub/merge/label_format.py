@@ -32,10 +32,9 @@ import re
 
 from hub.errors import quote
 from mcapi import names
+from mcapi.labels import EMPTY_LABEL_SET, NAMESPACE_NAME_LABEL
 
 MAX_NORMALIZED_LABEL_BYTES = 16 * 1024
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-EMPTY_LABEL_SET = "<none>"
 _NS_PREFIX = "ns:"
 _POD_SEPARATOR = "&pod:"
 _MAX_NAME = 63

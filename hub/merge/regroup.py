@@ -11,11 +11,9 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from hub.merge.contract import GroupKey, MergeContext
-from hub.merge.grouping import group_key, import_names_for_group, merge_group
+from hub.merge.grouping import GROUP_LABEL_IDENTITY, group_key, import_names_for_group, merge_group
 from hub.store.base import WriteBatch
 from mcapi.mchub.v1 import common_area_pb2 as pb
-
-_LABEL_IDENTITY_GROUP = "labelidentity"
 
 
 class Merged(Protocol):
@@ -83,6 +81,6 @@ def _context_for(
     index: Merged, merge: MergeContext, key: GroupKey, import_names: list[str], allocated: set[int]
 ) -> MergeContext:
     # Only label identities draw from a shared ID space; other groups skip the scan.
-    if key[0] != _LABEL_IDENTITY_GROUP:
+    if key[0] != GROUP_LABEL_IDENTITY:
         return merge
     return MergeContext(config=merge.config, used_label_ids=index.label_ids(set(import_names)) | allocated)

@@ -15,6 +15,7 @@ import ipaddress
 from hub.errors import quote
 from hub.merge.label_format import normalized_label_problems
 from mcapi import label_syntax, names
+from mcapi.addresses import is_ip_address
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -24,14 +25,6 @@ MAX_AFFINITY_TIMEOUT_SECONDS = 86400
 IP_FAMILIES = ("IPv4", "IPv6")
 INTERNAL_TRAFFIC_POLICIES = ("Cluster", "Local")
 MAX_PORT = 65535
-
-
-def _is_ip(value: str) -> bool:
-    try:
-        ipaddress.ip_address(value)
-    except ValueError:
-        return False
-    return True
 
 
 def _is_cidr(value: str) -> bool:
@@ -70,7 +63,7 @@ def _check_service(problems: list[str], spec: pb.ServiceSpec) -> None:
             problems.append(f"The Service port name {quote(port.name)} appears more than once.")
         seen_names.add(port.name)
     for ip in ([spec.cluster_ip] if spec.cluster_ip else []) + list(spec.cluster_ips):
-        if ip != "None" and not _is_ip(ip):
+        if ip != "None" and not is_ip_address(ip):
             problems.append(f"The Service cluster IP {quote(ip)} is not an IP address (nor 'None').")
     if spec.session_affinity and spec.session_affinity not in SESSION_AFFINITIES:
         problems.append(
@@ -104,7 +97,7 @@ def _check_service(problems: list[str], spec: pb.ServiceSpec) -> None:
 def _check_endpoints(problems: list[str], spec: pb.EndpointsSpec) -> None:
     for index, subset in enumerate(spec.subsets):
         for address in subset.addresses:
-            if not _is_ip(address.ip):
+            if not is_ip_address(address.ip):
                 problems.append(f"Endpoints subset {index} has address {quote(address.ip)}, not an IP address.")
         for port in subset.ports:
             _check_protocol_and_port(
@@ -125,7 +118,7 @@ def _check_cluster_info(problems: list[str], export: pb.ResourceExport) -> None:
         if not _is_cidr(cidr):
             problems.append(f"The ClusterInfo Pod CIDR {quote(cidr)} is not a CIDR.")
     for gateway in info.gateway_infos:
-        if not _is_ip(gateway.gateway_ip):
+        if not is_ip_address(gateway.gateway_ip):
             problems.append(f"The ClusterInfo gateway IP {quote(gateway.gateway_ip)} is not an IP address.")
 
 

@@ -6,6 +6,7 @@ ConvergeFailure is Antrea's ResourceExport Failure reason.
 
 from __future__ import annotations
 
+from mcapi.crds.exchange import REASON_CONVERGE_FAILURE as REASON_CONVERGE_FAILURE  # noqa: PLC0414 (re-exported)
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 REASON_TYPE_CONFLICT = "TypeConflict"
@@ -18,7 +19,6 @@ REASON_IP_FAMILY_CONFLICT = "IPFamilyConflict"
 REASON_LABELS_CONFLICT = "LabelsConflict"
 REASON_ANNOTATIONS_CONFLICT = "AnnotationsConflict"
 REASON_INVALID_SERVICE_TYPE = "InvalidServiceType"
-REASON_CONVERGE_FAILURE = "ConvergeFailure"
 # Two exports of one group from the same cluster: only the oldest counts.
 REASON_DUPLICATE_EXPORT = "DuplicateExport"
 # An Endpoints export whose cluster has not (validly) exported the Service.

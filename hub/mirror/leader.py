@@ -20,7 +20,6 @@ mirror lag, and it catches up when the cluster is back.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -36,6 +35,7 @@ from hub.leader_cluster.status_writer import ClusterSetStatusWriter
 from hub.mirror.feed import ChangeFeed
 from hub.mirror.mirror import LeaderMirror
 from kube.client import KubeClient, connect
+from kube.waiting import cancel_and_wait
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -119,11 +119,8 @@ class LeaderCluster:
         log.info("hub mirrors into the leader cluster", extra={"namespace": self.app.config.namespace})
 
     async def stop(self) -> None:
-        if self._status_task is not None:
-            self._status_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._status_task
-            self._status_task = None
+        await cancel_and_wait(self._status_task)
+        self._status_task = None
         await self.mirror.stop()
         await self.clusterset.stop()
         await self.intake.close()

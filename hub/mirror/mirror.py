@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from hub import COMPONENT
 from hub.mirror.feed import ChangeFeed, Kind, Pending
 from hub.mirror.shapes import (
     RESOURCES,
@@ -61,6 +62,7 @@ from kube.errors import AlreadyExists, KubeError, NotFound
 from kube.events import EventRecorder
 from kube.informer import Handler, Informer
 from kube.resources import Obj, name_of
+from kube.waiting import cancel_and_wait
 from mcapi import names
 
 if TYPE_CHECKING:
@@ -69,7 +71,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-EVENT_SOURCE = "mchub-hub"
 REASON_RESTORED = "RestoredByHub"
 _ANNOUNCE_PREFIX = names.member_announce_name("")
 # Informers of a leader cluster that comes back are not kept waiting long.
@@ -122,7 +123,7 @@ class LeaderMirror:
         self._concurrency = concurrency
         self._batch_delay = batch_delay
         self._clock = clock
-        self._recorder = EventRecorder(client, EVENT_SOURCE)
+        self._recorder = EventRecorder(client, COMPONENT)
         self.metrics = MirrorMetrics(registry)
         self.informers: dict[Kind, Informer] = {}
         for kind, resource in RESOURCES.items():
@@ -154,11 +155,7 @@ class LeaderMirror:
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*tasks)
 
     async def caught_up(self) -> None:
         """Until the leader's CRs say what the hub holds now (the tests wait on it)."""

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hub import COMPONENT
 from hub.mirror.feed import Kind
 from hub.store.base import MemberRecord
 from hub.store.kube_authorship import ANNOTATION_EXPORT_DIGEST, cr_digest
@@ -30,12 +31,13 @@ from hub.store.kube_codec import (
     member_from_cr,
     member_to_cr,
 )
-from kube.resources import MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS, Obj, Resource
+from kube.resources import Obj, Resource
 from mcapi.convert import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
-MANAGED_BY = "mchub-hub"
+MANAGED_BY = COMPONENT
 ANNOTATION_DIGEST = "mchub.antrea.io/digest"
 
 RESOURCES: dict[Kind, Resource] = {

@@ -20,7 +20,6 @@ refuses write calls before they reach it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from hub.store.base import (
     WriteBatch,
 )
 from hub.store.changelog import ChangeLog
-from kube.waiting import until_set_or_done
+from kube.waiting import cancel_and_wait, until_set_or_done
 
 log = logging.getLogger(__name__)
 
@@ -129,11 +128,8 @@ class Follower:
 
     async def stop(self) -> None:
         """Stop following; open watches end (UNAVAILABLE) and resume wherever they reconnect."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         self.engine.close_watches()
         await self._source.close()
 

@@ -40,9 +40,10 @@ from hub.store.kube_codec import (
 )
 from kube.client import KubeClient, WatchEvent
 from kube.informer import Informer
-from kube.resources import MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS, Resource
+from kube.resources import Resource
 from mcapi.convert import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,6 @@ leader among replicas elected through a coordination.k8s.io Lease."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from datetime import datetime
 from typing import Protocol
@@ -20,9 +19,11 @@ from hub.leader_cluster.status_writer import ClusterSetStatusWriter
 from hub.replicas.pod_role import label_pod_role
 from hub.store.base import StoreError
 from hub.store.kube import KubeStore
+from kube.backoff import Backoff, Retries
 from kube.client import KubeClient, connect
 from kube.errors import KubeError
 from kube.leader import LeaderElector
+from kube.waiting import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -131,10 +132,7 @@ class KubeLeadership:
             self.elector.start()
 
     async def _stopped(self) -> None:
-        if self._takeover is not None and not self._takeover.done():
-            self._takeover.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._takeover
+        await cancel_and_wait(self._takeover)
         await self.app.step_down()
 
     async def _clusterset_deleted(self, reason: str) -> None:
@@ -143,14 +141,13 @@ class KubeLeadership:
         Retried while the store fails (members are refused meanwhile); a replica that is not
         serving leaves it to the one taking over, which ends the ClusterSet before it serves.
         """
-        delay = 0.5
+        retries = Retries(Backoff(initial=0.5, maximum=10.0, jitter=0.0))
         while self.app.is_leader() and self.clusterset.ended == reason:
             try:
                 ended = await self.app.engine.end_clusterset(reason)
             except StoreError as exc:
                 log.warning("removing the deleted clusterset's state failed", extra={"error": str(exc)})
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
+                await asyncio.sleep(retries.next_delay())
                 continue
             log.info(
                 "hub state of the deleted clusterset removed",
@@ -176,10 +173,7 @@ class KubeLeadership:
         await self.clusterset.stop()
         await self.import_outcomes.close()
         await self.elector.stop(release=True)
-        if self._takeover is not None and not self._takeover.done():
-            self._takeover.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._takeover
+        await cancel_and_wait(self._takeover)
 
     async def close(self) -> None:
         await self.client.close()

@@ -34,6 +34,7 @@ from hub.engine import Engine
 from hub.rest.dashboard import liveness_view, resources_view, view_header
 from hub.watch.batches import ImportBatch
 from hub.watch.bus import Bus
+from kube.waiting import cancel_and_wait
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 if TYPE_CHECKING:
@@ -102,11 +103,7 @@ class ChangeFeed:
     async def close(self) -> None:
         pumps = list(self._pumps.values())
         self._pumps.clear()
-        for task in pumps:
-            task.cancel()
-        for task in pumps:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*pumps)
 
     def _mark(self) -> None:
         self._dirty = True

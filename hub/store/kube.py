@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import random
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -52,14 +51,19 @@ from hub.store.kube_codec import (
 )
 from hub.store.kube_measured import MeasuredCRs
 from hub.store.packed import M, PackedMessages
+from kube.backoff import Backoff, Retries
 from kube.client import KubeClient, PatchType
 from kube.errors import AlreadyExists, KubeError, NotFound, TemporaryError
-from kube.resources import MEMBER_CLUSTER_ANNOUNCES, NAMESPACES, RESOURCE_EXPORTS, RESOURCE_IMPORTS, Resource, name_of
+from kube.resources import NAMESPACES, Resource, name_of
 from mcapi import names
 from mcapi.convert import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 
 log = logging.getLogger(__name__)
+
+# A write the API server refused for a moment (TemporaryError): 50 ms doubling up to 2 s, +-50 %.
+_WRITE_BACKOFF = Backoff(initial=0.05, maximum=2.0, jitter=0.5)
 
 
 def _no_facet(_: object) -> tuple[str, str]:
@@ -254,16 +258,16 @@ class KubeStore(Store):
             self._import_revision = self._revision
 
     async def _retrying(self, write: Callable[[], Awaitable[None]]) -> None:
-        delay = 0.05
+        retries = Retries(_WRITE_BACKOFF)
         while True:
             try:
                 async with self._slots:
                     await write()
                 return
             except TemporaryError as exc:
+                delay = retries.next_delay()
                 log.warning("kube store write retried", extra={"error": str(exc), "delaySeconds": delay})
-                await asyncio.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 2.0)
+                await asyncio.sleep(delay)
 
     async def _put(self, resource: Resource, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]

@@ -41,10 +41,6 @@ from mcapi.crds.conditions import (
     AntreaCondition,
     Condition,
     ConditionBase,
-    find_condition,
-    is_condition_true,
-    remove_condition,
-    set_condition,
 )
 from mcapi.crds.core import (
     ClientIPConfig,
@@ -208,9 +204,5 @@ __all__ = [
     "ServiceSpec",
     "SessionAffinityConfig",
     "WireGuardInfo",
-    "find_condition",
-    "is_condition_true",
     "model_for",
-    "remove_condition",
-    "set_condition",
 ]

@@ -23,6 +23,8 @@ from mcapi.crds.base import AGE_COLUMN, KubeModel, KubeObject, PrinterColumn
 
 ANTREA_CRD_GROUP = "crd.antrea.io"
 POLICY_VERSION = "v1beta1"
+# The Tier of a policy that names none.
+DEFAULT_TIER = "application"
 
 # Antrea's static Tiers and their priorities (lower is evaluated first); "baseline" policies
 # come after Kubernetes NetworkPolicies.

@@ -197,14 +197,3 @@ class KubeObject(KubeModel):
         """The JSON document a Kubernetes client sends for this object."""
         data: dict[str, Any] = self.model_dump(mode="json", by_alias=True, exclude_none=True)
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
-        return cls.model_validate(data)
-
-    @property
-    def namespaced_name(self) -> str:
-        """``namespace/name`` (or ``name`` for cluster-scoped objects), for logs."""
-        if self.metadata.namespace:
-            return f"{self.metadata.namespace}/{self.metadata.name}"
-        return self.metadata.name

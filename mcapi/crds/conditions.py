@@ -1,11 +1,10 @@
-"""Conditions: metav1.Condition, Antrea's older condition shape, and the
-metav1 update rules as a pure function."""
+"""Conditions: metav1.Condition and Antrea's older condition shape, as CRD schemas.
+
+Reconcilers hold objects as JSON and apply the metav1 update rules with kube.conditions."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Final
 
 from pydantic import ConfigDict, Field
 
@@ -48,52 +47,3 @@ class AntreaCondition(ConditionBase):
 
     type: str = ""
     status: ConditionStatus = CONDITION_UNKNOWN
-
-
-C = TypeVar("C", bound=ConditionBase)
-
-
-def find_condition(conditions: Sequence[C], condition_type: str) -> C | None:
-    for condition in conditions:
-        if condition.type == condition_type:
-            return condition
-    return None
-
-
-def is_condition_true(conditions: Sequence[ConditionBase], condition_type: str) -> bool:
-    found = find_condition(conditions, condition_type)
-    return found is not None and found.status == CONDITION_TRUE
-
-
-def set_condition(conditions: Sequence[C], new: C, now: datetime) -> list[C]:
-    """Return ``conditions`` with ``new`` applied by the metav1 rules.
-
-    A condition of a new type is appended, stamped ``now`` unless it carries a
-    time. An existing one takes the new reason, message and observedGeneration;
-    its lastTransitionTime moves (to the new one's time, else ``now``) only
-    when its status flips. The input is not modified; order is kept.
-    """
-    stamp = new.last_transition_time or now
-    result: list[C] = []
-    replaced = False
-    for current in conditions:
-        if current.type != new.type or replaced:
-            result.append(current)
-            continue
-        replaced = True
-        update: dict[str, Any] = {"reason": new.reason, "message": new.message}
-        if current.status != new.status:
-            update["status"] = new.status
-            update["last_transition_time"] = stamp
-        elif current.last_transition_time is None:
-            update["last_transition_time"] = stamp
-        if isinstance(new, Condition):
-            update["observed_generation"] = new.observed_generation
-        result.append(current.model_copy(update=update))
-    if not replaced:
-        result.append(new.model_copy(update={"last_transition_time": stamp}))
-    return result
-
-
-def remove_condition(conditions: Sequence[C], condition_type: str) -> list[C]:
-    return [c for c in conditions if c.type != condition_type]

@@ -17,14 +17,14 @@ the same when it writes one); the zone keeps no ServiceImport the caches no long
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from kube.client import KubeClient, WatchEvent
 from kube.errors import KubeError
-from kube.resources import ENDPOINT_SLICES, SERVICE_IMPORTS, Obj
-from kube.waiting import until_set_or_done
+from kube.resources import ENDPOINT_SLICES, Obj
+from kube.waiting import cancel_and_wait, until_set_or_done
 from mcapi import names
+from mcapi.resources import SERVICE_IMPORTS
 from member.dns.zone import ClustersetZone
 from member.imports.caches import CachesStopped, ImportCaches, OwnedKind, Unsubscribe
 from member.imports.discovery import ApiDiscovery
@@ -77,10 +77,7 @@ class DnsFeed:
 
     async def stop(self) -> None:
         task, self._imports_task = self._imports_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         unsubscribe, self._unsubscribe = self._unsubscribe, []
         for end in unsubscribe:
             end()

@@ -21,6 +21,7 @@ import socket
 from collections.abc import Callable
 from typing import Any, cast
 
+from kube.waiting import cancel_and_wait
 from member.dns.answer import Responder
 
 log = logging.getLogger(__name__)
@@ -127,11 +128,7 @@ class DnsServer:
             self._tcp.close()
             for writer in list(self._connections):
                 writer.close()
-            handlers = list(self._handlers)
-            for task in handlers:
-                task.cancel()
-            if handlers:
-                await asyncio.wait(handlers)
+            await cancel_and_wait(*self._handlers)
             await self._tcp.wait_closed()
             self._tcp = None
 

@@ -28,24 +28,24 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kube.client import KubeClient, WatchEvent
+from kube.discovery import first_served
 from kube.errors import NotFound, PermanentError
 from kube.informer import Informer, cache_key
 from kube.manager import Watches
 from kube.queue_worker import QueueWorker
-from kube.resources import ENDPOINTS, SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1, SERVICES, Resource
+from kube.resources import ENDPOINTS, SERVICES, Obj, Resource
 from kube.workqueue import WorkQueue
 from kube.writecache import WriteThroughCache
 from mcapi import names
 from mcapi.config import EndpointIPType
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1
 from member.exports.conditions import READY, REASON_PENDING, HubAnswer, apply_conditions, wanted_conditions
 from member.exports.evaluate import Evaluation, Key, evaluate, export_names
 from member.hubclient import ExportSink
-from member.join.discovery import first_served
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 # Status writes are what a reconcile waits for; enough of them at once keep exports flowing.
 DEFAULT_WORKERS = 4
 # The importer's Services and Endpoints (labelled) are left out of the watches here: every imported

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
+from kube.resources import Obj
 from mcapi import label_syntax, names
 from mcapi.config import EndpointIPType
 from mcapi.convert import ConversionError, endpoints_from_endpoints_json, service_spec_from_service_json
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
-Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name) of the ServiceExport and its Service
 
 HEADLESS = "None"

@@ -32,10 +32,11 @@ from kube.events import EventRecorder
 from kube.informer import Informer
 from kube.manager import Watches
 from kube.queue_worker import QueueWorker
-from kube.resources import CLUSTER_INFO_IMPORTS, GATEWAYS, NODES, Obj, name_of
+from kube.resources import NODES, Obj, name_of
 from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.config import MultiClusterConfig
+from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from member.gateway.cluster_info import ClusterInfoPublisher, ClusterRanges
 from member.gateway.election import Candidate, candidates_from_nodes, elect
 from member.gateway.overlap import CONDITION_CIDR_CONFLICT, Ranges, find_overlaps, ranges_from_import

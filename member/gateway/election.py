@@ -30,8 +30,6 @@ ANNOTATION_WIREGUARD_PUBLIC_KEY = names.ANNOTATION_WIREGUARD_PUBLIC_KEY
 elected Node's value becomes the Gateway's ``wireGuard.publicKey``. Kept in step with
 agent/kubewatch/node_key.py (member and agent share no module but mcapi)."""
 
-Obj = dict[str, Any]
-
 
 @dataclass(frozen=True)
 class Candidate:

@@ -6,10 +6,10 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from kube.backoff import Backoff, Retries
 from kube.workqueue import WorkQueue, run_reconciler
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
-from member.hubclient.backoff import Backoff
 from member.hubclient.connection import CallMetadata
 from member.hubclient.errors import PermanentHubError, classify
 from member.hubclient.state import StateTracker
@@ -51,7 +51,7 @@ class Announcer:
         self._tracker = tracker
         self._settings = settings
         self._queue: WorkQueue[str] = WorkQueue(f"announce-{request.cluster_id}")
-        self._backoff = Backoff(settings.initial_backoff, settings.max_backoff)
+        self._backoff = Retries(Backoff(settings.initial_backoff, settings.max_backoff))
         self._due = 0.0  # loop time of the next announce
         self._quiet_until = 0.0  # after a failure: no announce before then, poked or not
         self.attempts = 0

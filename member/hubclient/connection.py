@@ -7,10 +7,12 @@ member reporting the status of thousands of imports pays thousands of times.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 
 import grpc
+
+from mcapi.addresses import is_loopback_host
+from mcapi.names import CLUSTER_ID_METADATA
 
 # Default gRPC port for an https:// URL that names none.
 _HTTPS_PORT = 443
@@ -58,16 +60,9 @@ def parse_target(server: str) -> str:
 
 
 def _is_loopback(target: str) -> bool:
-    host = target.rpartition(":")[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(target.rpartition(":")[0])
 
 
-CLUSTER_ID_METADATA = "mchub-cluster-id"
 CallMetadata = tuple[tuple[str, str], ...]
 
 

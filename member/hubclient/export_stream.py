@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import grpc
 
+from kube.backoff import Backoff, Retries
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
-from member.hubclient.backoff import Backoff
 from member.hubclient.connection import CallMetadata
 from member.hubclient.desired import DesiredExports, ExportRejection
 from member.hubclient.errors import (
@@ -110,7 +110,7 @@ class ExportPump:
     # ---- lifecycle -----------------------------------------------------------
 
     async def run(self) -> None:
-        backoff = Backoff(self._settings.initial_backoff, self._settings.max_backoff)
+        backoff = Retries(Backoff(self._settings.initial_backoff, self._settings.max_backoff))
         while not self._stopping.is_set():
             await self._tracker.joined.wait()
             if self._stopping.is_set():
@@ -142,7 +142,7 @@ class ExportPump:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
-    def _delay_after(self, error: HubCallError, backoff: Backoff) -> float:
+    def _delay_after(self, error: HubCallError, backoff: Retries) -> float:
         if isinstance(error, _ItemRefused):
             backoff.reset()
             return 0.0
@@ -162,7 +162,7 @@ class ExportPump:
 
     # ---- one stream ----------------------------------------------------------
 
-    async def _stream(self, backoff: Backoff) -> None:
+    async def _stream(self, backoff: Retries) -> None:
         self.streams_opened += 1
         call = self._stub.Export(metadata=self._settings.metadata)
         self._streaming = True

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from kube.backoff import Retries
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
-from member.hubclient.backoff import Backoff
 from member.hubclient.connection import CallMetadata
 from member.hubclient.errors import PermanentHubError, classify
 
@@ -26,7 +26,7 @@ async def leave(
     *,
     within: float,
     call_timeout: float,
-    backoff: Backoff,
+    backoff: Retries,
     metadata: CallMetadata = (),
 ) -> bool:
     """Whether the hub heard it (it then holds nothing of this member)."""

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import grpc
 
+from kube.backoff import Backoff, Retries
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
-from member.hubclient.backoff import Backoff
 from member.hubclient.connection import CallMetadata
 from member.hubclient.errors import PermanentHubError, classify
 from member.hubclient.pulse import Pulse
@@ -69,7 +69,7 @@ class ImportStatusReporter:
 
     async def run(self, stub: pb_grpc.CommonAreaServiceAsyncStub) -> None:
         """Send reports (including those made before the session started) until cancelled."""
-        backoff = Backoff(self._settings.initial_backoff, self._settings.max_backoff)
+        backoff = Retries(Backoff(self._settings.initial_backoff, self._settings.max_backoff))
         while True:
             if not self._pending:
                 await self._activity.wait()

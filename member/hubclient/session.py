@@ -26,10 +26,11 @@ from types import TracebackType
 
 import grpc
 
+from kube.backoff import Backoff, Retries
+from kube.waiting import cancel_and_wait
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.announce import Announcer, AnnounceSettings
-from member.hubclient.backoff import Backoff
 from member.hubclient.connection import HubEndpoint, parse_target
 from member.hubclient.desired import DesiredExports, ExportRejection
 from member.hubclient.events import ImportConsumer, WatchPosition
@@ -237,9 +238,7 @@ class HubSession:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._reports.wait_idle()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(*self._tasks)
         self._tasks, self._export_task = [], None
         if leave and self._stub is not None:
             self.left = await leave_clusterset(
@@ -247,7 +246,7 @@ class HubSession:
                 self._config.cluster_id,
                 within=timeout,
                 call_timeout=self._config.call_timeout,
-                backoff=Backoff(self._config.initial_backoff, self._config.max_backoff),
+                backoff=Retries(Backoff(self._config.initial_backoff, self._config.max_backoff)),
                 metadata=self._endpoint.call_metadata(),
             )
         await self._channel.close()

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import grpc
 
+from kube.backoff import Backoff, Retries
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
-from member.hubclient.backoff import Backoff
 from member.hubclient.connection import CallMetadata
 from member.hubclient.errors import HubCallError, PermanentHubError, ResumeHubError, TemporaryHubError, classify
 from member.hubclient.events import Delete, ImportConsumer, ImportEvent, Resumed, Synced, Upsert, WatchPosition
@@ -88,7 +88,7 @@ class ImportWatch:
         await self._moved.wait_until(lambda: self._position.revision >= revision)
 
     async def run(self) -> None:
-        backoff = Backoff(self._settings.initial_backoff, self._settings.max_backoff)
+        backoff = Retries(Backoff(self._settings.initial_backoff, self._settings.max_backoff))
         while True:
             await self._tracker.joined.wait()
             try:
@@ -103,7 +103,7 @@ class ImportWatch:
             )
             await asyncio.sleep(delay)
 
-    def _delay_after(self, error: Exception, backoff: Backoff) -> float:
+    def _delay_after(self, error: Exception, backoff: Retries) -> float:
         if isinstance(error, ResumeHubError):
             return self._settings.initial_backoff  # fell behind: resume promptly
         if isinstance(error, PermanentHubError):
@@ -115,7 +115,7 @@ class ImportWatch:
                 self._on_lost()
         return backoff.next_delay()
 
-    async def _stream(self, backoff: Backoff) -> None:
+    async def _stream(self, backoff: Retries) -> None:
         self.streams_opened += 1
         self._snapshot, self._live = None, False
         request = pb.WatchImportsRequest(

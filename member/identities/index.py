@@ -16,10 +16,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from kube.resources import Obj
 from mcapi.labels import format_labels, format_namespace_labels, join_normalized_label
 
 PodKey = tuple[str, str]  # (namespace, name)
-Obj = Mapping[str, Any]
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:

@@ -29,16 +29,18 @@ from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
 
+from kube.backoff import Backoff
 from kube.client import KubeClient, WatchEvent
 from kube.errors import TemporaryError
 from kube.events import EventRecorder
 from kube.informer import cache_key
 from kube.queue_worker import QueueWorker
 from kube.resources import name_of
-from kube.workqueue import ItemBackoff, WorkQueue
+from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.convert.errors import ConversionError
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from member import COMPONENT
 from member.hubclient.events import Delete, ImportEvent, Resumed, Synced, Upsert
 from member.imports.caches import ImportCaches, Unlisten
 from member.imports.context import ImportContext
@@ -52,7 +54,6 @@ from member.imports.policies import policy_tier
 log = logging.getLogger(__name__)
 
 Report = Callable[[str, bool, str, str], None]
-EVENT_COMPONENT = "mchub-member"
 EVENT_REASON_CONFLICT = "ImportConflict"
 # A real API server takes 1-2k writes/s on two cores; 8 writers keep it busy without a pile-up.
 DEFAULT_WORKERS = 8
@@ -105,8 +106,8 @@ class ImportApplier:
         self._local_endpoints = local_endpoints
         self._local_handler_added = False
         self._report_to = report
-        self._recorder = recorder if recorder is not None else EventRecorder(client, EVENT_COMPONENT)
-        backoff = ItemBackoff(base=min(0.05, retry_interval), cap=retry_interval)
+        self._recorder = recorder if recorder is not None else EventRecorder(client, COMPONENT)
+        backoff = Backoff(initial=min(0.05, retry_interval), maximum=retry_interval, jitter=0.0)
         self._queue: WorkQueue[str] = WorkQueue(f"imports-{cluster_id}", backoff=backoff, registry=registry)
         self._desired: dict[str, pb.ResourceImport] = {}  # the latest Upsert of every import
         # Until a snapshot ended (or the watch resumed), an import not desired may just not have

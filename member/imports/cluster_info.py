@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kube.resources import CLUSTER_INFO_IMPORTS, Obj
+from kube.resources import Obj
 from mcapi.convert import build_cluster_info_import
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import CLUSTER_INFO_IMPORTS
 from member.imports.cluster_info_status import CONDITION_READY, set_cluster_info_import_condition
 
 if TYPE_CHECKING:

@@ -12,7 +12,8 @@ from datetime import datetime
 
 from kube.client import KubeClient
 from kube.conditions import Status, set_condition
-from kube.resources import CLUSTER_INFO_IMPORTS, Obj, name_of, namespace_of
+from kube.resources import Obj, name_of, namespace_of
+from mcapi.resources import CLUSTER_INFO_IMPORTS
 
 CONDITION_READY = "Ready"
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from kube.client import KubeClient
 from kube.errors import NotFound
+from kube.waiting import cancel_and_wait
 
 
 class ApiDiscovery:
@@ -32,9 +33,7 @@ class ApiDiscovery:
     async def close(self) -> None:
         """Cancel the refreshes under way."""
         pending = list(self._pending.values())
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        await cancel_and_wait(*pending)
 
     async def versions_serving(self, group: str, plural: str) -> list[str]:
         """Versions of ``group`` that serve ``plural``; empty when none does (CRD not installed)."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kube.resources import LABEL_IDENTITIES, Obj
+from kube.resources import Obj
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import LABEL_IDENTITIES
 
 if TYPE_CHECKING:
     from member.imports.context import ImportContext

@@ -18,25 +18,14 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kube.resources import (
-    CLUSTER_INFO_IMPORTS,
-    ENDPOINT_SLICES,
-    ENDPOINTS,
-    LABEL_IDENTITIES,
-    SERVICE_IMPORTS_V1BETA1,
-    SERVICES,
-    Obj,
-    Resource,
-    name_of,
-    namespace_of,
-)
+from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SERVICES, Obj, Resource, name_of, namespace_of
 from mcapi import names
+from mcapi.crds.antrea_policy import ANTREA_CRD_GROUP
+from mcapi.resources import CLUSTER_INFO_IMPORTS, LABEL_IDENTITIES, SERVICE_IMPORTS_V1BETA1
 from member.imports.discovery import ApiDiscovery
 from member.imports.ownership import LABEL_IMPORTED_ACNP, LABEL_IMPORTED_SERVICE, LABEL_MANAGED_BY, MANAGED_BY
 
 ImportNameOf = Callable[[Obj], str | None]
-
-ANTREA_CRD_GROUP = "crd.antrea.io"
 
 
 def acnp_resource(version: str) -> Resource:

@@ -20,8 +20,9 @@ from google.protobuf.struct_pb2 import Struct
 from kube.resources import Obj, Resource
 from mcapi import names
 from mcapi.convert import struct_to_dict
+from mcapi.crds.antrea_policy import ANTREA_CRD_GROUP, DEFAULT_TIER
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from member.imports.objects import ANTREA_CRD_GROUP, IMPORTED_POLICIES
+from member.imports.objects import IMPORTED_POLICIES
 from member.imports.outcome import ImportBlocked, ImportReason
 from member.imports.ownership import LABEL_IMPORTED_ACNP
 
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 TIER_VERSIONS = ("v1beta1", "v1alpha1")
 # Antrea puts a ClusterNetworkPolicy without a tier into its default Tier.
-DEFAULT_TIER = "application"
 _ACNP_SUFFIX = "-antreaclusternetworkpolicy"
 
 

@@ -14,26 +14,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from kube.client import KubeClient, WatchEvent
+from kube.discovery import first_served
 from kube.errors import KubeError, NotFound, PermanentError, TemporaryError
 from kube.informer import Informer
 from kube.manager import Watches
 from kube.queue_worker import QueueWorker
-from kube.resources import (
-    CLUSTER_CLAIMS,
-    CLUSTER_CLAIMS_V1ALPHA1,
-    CLUSTER_SETS,
-    CLUSTER_SETS_V1ALPHA1,
-    SECRETS,
-    Resource,
-    name_of,
-)
+from kube.resources import SECRETS, Obj, Resource, name_of
 from kube.workqueue import WorkQueue
+from mcapi.resources import CLUSTER_CLAIMS, CLUSTER_CLAIMS_V1ALPHA1, CLUSTER_SETS, CLUSTER_SETS_V1ALPHA1
 from member.hubclient import HubEndpoint
 from member.join.credentials import read_endpoint
-from member.join.discovery import first_served
 from member.join.spec import InvalidClusterSet, JoinSpec, parse_join_spec
 from member.join.status import LeaderLink, desired_status, status_differs, status_merge_patch
 
@@ -41,8 +34,6 @@ log = logging.getLogger(__name__)
 
 KEY_MEMBERSHIP = "membership"
 KEY_STATUS = "status"
-
-Obj = dict[str, Any]
 
 
 class Membership(Protocol):

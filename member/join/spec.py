@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from kube.errors import PermanentError
+from kube.resources import Obj
 from mcapi.crds import WELL_KNOWN_CLAIM_CLUSTER_SET, WELL_KNOWN_CLAIM_CLUSTER_SET_V1ALPHA1, WELL_KNOWN_CLAIM_ID
 from mcapi.names import is_valid_cluster_id
-
-Obj = dict[str, Any]
 
 _CLUSTER_SET_CLAIMS = (WELL_KNOWN_CLAIM_CLUSTER_SET, WELL_KNOWN_CLAIM_CLUSTER_SET_V1ALPHA1)
 

@@ -16,15 +16,13 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from kube.conditions import set_condition
+from kube.resources import Obj
 from mcapi.crds import CLUSTER_IS_LEADER, CLUSTER_READY, CLUSTER_SET_READY
 
 REASON_DISCONNECTED = "Disconnected"
 DISCONNECTED_MESSAGE = "Disconnected from leader"
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

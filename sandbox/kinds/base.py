@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sandbox.resources import Obj
+from kube.resources import Obj
 
 
 class KindBehaviour:

@@ -29,12 +29,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kube.conditions import Condition, find_condition, set_condition
+from kube.resources import Obj
 from sandbox import errors
 from sandbox.errors import FieldError, go_string
 from sandbox.kinds.base import KindBehaviour
 from sandbox.kinds.custom_resources import CustomResourceVersion
 from sandbox.registry import DeleteOptions, Registry
-from sandbox.resources import GroupResource, Obj, PrinterColumn, ResourceCatalog, ResourceType
+from sandbox.resources import GroupResource, PrinterColumn, ResourceCatalog, ResourceType
 from sandbox.store import ObjectStore, StoredEvent
 
 log = logging.getLogger(__name__)

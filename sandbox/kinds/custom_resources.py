@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kube.resources import Obj
 from sandbox.errors import FieldError
 from sandbox.kinds.schema_validation import validate
 from sandbox.kinds.structural_schema import prune, prune_and_default
-from sandbox.resources import Obj
 
 Schema = dict[str, Any]
 

@@ -7,7 +7,8 @@ events written through events.k8s.io must show there too.
 
 from __future__ import annotations
 
-from sandbox.resources import Obj, ObjectView
+from kube.resources import Obj
+from sandbox.resources import ObjectView
 
 # events.k8s.io/v1 field -> core/v1 field
 _RENAMES = {

@@ -18,8 +18,9 @@ import asyncio
 import copy
 import logging
 
+from kube.resources import Obj
 from sandbox.registry import DeleteOptions, Registry
-from sandbox.resources import GroupResource, Obj, ResourceCatalog
+from sandbox.resources import GroupResource, ResourceCatalog
 from sandbox.store import ObjectKey, StoredEvent, object_key
 
 log = logging.getLogger(__name__)

@@ -14,9 +14,10 @@ import asyncio
 import copy
 import logging
 
+from kube.resources import Obj
 from sandbox.kinds.base import KindBehaviour
 from sandbox.registry import NAMESPACES, DeleteOptions, Registry
-from sandbox.resources import Obj, ResourceCatalog
+from sandbox.resources import ResourceCatalog
 from sandbox.store import StoredEvent
 from sandbox.timefmt import now_rfc3339
 

@@ -15,12 +15,12 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
+from kube.resources import ANNOTATION_SA_NAME, SA_TOKEN_TYPE, Obj
 from sandbox import errors
-from sandbox.auth import ANNOTATION_SA_NAME, ANNOTATION_SA_UID, SA_TOKEN_TYPE, TokenAuthority
+from sandbox.auth import ANNOTATION_SA_UID, TokenAuthority
 from sandbox.errors import FieldError
 from sandbox.kinds.base import KindBehaviour
 from sandbox.registry import Registry
-from sandbox.resources import Obj
 from sandbox.store import StoredEvent
 
 SECRETS = ("", "secrets")

@@ -14,10 +14,10 @@ import ipaddress
 import random
 from typing import Any
 
+from kube.resources import Obj
 from sandbox import errors
 from sandbox.errors import FieldError, go_string, go_string_slice
 from sandbox.kinds.base import KindBehaviour
-from sandbox.resources import Obj
 
 _TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 NODE_PORT_RANGE = (30000, 32767)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from sandbox.resources import Obj
+from kube.resources import Obj
 
 Schema = dict[str, Any]
 _ROOT_KEEP = ("apiVersion", "kind", "metadata")

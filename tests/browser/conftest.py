@@ -8,13 +8,14 @@
   verification stays on for everything else). It records page errors and CSP
   violations in `page_problems` so a test can assert the page ran cleanly.
 Everything is closed at teardown. Test modules here mark themselves `browser`
-and skip (with NO_CHROMIUM) only when /usr/bin/chromium is absent.
+and skip (with NO_CHROMIUM) only when chromium is not on PATH; under CI=true that fails.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,8 +26,10 @@ from playwright.async_api import ConsoleMessage, Error, Page, async_playwright
 
 from hub.app import HubApp
 from tests.integration.hub_fixtures import connect, hub
+from tests.needs import tool_missing
 
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's chromium, found on PATH (so a PATH without it shows what a machine without it does).
+CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless=new",
     "--no-sandbox",
@@ -42,7 +45,7 @@ __all__ = ["connect", "hub"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
-NO_CHROMIUM = f"{CHROMIUM} is not installed (apt-get install chromium)"
+NO_CHROMIUM = tool_missing("chromium", package="chromium")  # None when it is there
 
 
 @pytest.fixture

@@ -10,11 +10,12 @@ from playwright.async_api import Page, expect
 from hub.app import HubApp
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from tests.browser.conftest import ARTIFACTS, CHROMIUM, NO_CHROMIUM
+from tests.browser.conftest import ARTIFACTS, NO_CHROMIUM
 from tests.integration.hub_fixtures import rest_session
 from tests.integration.hubclient import MemberFactory, endpoints_export, service_export
+from tests.needs import needs
 
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason=NO_CHROMIUM)]
+pytestmark = [pytest.mark.browser, needs(NO_CHROMIUM)]
 
 ACNP: dict[str, Any] = {
     "apiVersion": "multicluster.crd.antrea.io/v1alpha1",

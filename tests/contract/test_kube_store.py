@@ -18,7 +18,7 @@ import pytest
 
 from hub.store.base import Store, WriteBatch
 from hub.store.kube import InvalidRecord, KubeStore, StoreUnavailable
-from kube.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
+from mcapi.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from tests.contract import samples
 from tests.contract.leader_api import LeaderApi, leader_api
 from tests.contract.store_contract import StoreContract

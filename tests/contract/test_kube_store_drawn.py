@@ -22,8 +22,9 @@ from hub.store.base import WriteBatch
 from hub.store.kube import KubeStore
 from hub.store.kube_codec import export_from_cr, import_from_cr
 from kube.client import KubeClient
-from kube.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS, Resource
+from kube.resources import Resource
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from tests.contract.leader_api import leader_api
 from tests.unit import test_convert_strategies as drawn
 

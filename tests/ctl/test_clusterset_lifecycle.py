@@ -8,8 +8,9 @@ from pathlib import Path
 import yaml
 
 from kube.client import KubeClient
-from kube.resources import CLUSTER_SETS, CONFIG_MAPS, NAMESPACES, SECRETS, SERVICE_ACCOUNTS, Resource
+from kube.resources import CONFIG_MAPS, NAMESPACES, SECRETS, SERVICE_ACCOUNTS, Resource
 from mcapi import names
+from mcapi.resources import CLUSTER_SETS
 from tests.ctl.conftest import Cluster, Mcctl
 
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)

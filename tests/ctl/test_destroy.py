@@ -21,8 +21,8 @@ import pytest
 
 from hub.app import HubApp
 from hub.config import KubeStoreConfig
-from kube.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
+from mcapi.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from tests.ctl.conftest import Cluster, Mcctl
 from tests.integration.hub_fixtures import hub_config
 from tests.integration.hubclient import MemberFactory, service_export

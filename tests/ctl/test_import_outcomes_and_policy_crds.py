@@ -8,8 +8,9 @@ from pathlib import Path
 
 import yaml
 
-from kube.resources import CRDS, RESOURCE_IMPORTS
+from kube.resources import CRDS
 from mcapi import names
+from mcapi.resources import RESOURCE_IMPORTS
 from tests.ctl.conftest import Cluster, Mcctl
 from tests.kubeenv.cluster import ensure_namespace
 

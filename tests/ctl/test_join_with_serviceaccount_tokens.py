@@ -21,8 +21,8 @@ from hub.app import HubApp
 from hub.config import HubConfig, KubeStoreConfig
 from kube.client import KubeClient
 from kube.leader import LeaseTiming
-from kube.resources import CLUSTER_SETS
 from mcapi import names
+from mcapi.resources import CLUSTER_SETS
 from member.app import MemberApp
 from tests.contract.leader_api import leader_api
 from tests.ctl.conftest import Mcctl

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from kube.resources import SERVICE_EXPORTS, SERVICES
+from kube.resources import SERVICES
+from mcapi.resources import SERVICE_EXPORTS
 from mchub_cli.localset import LocalClusterSet
 from tests.ctl.conftest import Mcctl
 from tests.integration.hub_fixtures import rest_session

@@ -6,8 +6,8 @@ import json
 
 import yaml
 
-from kube.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
+from mcapi.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from tests.ctl.conftest import Cluster, Mcctl
 from tests.kubeenv.cluster import ensure_namespace
 

@@ -17,7 +17,6 @@ Traffic only ever flows between addresses inside these namespaces.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 
@@ -26,14 +25,15 @@ import pytest
 from tests.datapath.driver import ClusterSetDriver
 from tests.datapath.forks import recording_forks
 from tests.datapath.topology import Topology, build_topology, destroy_topology
+from tests.needs import needs, tool_missing
 
 
 def _why_no_netns() -> str | None:
     if os.geteuid() != 0:
         return "needs root to create network namespaces"
-    for tool in ("ip", "nft"):
-        if shutil.which(tool) is None:
-            return f"needs the Debian tool {tool!r}"
+    missing = tool_missing("ip", package="iproute2") or tool_missing("nft", package="nftables")
+    if missing is not None:
+        return missing
     probe = f"mcprobe{os.getpid()}"
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, check=False)
     if made.returncode != 0:
@@ -43,11 +43,8 @@ def _why_no_netns() -> str | None:
 
 
 _NO_NETNS = _why_no_netns()
-requires_netns = pytest.mark.skipif(_NO_NETNS is not None, reason=_NO_NETNS or "")
-requires_wireguard = pytest.mark.skipif(
-    shutil.which("wireguard-go") is None or shutil.which("wg") is None,
-    reason="needs the Debian tools wireguard-go and wg",
-)
+requires_netns = needs(_NO_NETNS)
+requires_wireguard = needs(tool_missing("wireguard-go", "wg", package="wireguard-go, wireguard-tools"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -16,9 +16,10 @@ from ipaddress import IPv4Address
 from typing import Any
 
 from agent.policy.compile import LocalPod, MultiClusterService, PolicyObject, PolicySources, compile_policies
-from agent.policy.labels import LabelIdentity, identity_from_label, normalized_label
+from agent.policy.labels import LabelIdentity, identity_from_label
 from agent.policy.named_ports import ContainerPort
 from agent.policy.state import CompiledPolicy
+from mcapi.labels import normalized_label
 from tests.datapath.topology import Topology
 
 NAMESPACE = "default"

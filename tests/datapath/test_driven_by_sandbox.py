@@ -23,8 +23,8 @@ from agent.config import AgentConfig
 from agent.main import KubeAgent
 from agent.state import Role
 from kube.conditions import find_condition
-from kube.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from mcapi.names import ANNOTATION_GATEWAY, DEFAULT_MEMBER_NAMESPACE
+from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from member.gateway import GatewayController
 from tests.datapath.driver import FAST_HEALTH
 from tests.datapath.topology import ClusterNs, Topology, build_topology, destroy_topology

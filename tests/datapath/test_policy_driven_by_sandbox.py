@@ -28,12 +28,13 @@ from agent.config import AgentConfig
 from agent.kubewatch.policy_status import CONDITION_ENFORCED, EVENT_NOT_ENFORCED
 from agent.kubewatch.policy_view import CLUSTER_NETWORK_POLICIES
 from agent.main import KubeAgent
-from agent.policy.labels import normalized_label
 from agent.state import Role
 from kube.client import KubeClient
 from kube.conditions import find_condition
-from kube.resources import CRDS, EVENTS, LABEL_IDENTITIES, PODS
+from kube.resources import CRDS, EVENTS, PODS
+from mcapi.labels import normalized_label
 from mcapi.names import label_identity_import_name
+from mcapi.resources import LABEL_IDENTITIES
 from tests.datapath.driver import FAST_HEALTH
 from tests.datapath.test_driven_by_sandbox import ClusterSet, Member, routes_to, wait_agent
 from tests.datapath.topology import NodeNs, build_topology, destroy_topology

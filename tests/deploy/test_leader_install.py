@@ -30,10 +30,10 @@ import grpc
 import pytest
 import yaml
 
-from hub.grpc.calls import CLUSTER_ID_METADATA
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
+from mcapi.names import CLUSTER_ID_METADATA
 from tests.deploy import manifests
 from tests.deploy.conftest import DeployCluster
 from tests.deploy.installed import wait_nothing_made_by_controllers

@@ -14,15 +14,9 @@ from typing import Any, TypeVar
 
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, NotFound
-from kube.resources import (
-    ENDPOINT_SLICES,
-    ENDPOINTS,
-    NAMESPACES,
-    SERVICE_EXPORTS,
-    SERVICE_IMPORTS_V1BETA1,
-    SERVICES,
-)
+from kube.resources import ENDPOINT_SLICES, ENDPOINTS, NAMESPACES, SERVICES
 from mcapi.names import LABEL_MCS_SERVICE_NAME, LABEL_MCS_SOURCE_CLUSTER
+from mcapi.resources import SERVICE_EXPORTS, SERVICE_IMPORTS_V1BETA1
 
 WAIT = 20.0
 POLL = 0.1

@@ -29,8 +29,9 @@ from hub.app import HubApp
 from hub.config import KubeStoreConfig
 from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists, NotFound
-from kube.resources import CLUSTER_SETS, NAMESPACES, SECRETS, SERVICE_ACCOUNTS, SERVICE_EXPORTS
+from kube.resources import NAMESPACES, SECRETS, SERVICE_ACCOUNTS
 from mcapi import names
+from mcapi.resources import CLUSTER_SETS, SERVICE_EXPORTS
 from mchub_cli.localset import LocalCluster, LocalClusterSet
 from tests.kubeenv.envtest import RealCluster
 

@@ -20,7 +20,8 @@ import pytest
 import pytest_asyncio
 
 from kube.client import KubeClient
-from kube.resources import ENDPOINTS, SERVICE_EXPORTS, SERVICES
+from kube.resources import ENDPOINTS, SERVICES
+from mcapi.resources import SERVICE_EXPORTS
 from mchub_cli.localset import LocalClusterSet
 from member.app import MemberApp
 from member.config import MemberOptions
@@ -35,11 +36,13 @@ from tests.e2e.mcs import (
     service_import,
     unexport,
 )
+from tests.needs import needs, tool_missing
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 NORTH, EAST, WEST = "test-cluster-north", "test-cluster-east", "test-cluster-west"
 DIG = shutil.which("dig")
+needs_dig = needs(tool_missing("dig", package="dnsutils"))
 # A DNS answer follows the ServiceImport through one watch event: well under a second.
 DNS_LAG = 1.0
 
@@ -49,8 +52,7 @@ class EastDns:
         self.port = port
 
     async def dig(self, *args: str) -> str:
-        if DIG is None:
-            pytest.fail("dig (Debian dnsutils) is not installed")
+        assert DIG is not None, "a test that digs is marked needs_dig"
         process = await asyncio.create_subprocess_exec(
             DIG, "@127.0.0.1", "-p", str(self.port), "+time=2", "+tries=1", *args, stdout=asyncio.subprocess.PIPE
         )
@@ -115,6 +117,7 @@ async def export_headless(
     )
 
 
+@needs_dig
 async def test_east_resolves_a_and_srv_of_a_clusterip_service_west_exported(
     clusterset: LocalClusterSet, namespace: str, east_dns: EastDns
 ) -> None:
@@ -139,6 +142,7 @@ async def _with_ips(client: KubeClient, namespace: str, name: str) -> dict[str, 
     return found if found and found["spec"].get("ips") else None
 
 
+@needs_dig
 async def test_east_resolves_every_endpoint_and_each_pod_name_of_a_headless_service(
     clusterset: LocalClusterSet, namespace: str, east_dns: EastDns
 ) -> None:
@@ -154,6 +158,7 @@ async def test_east_resolves_every_endpoint_and_each_pod_name_of_a_headless_serv
     assert await east_dns.values(f"DB-0.{WEST.upper()}.{fqdn('db', namespace).upper()}") == ["10.10.0.1"]
 
 
+@needs_dig
 async def test_an_unexported_service_is_nxdomain_within_the_imports_propagation_time(
     clusterset: LocalClusterSet, namespace: str, east_dns: EastDns
 ) -> None:

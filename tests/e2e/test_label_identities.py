@@ -30,9 +30,10 @@ from google.protobuf.struct_pb2 import Struct
 from hub.rest import shapes
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, NotFound
-from kube.resources import CONFIG_MAPS, CRDS, EVENTS, LABEL_IDENTITIES, Resource
+from kube.resources import CONFIG_MAPS, CRDS, EVENTS, Resource
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import LABEL_IDENTITIES
 from mchub_cli.localset import LocalClusterSet
 from tests.e2e.conftest import new_clusterset
 from tests.integration.hubclient import MemberFactory

@@ -18,16 +18,9 @@ import pytest
 import pytest_asyncio
 
 from kube.errors import NotFound
-from kube.resources import (
-    CLUSTER_CLAIMS_V1ALPHA1,
-    CLUSTER_SETS_V1ALPHA1,
-    CONFIG_MAPS,
-    ENDPOINTS,
-    EVENTS,
-    SECRETS,
-    SERVICES,
-)
+from kube.resources import CONFIG_MAPS, ENDPOINTS, EVENTS, SECRETS, SERVICES
 from mcapi import names
+from mcapi.resources import CLUSTER_CLAIMS_V1ALPHA1, CLUSTER_SETS_V1ALPHA1
 from mchub_cli.localset import SERVICE_CIDRS, LocalClusterSet
 from tests.e2e.conftest import make_namespace, new_clusterset
 from tests.e2e.mcs import eventually, export, service, service_import

@@ -21,8 +21,8 @@ import pytest_asyncio
 from ctl.main import main as mcctl_main
 from kube.client import KubeClient, connect
 from kube.errors import NotFound
-from kube.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
+from mcapi.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mchub_cli.localset import LocalClusterSet
 from tests.e2e.conftest import make_namespace, new_clusterset
 from tests.e2e.mcs import eventually, export, service, service_import

@@ -25,10 +25,11 @@ from hub.store.base import WriteBatch
 from hub.store.kube import KubeStore
 from hub.store.kube_codec import change_stamp, deleting_patch, is_being_deleted, read_change_stamp
 from kube.client import PatchType
-from kube.resources import MEMBER_CLUSTER_ANNOUNCES, PODS, RESOURCE_IMPORTS
+from kube.resources import PODS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
+from mcapi.resources import MEMBER_CLUSTER_ANNOUNCES, RESOURCE_IMPORTS
 from tests.contract import samples
 from tests.integration.hubclient import (
     endpoints_export,

@@ -16,9 +16,10 @@ from google.protobuf.struct_pb2 import Struct
 
 from hub.app import HubApp
 from hub.config import HubConfig, KubeStoreConfig
-from kube.resources import CLUSTER_SETS, EVENTS, RESOURCE_IMPORTS
+from kube.resources import EVENTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import CLUSTER_SETS, RESOURCE_IMPORTS
 from tests.contract.leader_api import leader_api
 from tests.integration.hubclient import Member, MemberFactory
 from tests.sandbox.kubectl_runner import KUBECTL, Kubectl

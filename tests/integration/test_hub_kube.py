@@ -20,10 +20,10 @@ import grpc
 import pytest
 
 from kube.client import KubeClient
-from kube.resources import CLUSTER_SETS, RESOURCE_EXPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
+from mcapi.resources import CLUSTER_SETS, RESOURCE_EXPORTS
 from tests.contract.leader_api import LeaderApi, leader_api
 from tests.integration.hubclient import read_until_synced, secure_channel, service_export
 from tests.integration.hubprocess import HubProcess, hub_process

@@ -30,11 +30,12 @@ import pytest
 
 from hub.grpc.codes import LEADER_METADATA
 from hub.replicas.leadership import LEASE_NAME
-from kube.resources import CLUSTER_SETS, LEASES, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
+from kube.backoff import Retries
+from kube.resources import LEASES
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
-from member.hubclient.backoff import Backoff
+from mcapi.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from member.hubclient.leave import leave as leave_clusterset
 from tests.integration.hubclient import secure_channel, service_export
 from tests.integration.hubprocess import HubProcess, hub_process
@@ -84,7 +85,7 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str, within: fl
 async def as_a_member_would(call: Callable[[], Awaitable[T]], within: float = RETRY_WITHIN) -> T:
     """`call()`, tried again after the member's backoff while the hub answers UNAVAILABLE (a
     replica that is not serving for a moment), for up to `within` s; any other answer stands."""
-    backoff = Backoff()
+    backoff = Retries()
     async with asyncio.timeout(within):
         while True:
             try:
@@ -297,7 +298,7 @@ async def test_a_hub_stalled_past_its_renew_deadline_leads_again_at_once_names_n
             try:
                 # The member's own Leave (member.hubclient), retried as a member stopping with leave=True does.
                 leaving = asyncio.create_task(
-                    leave_clusterset(west.stub, "west", within=RETRY_WITHIN, call_timeout=5.0, backoff=Backoff())
+                    leave_clusterset(west.stub, "west", within=RETRY_WITHIN, call_timeout=5.0, backoff=Retries())
                 )
                 await asyncio.sleep(3.0)  # past the renew deadline (2 s): the stall itself, not a wait for an event
             finally:

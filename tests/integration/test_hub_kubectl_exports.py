@@ -39,9 +39,10 @@ from kube.client import KubeClient, WatchEvent
 from kube.errors import NotFound
 from kube.informer import Informer
 from kube.leader import LeaseTiming
-from kube.resources import EVENTS, RESOURCE_EXPORTS, RESOURCE_IMPORTS
+from kube.resources import EVENTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from tests.contract.leader_api import LeaderApi, leader_api
 from tests.deploy.kubectl import Kubectl, needs_kubectl
 from tests.integration.hub_fixtures import hub_config

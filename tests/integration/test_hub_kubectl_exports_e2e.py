@@ -24,7 +24,7 @@ import pytest
 
 from kube.client import KubeClient
 from kube.errors import NotFound
-from kube.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
+from mcapi.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mchub_cli.localset import LocalClusterSet
 from tests.deploy.kubectl import Kubectl, needs_kubectl
 from tests.e2e.realset import RealClusterSet

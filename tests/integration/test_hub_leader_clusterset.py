@@ -27,9 +27,9 @@ from hub.clusterset.end import RECORD_FILE
 from hub.config import KubeStoreConfig, MirrorConfig, SqliteStoreConfig
 from kube.client import KubeClient
 from kube.leader import LeaseTiming
-from kube.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import CLUSTER_SETS, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from tests.contract.leader_api import LeaderApi, leader_api
 from tests.integration.hub_fixtures import hub_config
 from tests.integration.hubclient import MemberFactory, service_export

@@ -34,9 +34,10 @@ from hub.config import MirrorConfig, SqliteStoreConfig
 from hub.mirror.leader import LeaderCluster
 from kube.client import KubeClient
 from kube.errors import NotFound
-from kube.resources import EVENTS, MEMBER_CLUSTER_ANNOUNCES, NAMESPACES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
+from kube.resources import EVENTS, NAMESPACES
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from tests.contract.leader_api import LeaderApi, leader_api
 from tests.deploy.kubectl import Kubectl, needs_kubectl
 from tests.integration.hub_fixtures import hub_config

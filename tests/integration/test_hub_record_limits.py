@@ -43,9 +43,9 @@ from hub.store.kube import KubeStore
 from hub.store.kube_codec import MAX_CR_BYTES, read_change_stamp
 from hub.store.sqlite import SqliteStore
 from kube.client import KubeClient
-from kube.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from member.hubclient import HubEndpoint, HubSession, HubSessionConfig
 from tests.contract import samples
 from tests.contract.leader_api import leader_api

@@ -18,7 +18,8 @@ from kube.apply import (
 )
 from kube.client import KubeClient
 from kube.errors import Conflict, NotFound, NotOwned, TemporaryError
-from kube.resources import CONFIG_MAPS, SERVICE_EXPORTS, SERVICES, Resource
+from kube.resources import CONFIG_MAPS, SERVICES, Resource
+from mcapi.resources import SERVICE_EXPORTS
 
 
 def has_annotation(key: str, value: str) -> OwnedCheck:

@@ -10,7 +10,8 @@ import pytest
 from kube import config as kube_config
 from kube.client import KubeClient, PatchType, bearer_configuration, connect
 from kube.errors import AlreadyExists, Conflict, ConnectionFailed, Invalid, NotFound, TemporaryError, Unauthorized
-from kube.resources import CONFIG_MAPS, LABEL_IDENTITIES, NODES, SERVICE_EXPORTS, SERVICES, Resource
+from kube.resources import CONFIG_MAPS, NODES, SERVICES, Resource
+from mcapi.resources import LABEL_IDENTITIES, SERVICE_EXPORTS
 from sandbox.server import SandboxServer
 
 

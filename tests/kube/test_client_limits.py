@@ -11,10 +11,12 @@ from aiohttp import web
 from kubernetes_asyncio.client import Configuration
 from prometheus_client import CollectorRegistry, generate_latest
 
-from kube.client import KubeClient, connect, describe_request
+from kube.client import KubeClient, connect
 from kube.errors import NotFound, ServerError
 from kube.ratelimit import TokenBucket
-from kube.resources import CONFIG_MAPS, SERVICE_IMPORTS
+from kube.resources import CONFIG_MAPS
+from kube.transport import describe_request
+from mcapi.resources import SERVICE_IMPORTS
 from sandbox.server import SandboxServer
 from tests.loopback_http import serving
 

@@ -9,10 +9,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 from prometheus_client import CollectorRegistry
 
+from kube.backoff import Backoff
 from kube.errors import PermanentError, TemporaryError
-from kube.workqueue import ItemBackoff, QueueShutDown, WorkQueue, run_reconciler
+from kube.workqueue import QueueShutDown, WorkQueue, run_reconciler
 
-FAST = ItemBackoff(base=0.01, cap=0.08)
+FAST = Backoff(initial=0.01, maximum=0.08, jitter=0.0)
 
 
 @contextlib.asynccontextmanager
@@ -95,7 +96,7 @@ async def test_add_after_delays_and_the_earliest_delay_wins() -> None:
 
 
 async def test_rate_limited_requeues_back_off_exponentially_and_forget_resets() -> None:
-    queue: WorkQueue[str] = WorkQueue("t", backoff=ItemBackoff(base=1.0, cap=4.0))
+    queue: WorkQueue[str] = WorkQueue("t", backoff=Backoff(initial=1.0, maximum=4.0, jitter=0.0))
     delays = [queue.backoff.delay(n) for n in range(5)]
     assert delays == [1.0, 2.0, 4.0, 4.0, 4.0]
     queue.add_rate_limited("a")
@@ -127,7 +128,7 @@ async def test_temporary_errors_are_retried_with_backoff_until_success() -> None
 
 
 async def test_a_temporary_error_with_a_delay_is_retried_after_that_delay() -> None:
-    queue: WorkQueue[str] = WorkQueue("t", backoff=ItemBackoff(base=10, cap=10))
+    queue: WorkQueue[str] = WorkQueue("t", backoff=Backoff(initial=10, maximum=10, jitter=0.0))
     times: list[float] = []
     loop = asyncio.get_running_loop()
 
@@ -249,7 +250,7 @@ async def test_metrics_use_controller_runtime_names_on_the_given_registry() -> N
 
 
 async def test_wait_quiet_returns_once_every_key_was_handled_even_while_one_waits_out_its_backoff() -> None:
-    queue: WorkQueue[str] = WorkQueue("t", backoff=ItemBackoff(base=30.0, cap=30.0))
+    queue: WorkQueue[str] = WorkQueue("t", backoff=Backoff(initial=30.0, maximum=30.0, jitter=0.0))
     handled: list[str] = []
 
     async def reconcile(key: str) -> None:

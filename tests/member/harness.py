@@ -20,18 +20,10 @@ from typing import Any, TypeVar
 from hub.app import HubApp
 from kube.client import KubeClient
 from kube.errors import AlreadyExists, NotFound
-from kube.resources import (
-    CLUSTER_CLAIMS_V1ALPHA1,
-    CLUSTER_SETS,
-    CLUSTER_SETS_V1ALPHA1,
-    CONFIG_MAPS,
-    ENDPOINTS,
-    SECRETS,
-    SERVICE_EXPORTS,
-    SERVICES,
-)
+from kube.resources import CONFIG_MAPS, ENDPOINTS, SECRETS, SERVICES
 from mcapi import names
 from mcapi.crds import WELL_KNOWN_CLAIM_ID
+from mcapi.resources import CLUSTER_CLAIMS_V1ALPHA1, CLUSTER_SETS, CLUSTER_SETS_V1ALPHA1, SERVICE_EXPORTS
 from member.app import MemberApp
 from member.config import MemberOptions
 from sandbox.server import SandboxServer

@@ -13,8 +13,8 @@ from hub.app import HubApp
 from hub.config import KubeStoreConfig
 from kube.client import KubeClient
 from kube.leader import LeaseTiming
-from kube.resources import RESOURCE_EXPORTS
 from mcapi import names
+from mcapi.resources import RESOURCE_EXPORTS
 from sandbox.server import SandboxServer
 from tests.integration.hubrunner import HubRunner
 from tests.kubeenv.cluster import ensure_namespace, sandbox_cluster

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from hub.app import HubApp
 from kube.errors import NotFound
-from kube.resources import SERVICE_EXPORTS, SERVICES
+from kube.resources import SERVICES
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import SERVICE_EXPORTS
 from tests.kubeenv.cluster import ensure_namespace
 from tests.member.conftest import MemberFactory
 from tests.member.harness import eventually

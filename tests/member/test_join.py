@@ -20,15 +20,9 @@ import pytest
 
 from hub.app import HubApp
 from kube.client import KubeClient, connect
-from kube.resources import (
-    CLUSTER_CLAIMS,
-    CLUSTER_CLAIMS_V1ALPHA1,
-    CLUSTER_SETS,
-    CLUSTER_SETS_V1ALPHA1,
-    CRDS,
-    NAMESPACES,
-)
+from kube.resources import CRDS, NAMESPACES
 from mcapi.config import ConfigError
+from mcapi.resources import CLUSTER_CLAIMS, CLUSTER_CLAIMS_V1ALPHA1, CLUSTER_SETS, CLUSTER_SETS_V1ALPHA1
 from mchub_cli import member_cmd
 from member.app import MemberApp
 from member.health import HealthServer

@@ -9,7 +9,7 @@ import pytest
 
 from hub.app import HubApp
 from hub.clusterset.status import clusterset_status
-from kube.resources import CLUSTER_SETS, CLUSTER_SETS_V1ALPHA1, LABEL_IDENTITIES
+from mcapi.resources import CLUSTER_SETS, CLUSTER_SETS_V1ALPHA1, LABEL_IDENTITIES
 from tests.member.conftest import MemberFactory
 from tests.member.harness import MEMBER_NAMESPACE, WAIT, JoinedMember, eventually
 

@@ -11,8 +11,9 @@ from hub.app import HubApp
 from hub.store.sqlite import DB_FILE, SqliteStore
 from kube.errors import NotFound
 from kube.metrics import WRITE_VERBS
-from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SECRETS, SERVICE_IMPORTS, SERVICES
+from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SECRETS, SERVICES
 from mcapi import names
+from mcapi.resources import SERVICE_IMPORTS
 from tests.integration.hubrunner import HubRunner
 from tests.kubeenv.cluster import ensure_namespace
 from tests.member.conftest import MemberFactory

@@ -17,8 +17,9 @@ from prometheus_client import CollectorRegistry
 
 from kube.client import KubeClient, connect
 from kube.errors import NotFound
-from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1
+from kube.resources import CRDS, ENDPOINT_SLICES
 from mcapi import names
+from mcapi.resources import SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1
 from member.dns.feed import DnsFeed
 from member.dns.service import ClustersetDns, DnsOptions
 from member.dns.zone import ClustersetZone

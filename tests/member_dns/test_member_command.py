@@ -18,7 +18,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from kube.client import KubeClient
-from kube.resources import SERVICE_IMPORTS_V1BETA1
+from mcapi.resources import SERVICE_IMPORTS_V1BETA1
 from member.app import MemberApp
 from member.config import MemberOptions
 from member.dns.service import DnsOptions

@@ -14,7 +14,8 @@ import pytest
 
 from hub.app import HubApp
 from kube.client import KubeClient
-from kube.resources import ENDPOINT_SLICES, SERVICE_IMPORTS_V1BETA1
+from kube.resources import ENDPOINT_SLICES
+from mcapi.resources import SERVICE_IMPORTS_V1BETA1
 from member.app import MemberApp
 from member.dns.service import DnsOptions
 from tests.integration.hubrunner import HubRunner, hub, hubs

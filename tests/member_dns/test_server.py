@@ -22,11 +22,12 @@ from member.dns.metrics import DnsMetrics
 from member.dns.server import DnsServer
 from member.dns.zone import ClustersetZone
 from tests.member_dns.objects import endpoint, endpoint_slice, service_import
+from tests.needs import needs, tool_missing
 
 NAME = "nginx.web.svc.clusterset.local."
 BIG = "big.web.svc.clusterset.local."
 DIG = shutil.which("dig")
-needs_dig = pytest.mark.skipif(DIG is None, reason="dig (Debian dnsutils) is not installed")
+needs_dig = needs(tool_missing("dig", package="dnsutils"))
 
 
 class Served:

@@ -16,7 +16,8 @@ from agent.kubewatch.node_key import ANNOTATION_WIREGUARD_PUBLIC_KEY
 from agent.main import KubeAgent
 from agent.state import DesiredDatapath, Role
 from kube.client import KubeClient
-from kube.resources import CLUSTER_INFO_IMPORTS, GATEWAYS, NODES
+from kube.resources import NODES
+from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from sandbox.server import SandboxServer
 from tests.member_gateway.conftest import NAMESPACE
 from tests.member_gateway.kubeobjects import create_node, until

@@ -7,8 +7,9 @@ from typing import Any
 
 from kube.client import KubeClient
 from kube.conditions import find_condition
-from kube.resources import CLUSTER_INFO_IMPORTS, SERVICES
+from kube.resources import SERVICES
 from mcapi.config import MultiClusterConfig
+from mcapi.resources import CLUSTER_INFO_IMPORTS
 from member.gateway import discover_service_cidr
 from member.gateway.service_cidr import from_service_cidr_api
 from member.imports import set_cluster_info_import_condition

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from kube.client import KubeClient
 from kube.errors import NotFound
-from kube.resources import GATEWAYS, NODES, SERVICES
+from kube.resources import NODES, SERVICES
 from mcapi.config import MultiClusterConfig
 from mcapi.names import ANNOTATION_GATEWAY, ANNOTATION_GATEWAY_IP
+from mcapi.resources import GATEWAYS
 from member.gateway import ANNOTATION_WIREGUARD_PUBLIC_KEY
 from member.gateway.service_cidr import PROBE_SERVICE_NAME
 from sandbox.server import SandboxServer

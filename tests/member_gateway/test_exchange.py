@@ -16,8 +16,8 @@ import pytest
 from hub.app import HubApp
 from kube.conditions import find_condition
 from kube.errors import Conflict
-from kube.resources import CLUSTER_INFO_IMPORTS
 from mcapi import names
+from mcapi.resources import CLUSTER_INFO_IMPORTS
 from member.imports.cluster_info_status import set_cluster_info_import_condition
 from tests.integration.hubrunner import HubRunner
 from tests.member.harness import JoinedMember, join_member

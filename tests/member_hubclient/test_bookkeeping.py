@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import grpc
 
+from kube.backoff import Backoff, Retries
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient import ExportRejection, NotJoinedHubError, PermanentHubError, ResumeHubError, TemporaryHubError
-from member.hubclient.backoff import Backoff
 from member.hubclient.desired import DesiredExports
 from member.hubclient.errors import classify
 from tests.integration.hubclient import service_export
@@ -78,7 +78,7 @@ def test_replace_all_removes_what_is_not_listed_and_reports_oversized_exports() 
 
 
 def test_the_backoff_grows_to_its_cap_with_jitter_and_starts_over_on_reset() -> None:
-    backoff = Backoff(initial=0.5, cap=30.0)
+    backoff = Retries(Backoff(initial=0.5, maximum=30.0))
     delays = [backoff.next_delay() for _ in range(12)]
     assert 0.4 <= delays[0] <= 0.6
     assert all(d <= 30.0 for d in delays) and delays[-1] >= 24.0

@@ -14,9 +14,9 @@ from typing import Any
 import grpc
 import pytest
 
+from kube.backoff import Retries
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient import Delete, Synced, Upsert
-from member.hubclient.backoff import Backoff
 from member.hubclient.state import StateTracker
 from member.hubclient.watch import ImportApplyError, ImportWatch, WatchSettings
 from tests.member_hubclient.recorders import ImportRecorder
@@ -81,7 +81,7 @@ async def _watch(
             moves.append(watch.position.revision)
 
         watch._advance = recording  # type: ignore[method-assign]
-    await watch._stream(Backoff())
+    await watch._stream(Retries())
     return watch, hub
 
 
@@ -134,7 +134,7 @@ async def test_a_change_that_fails_to_apply_keeps_the_position_below_its_revisio
     settings = WatchSettings(initial_backoff=0.01, max_backoff=0.01, permanent_retry_delay=0.01)
     watch = ImportWatch(hub, "west", consumer, StateTracker(), settings)  # type: ignore[arg-type]
     with pytest.raises(ImportApplyError):
-        await watch._stream(Backoff())
+        await watch._stream(Retries())
     assert applied == ["a"]
     # As in the single form, applying a change of revision r moves the position to r - 1: the
     # watch resumes with all of 6 again, and then 7 (applying is idempotent).

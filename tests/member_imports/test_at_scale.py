@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 
 from kube.client import KubeClient
-from kube.resources import CLUSTER_INFO_IMPORTS, ENDPOINTS, NAMESPACES, SERVICE_IMPORTS, SERVICES
+from kube.resources import ENDPOINTS, NAMESPACES, SERVICES
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import CLUSTER_INFO_IMPORTS, SERVICE_IMPORTS
 from member.hubclient import ImportEvent, Synced
 from tests.member_imports.conftest import MEMBER_NAMESPACE, Appliers, Reports, eventually
 from tests.member_imports.messages import (

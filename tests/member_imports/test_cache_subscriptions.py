@@ -10,8 +10,9 @@ import pytest
 
 from kube.client import KubeClient, WatchEvent
 from kube.errors import NotFound
-from kube.resources import CRDS, ENDPOINT_SLICES, SERVICE_IMPORTS_V1BETA1, SERVICES, Obj
+from kube.resources import CRDS, ENDPOINT_SLICES, SERVICES, Obj
 from mcapi import names
+from mcapi.resources import SERVICE_IMPORTS_V1BETA1
 from member.imports import ImportApplier
 from member.imports.caches import CachesStopped, ImportCaches
 from member.imports.objects import IMPORTED_SERVICE_IMPORTS

@@ -12,16 +12,9 @@ import yaml
 from kube.client import KubeClient
 from kube.conditions import Status
 from kube.errors import Conflict, NotFound
-from kube.resources import (
-    CLUSTER_INFO_IMPORTS,
-    CRDS,
-    LABEL_IDENTITIES,
-    SERVICE_IMPORTS,
-    SERVICE_IMPORTS_V1BETA1,
-    Obj,
-    Resource,
-)
+from kube.resources import CRDS, Obj, Resource
 from mcapi import names
+from mcapi.resources import CLUSTER_INFO_IMPORTS, LABEL_IDENTITIES, SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1
 from member.hubclient import Delete
 from member.imports.cluster_info_status import set_cluster_info_import_condition
 from tests.kubeenv.cluster import CRD_DIR

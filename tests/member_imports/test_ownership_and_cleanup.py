@@ -4,19 +4,10 @@ and a restarted member rewrites nothing that is unchanged."""
 from __future__ import annotations
 
 from kube.client import KubeClient
-from kube.resources import (
-    CLUSTER_INFO_IMPORTS,
-    ENDPOINT_SLICES,
-    ENDPOINTS,
-    EVENTS,
-    LABEL_IDENTITIES,
-    SERVICE_IMPORTS,
-    SERVICES,
-    Obj,
-    Resource,
-)
+from kube.resources import ENDPOINT_SLICES, ENDPOINTS, EVENTS, SERVICES, Obj, Resource
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import CLUSTER_INFO_IMPORTS, LABEL_IDENTITIES, SERVICE_IMPORTS
 from member.hubclient import Delete, Synced
 from tests.member_imports.conftest import MEMBER_NAMESPACE, Appliers, Reports, eventually
 from tests.member_imports.messages import (

@@ -4,8 +4,9 @@ and MCS ServiceImports, shaped as Antrea and the MCS API shape them."""
 from __future__ import annotations
 
 from kube.client import KubeClient
-from kube.resources import ENDPOINT_SLICES, ENDPOINTS, NAMESPACES, SERVICE_IMPORTS, SERVICES
+from kube.resources import ENDPOINT_SLICES, ENDPOINTS, NAMESPACES, SERVICES
 from mcapi import names
+from mcapi.resources import SERVICE_IMPORTS
 from tests.member_imports.conftest import Appliers, Reports
 from tests.member_imports.messages import endpoints_import, service_import
 

@@ -8,8 +8,9 @@ import asyncio
 from hub.app import HubApp
 from kube.client import KubeClient
 from kube.errors import NotFound
-from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SERVICE_IMPORTS, SERVICES
+from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SERVICES
 from mcapi import names
+from mcapi.resources import SERVICE_IMPORTS
 from member.hubclient import HubSession
 from member.imports import ImportApplier
 from member.imports.caches import ImportCaches

@@ -18,6 +18,7 @@ from hack.nodeset.clusterset import Mode, NodeClusterSet
 from tests.nodes.conftest import in_mode, record
 
 
+@pytest.mark.timeout(45 * 60)  # the suite's own limit is 40 minutes
 def test_the_upstream_mcs_conformance_suite_passes_every_spec(node_clusterset: NodeClusterSet) -> None:
     if conformance.suite_archive() is None:
         reason = f"no conformance suite in {conformance.SUITE_DIR} (or ${conformance.SUITE_ENV})"

@@ -6,10 +6,11 @@ from ipaddress import IPv4Address
 from typing import Any
 
 from agent.policy.compile import LocalPod, MultiClusterService, PolicyObject, PolicySources, compile_policies
-from agent.policy.labels import identity_from_label, normalized_label
+from agent.policy.labels import identity_from_label
 from agent.policy.model import Action, PortMatch
 from agent.policy.named_ports import ContainerPort
 from agent.policy.state import ServiceDestination
+from mcapi.labels import normalized_label
 
 ACNP, ANP = "ClusterNetworkPolicy", "NetworkPolicy"
 DB_IP, WEB_IP, TENANT_IP = IPv4Address("10.1.1.10"), IPv4Address("10.1.2.10"), IPv4Address("10.1.2.11")
@@ -167,6 +168,17 @@ def test_namespace_labels_take_part_in_identity_and_selection() -> None:
     compiled = compile_policies(sources)
     assert compiled.pod_identities == ((DB_IP, 11),)
     assert compiled.ingress[0].rules[0].sources == (11,)
+
+
+def test_a_pod_gets_the_identity_its_member_exported_when_its_namespace_name_label_differs() -> None:
+    # The member keeps a kubernetes.io/metadata.name the Namespace already has (as Antrea);
+    # the agent must write the same label for the Pod, or the Pod would have no identity.
+    ns_labels = {"kubernetes.io/metadata.name": "renamed"}
+    exported = normalized_label("shop", ns_labels, {"app": "db"})
+    ident = identity_from_label(12, exported)
+    assert ident is not None
+    sources = PolicySources((), {}, (ident,), PODS, {"shop": ns_labels, "default": {}}, ())
+    assert compile_policies(sources).pod_identities == ((DB_IP, 12),)
 
 
 # Named ports: db Pods whose container ports differ; the rule names "http".

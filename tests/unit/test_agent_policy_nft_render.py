@@ -29,7 +29,7 @@ def lines(text: str) -> list[str]:
 
 
 def test_identities_are_tagged_before_snat_written_into_the_vni_and_recovered_on_arrival() -> None:
-    text = render_policy_table(datapath())
+    text = render_policy_table(datapath()).text
     assert "10.1.1.10 : 6d00:7" in text and "10.1.2.10 : 6d12:3456" in text
     assert "6d00:7 : 7" in text and "7 : 6d00:7" in text
     body = lines(text)
@@ -58,7 +58,7 @@ def test_tiers_are_chains_jumped_in_order_and_actions_become_verdicts() -> None:
         ),
     )
     top = TierRules("emergency", 50, (IngressRule(Action.REJECT, (8,), (OTHER,), (), "ACNP b ingress[0] r0"),))
-    body = lines(render_policy_table(datapath(top, app)))
+    body = lines(render_policy_table(datapath(top, app)).text)
     jumps = [line.split(" comment")[0] for line in body if line.startswith('iifname "mc-tun0" ct state new jump')]
     assert jumps == [
         'iifname "mc-tun0" ct state new jump in_emergency',
@@ -80,7 +80,7 @@ def test_egress_rules_match_pod_sources_and_service_address_protocol_and_port_le
         ServiceDestination(IPv4Address("10.96.0.9"), "sctp", 9),
     )
     tier = TierRules("application", 250, (EgressRule(Action.ALLOW, (POD,), services, "ACNP e egress[0] r"),))
-    text = render_policy_table(datapath(egress=(tier,)))
+    text = render_policy_table(datapath(egress=(tier,))).text
     body = lines(text)
     assert any(line.startswith('oifname "mc-tun0" ct state new jump eg_application') for line in body)
     rules = [line.split(" comment")[0] for line in body if line.startswith("ip saddr @eg_application_0_src")]
@@ -93,7 +93,7 @@ def test_egress_rules_match_pod_sources_and_service_address_protocol_and_port_le
 
 
 def test_every_rule_carries_a_fingerprint_of_the_whole_table() -> None:
-    first = render_policy_table(datapath())
+    first = render_policy_table(datapath()).text
     second = render_policy_table(
         datapath(TierRules("application", 250, (IngressRule(Action.DROP, (7,), (POD,), (), "x"),)))
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from hub.merge.label_format import normalized_label_problems
-from mcapi.labels import format_labels, normalized_label
+from mcapi.labels import format_labels, normalized_label, parse_labels, parse_normalized_label
 from tests.unit.test_label_identity_format import antrea_label, dns_label, label_sets
 
 
@@ -23,6 +23,27 @@ def test_the_namespace_name_label_is_added_when_missing_and_kept_when_present() 
         normalized_label("demo", {"kubernetes.io/metadata.name": "demo", "z": "1"}, {})
         == "ns:kubernetes.io/metadata.name=demo,z=1&pod:<none>"
     )
+
+
+def test_a_namespace_name_label_already_there_is_kept_as_antrea_keeps_it() -> None:
+    # Antrea's GetNormalizedLabel adds kubernetes.io/metadata.name only when the Namespace's
+    # labels lack it; the member and the agent both write the label this way (mcapi.labels).
+    labels = {"kubernetes.io/metadata.name": "renamed"}
+    assert normalized_label("demo", labels, {}) == "ns:kubernetes.io/metadata.name=renamed&pod:<none>"
+    assert labels == {"kubernetes.io/metadata.name": "renamed"}  # the caller's labels are not changed
+
+
+def test_a_normalized_label_parses_back_to_its_two_label_sets() -> None:
+    label = normalized_label("demo", {"env": "prod"}, {"app": "web", "tier": ""})
+    assert parse_normalized_label(label) == (
+        {"env": "prod", "kubernetes.io/metadata.name": "demo"},
+        {"app": "web", "tier": ""},
+    )
+    assert parse_normalized_label(normalized_label("demo", {}, {})) == ({"kubernetes.io/metadata.name": "demo"}, {})
+    assert parse_normalized_label("ns:<none>&pod:<none>") is None  # no Namespace name
+    assert parse_normalized_label("ns:kubernetes.io/metadata.name=a&pod:x") is None  # a pair without '='
+    assert parse_normalized_label("pod:app=web") is None
+    assert parse_labels("a=1,a=2") is None
 
 
 @settings(max_examples=300)

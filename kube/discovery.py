@@ -1,8 +1,9 @@
 """Which version of a kind the cluster serves, for kinds that exist in several.
 
-A member must work on clusters with the current CRDs and on clusters that still have the
-legacy ones (ClusterSet v1alpha1 only, ClusterClaim v1alpha1, MCS ServiceExport v1alpha1 or
-v1beta1). A version that is not served answers 404 to a list; the first that lists wins.
+The member and mcctl must work on clusters with the current CRDs and on clusters that still
+have the legacy ones (ClusterSet v1alpha1 only, ClusterClaim v1alpha1, MCS ServiceExport
+v1alpha1 or v1beta1). A version that is not served answers 404 to a list; the first that
+lists wins.
 """
 
 from __future__ import annotations
