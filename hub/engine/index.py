@@ -15,7 +15,7 @@ from hub.merge import GroupKey, group_key
 from hub.merge.ownership import ADMIN_OWNER, owner_of
 from hub.store.base import MemberRecord, Snapshot, WriteBatch
 from hub.store.packed import PackedMessages
-from hub.watch.delivery import delivers_to
+from mcapi.delivery import delivers_to
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 LABEL_IDENTITY = "label_identity"

@@ -15,8 +15,8 @@ from datetime import datetime
 from hub.auth.identity import Identity
 from hub.errors import Forbidden, InvalidRequest, quote
 from hub.store.base import WriteBatch
-from hub.watch.delivery import delivers_to
 from kube.conditions import format_time
+from mcapi.delivery import delivers_to
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)

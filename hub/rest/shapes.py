@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from hub.clusterset.status import clusterset_status, member_health
 from hub.engine.reports import cluster_statuses
 from hub.errors import InvalidRequest
-from hub.watch.delivery import delivers_to
 from mcapi import names
 from mcapi.convert import (
     ConversionError,
@@ -20,6 +19,7 @@ from mcapi.convert import (
 )
 from mcapi.crds.base import ObjectMeta
 from mcapi.crds.clusterset import MemberClusterAnnounce
+from mcapi.delivery import delivers_to
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from hub.store.base import ImportChange
-from hub.watch.delivery import delivers_to
+from mcapi.delivery import delivers_to
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 # Well under the 4 MiB a member's channel takes by default.

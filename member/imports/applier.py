@@ -39,6 +39,7 @@ from kube.resources import name_of
 from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.convert.errors import ConversionError
+from mcapi.delivery import delivers_to
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member import COMPONENT
 from member.hubclient.events import Delete, ImportEvent, Resumed, Synced, Upsert
@@ -234,7 +235,7 @@ class ImportApplier:
                 self._reported.pop(import_name, None)
                 self._warned.pop(import_name, None)
             return None
-        if not self._targets_this_cluster(message):
+        if not delivers_to(message, self._ctx.cluster_id):
             log.debug("importNotForThisCluster", extra={"import": import_name})
             await self._remove(import_name)
             self._reported.pop(import_name, None)
@@ -261,13 +262,6 @@ class ImportApplier:
             await kind.apply(self._ctx, message)
         except (ConversionError, ValueError) as err:
             raise ImportBlocked(ImportReason.INVALID, f"import {message.import_name}: {err}") from None
-
-    def _targets_this_cluster(self, message: pb.ResourceImport) -> bool:
-        cluster_id = self._ctx.cluster_id
-        if message.cluster_ids and cluster_id not in message.cluster_ids:
-            return False
-        # A member never imports its own ClusterInfo.
-        return not (message.HasField("cluster_info") and message.cluster_info.cluster_id == cluster_id)
 
     async def _remove(self, import_name: str) -> None:
         """Delete whatever objects of ours belong to this import (found in the caches by name,

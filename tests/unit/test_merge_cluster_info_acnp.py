@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hub.merge import merge_group
-from hub.watch.delivery import delivers_to
+from mcapi.delivery import delivers_to
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.unit.test_merge_builders import CTX, acnp_export, cluster_info_export, service_export
 

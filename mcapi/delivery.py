@@ -1,4 +1,5 @@
-"""Which members receive an import."""
+"""Which members receive an import: one rule for the hub, which filters what it sends, and for
+the member, which checks what it is sent (an import may name other clusters after a change)."""
 
 from __future__ import annotations
 
