@@ -11,6 +11,7 @@ import re
 
 GROUP = "multicluster.crd.antrea.io"
 MCS_GROUP = "multicluster.x-k8s.io"
+ABOUT_GROUP = "about.k8s.io"
 DEFAULT_LEADER_NAMESPACE = "antrea-multicluster"
 DEFAULT_MEMBER_NAMESPACE = "kube-system"
 
@@ -141,3 +142,5 @@ MC_CONTROLLER_CONFIG_KEY = "controller_manager_config.yaml"
 # (a mchub.v1.Verdict name). status.conditions carries the same, Antrea-shaped.
 ANNOTATION_EXPORT_CREATE_TIME = "multicluster.antrea.io/export-create-time"
 ANNOTATION_EXPORT_VERDICT = "multicluster.antrea.io/export-verdict"
+# The importing clusters a Service export with cluster selectors reaches (comma-separated).
+ANNOTATION_EXPORT_CLUSTERS = "mchub.antrea.io/export-clusters"
