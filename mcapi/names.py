@@ -53,6 +53,11 @@ IMPORTED_PREFIX = "antrea-mc-"
 
 # gRPC metadata naming the calling member where several share one token.
 CLUSTER_ID_METADATA = "mchub-cluster-id"
+# Trailing metadata of a hub refusal a member acts on by kind, and those kinds: another cluster
+# holds the cluster ID (KEP-2149 uniqueness), or this cluster joined under another ID (immutability).
+REFUSAL_REASON_METADATA = "mchub-reason"
+REASON_CLUSTER_ID_IN_USE = "ClusterIDInUse"
+REASON_CLUSTER_ID_IMMUTABLE = "ClusterIDImmutable"
 LABEL_IDENTITY_MAX_ID = 16777214
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
