@@ -245,6 +245,18 @@ class KubeClient:
         except ValueError as err:
             raise KubeError(f"{method} {path}: response is not JSON") from err
 
+    async def text(self, path: str) -> str:
+        """GET a path that answers plain text (/readyz, /livez); raises like any request on an
+        error status (the body, e.g. readyz's failed checks, is the error's message)."""
+        response = await self._open("GET", path)
+        try:
+            raw = await response.read()
+        except (aiohttp.ClientError, OSError) as err:
+            raise ConnectionFailed(f"GET {path}: {err!r}") from err
+        finally:
+            response.release()
+        return raw.decode("utf-8", "replace")
+
     async def _object(self, method: str, path: str, **kwargs: Any) -> Obj:
         result = await self.request(method, path, **kwargs)
         if not isinstance(result, dict):
