@@ -9,9 +9,9 @@ session, exports, imports) is the ``Membership``'s business: this controller onl
 Its watches: the ClusterSets, ClusterClaims and Secrets of the member Namespace, the cluster's
 ClusterProperties, and the membership's link to the leader.
 
-While joined, the ClusterProperties ``cluster.clusterset.k8s.io`` (unless someone else wrote it)
-and ``clusterset.k8s.io`` say who the cluster is and which ClusterSet it is a member of; leaving
-removes what the member wrote (member.about.properties). A new ID from the ClusterSet is leaving
+Once the hub took the member in, the ClusterProperties ``cluster.clusterset.k8s.io`` (unless
+someone else wrote it) and ``clusterset.k8s.io`` say who the cluster is and which ClusterSet it
+is a member of; leaving removes what the member wrote (member.about.properties). A new ID from the ClusterSet is leaving
 one membership and joining another (the exports are withdrawn first). A new ID from the
 ClusterProperty is not: KEP-2149 makes a member's ID immutable, so the member announces the new
 ID as it is, without leaving, and the hub refuses it (ClusterIDImmutable, on the ClusterSet's
@@ -193,7 +193,7 @@ class ClusterSetController:
             raise
         self._problem = ""
         if self._joined == (spec, endpoint):
-            await self._claim(spec)
+            await self._claim()
             return
         if self._joined is not None:
             withdraw = _withdraws(self._joined[0], spec)
@@ -217,12 +217,14 @@ class ClusterSetController:
                 raise TemporaryError(self._problem, delay=self._status_resync) from err
             raise
         self._joined = (spec, endpoint)
-        await self._claim(spec)
 
-    async def _claim(self, spec: JoinSpec) -> None:
-        """The well-known ClusterProperties say who this member is (written only when they differ)."""
-        if self._properties is not None:
-            await self._properties.claim(spec.cluster_id, spec.cluster_set_id)
+    async def _claim(self) -> None:
+        """Once the hub took this member in (it may refuse its ID), the well-known ClusterProperties
+        say who it is (written only when they differ)."""
+        if self._properties is None or self._joined is None or not self._membership.link().connected:
+            return
+        spec = self._joined[0]
+        await self._properties.claim(spec.cluster_id, spec.cluster_set_id)
 
     def _link(self, cluster_set: Obj) -> LeaderLink:
         if self._joined is not None:
@@ -233,6 +235,7 @@ class ClusterSetController:
 
     async def _reconcile_status(self) -> float | None:
         try:
+            await self._claim()
             return await self._write_status()
         finally:
             self.status_passes += 1
