@@ -16,15 +16,18 @@ heartbeat (a member is Disconnected 5 s after its last announce), so a stopped m
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import secrets
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
+from ctl.main import main as mcctl_main
 from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists, NotFound
 from kube.resources import ENDPOINTS, NAMESPACES, SECRETS
@@ -104,7 +107,7 @@ async def selection_seen(
 
 
 async def test_a_same_as_importer_region_selector_keeps_each_regions_traffic_in_the_region(
-    inventory_set: LocalClusterSet,
+    inventory_set: LocalClusterSet, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cs = inventory_set
     namespace = f"e2e-{RUN}-regions"
@@ -128,6 +131,19 @@ async def test_a_same_as_importer_region_selector_keeps_each_regions_traffic_in_
 
     await eventually(lambda: serves(EAST, [EAST, NORTH]), what="east's ServiceExport serves east and north")
     await eventually(lambda: serves(WEST, [WEST]), what="west's ServiceExport serves west")
+
+    # What a user sees with mcctl: each cluster's properties, and each importer's selection.
+    properties = await mcctl_rows(capsys, "get", "clusterproperty", "--kubeconfig", cs.clusters[EAST].kubeconfig)
+    assert properties[0] == ["NAME", "VALUE"]
+    assert [PROPERTY_CLUSTER_ID, EAST] in properties and [REGION, "us-east"] in properties
+    exporters = f"{EAST},{WEST}"
+    for importer, chosen in ((NORTH, EAST), (WEST, WEST)):
+        kubeconfig = cs.clusters[importer].kubeconfig
+        rows = await mcctl_rows(capsys, "get", "serviceimport", "-n", namespace, "--kubeconfig", kubeconfig)
+        assert rows == [
+            ["NAMESPACE", "NAME", "TYPE", "EXPORTERS", "SELECTED"],
+            [namespace, "api", "ClusterSetIP", exporters, chosen],
+        ]
 
     # West no longer exports: its region has no exporter, so west falls back to every exporter.
     await unexport(client_of(cs, WEST), namespace, "api")
@@ -222,14 +238,27 @@ async def token_of(cs: LocalClusterSet, name: str) -> dict[str, str]:
     return dict(found["data"])
 
 
+def leader_kubeconfig(cs: LocalClusterSet) -> Path:
+    return cs.real[LEADER].kubeconfig if isinstance(cs, RealClusterSet) else cs.leader_cluster.kubeconfig
+
+
 async def leader_kubectl(cs: LocalClusterSet, *args: str) -> str:
     """kubectl on the leader cluster, without blocking the loop (a sandbox is served by it)."""
-    kubeconfig = cs.real[LEADER].kubeconfig if isinstance(cs, RealClusterSet) else cs.leader_cluster.kubeconfig
-    return (await Kubectl(kubeconfig)(*args)).check().stdout
+    return (await Kubectl(leader_kubeconfig(cs))(*args)).check().stdout
+
+
+async def mcctl_rows(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> list[list[str]]:
+    """`mcctl ARGV` as a user runs it (its own loop, in a thread: a sandbox is served by this one):
+    the rows of its table, header first."""
+    capsys.readouterr()
+    code = await asyncio.to_thread(mcctl_main, [str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return [line.split() for line in out.splitlines() if line.strip()]
 
 
 async def test_kubectl_shows_every_members_profile_which_turns_unhealthy_when_it_disconnects(
-    inventory_set: LocalClusterSet,
+    inventory_set: LocalClusterSet, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cs = inventory_set
     namespace = cs.leader_namespace
@@ -250,6 +279,11 @@ async def test_kubectl_shows_every_members_profile_which_turns_unhealthy_when_it
     assert properties[REGION] == "us-east" and properties[PROPERTY_CLUSTER_ID] == EAST
     labels = json.loads(await leader_kubectl(cs, "get", "namespace", namespace, "-o", "json"))["metadata"]["labels"]
     assert labels["multicluster.x-k8s.io/clusterset"] == cs.clusterset_id
+    shown = await mcctl_rows(capsys, "get", "clusterprofile", "-n", namespace, "--kubeconfig", leader_kubeconfig(cs))
+    assert shown[0] == ["CLUSTER-ID", "NAMESPACE", "MANAGER", "HEALTHY", "REASON", "VERSION", "PROPERTIES"]
+    assert sorted(row[:5] for row in shown[1:]) == [
+        [name, namespace, "mchub", "True", "Healthy"] for name in sorted(REGIONS)
+    ]
 
     await cs.stop_member(WEST)
     try:
@@ -261,6 +295,10 @@ async def test_kubectl_shows_every_members_profile_which_turns_unhealthy_when_it
 
         condition = await eventually(disconnected, within=30.0, what="west's profile ControlPlaneHealthy=False")
         assert condition["reason"] == "Disconnected"
+        shown = await mcctl_rows(
+            capsys, "get", "clusterprofile", WEST, "-n", namespace, "--kubeconfig", leader_kubeconfig(cs)
+        )
+        assert shown[1][:5] == [WEST, namespace, "mchub", "False", "Disconnected"]
     finally:
         await cs.start_member(WEST)
 
