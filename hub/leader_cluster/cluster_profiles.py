@@ -23,7 +23,7 @@ from datetime import datetime
 
 from hub.clusterset.profiles import CLUSTER_MANAGER, desired_profile, is_ours
 from hub.store.base import MemberRecord
-from kube.apply import delete_object, ensure, ensure_status
+from kube.apply import contains, delete_object, ensure, ensure_status
 from kube.client import KubeClient, WatchEvent
 from kube.discovery import first_served
 from kube.errors import Forbidden, KubeError, NotFound
@@ -126,12 +126,14 @@ class ClusterProfileWriter:
                 log.info("cluster profile of a former member deleted", extra={"clusterID": name_of(profile)})
 
     async def _label_namespace(self, cluster_set_id: str) -> None:
-        """The leader Namespace stands for the ClusterSet (KEP-4322's label), once per ClusterSet ID."""
+        """The leader Namespace stands for the ClusterSet (KEP-4322's label), checked once per ClusterSet
+        ID and patched only when it is not labelled so (a restart writes nothing)."""
         if not cluster_set_id or self._labelled_for == cluster_set_id:
             return
         patch = {"metadata": {"labels": {LABEL_CLUSTER_SET: cluster_set_id}}}
         try:
-            await self._client.patch(NAMESPACES, self._namespace, patch)
+            if not contains(await self._client.get(NAMESPACES, self._namespace), patch):
+                await self._client.patch(NAMESPACES, self._namespace, patch)
         except (Forbidden, NotFound) as err:
             log.warning(
                 "the leader Namespace could not be labelled with its ClusterSet",
