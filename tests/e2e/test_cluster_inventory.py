@@ -7,11 +7,12 @@ heartbeat (a member is Disconnected 5 s after its last announce), so a stopped m
 
 - a `@SameAsImporter@` region selector keeps each region's traffic in the region: every
   importer's ServiceImport, MCS EndpointSlices and `antrea-mc-<name>` Endpoints list only its
-  region's exporters, each ServiceExport says which clusters it serves, and a region left
-  without ready endpoints falls back to every exporter;
+  region's exporters, each ServiceExport says which clusters it serves, `mcctl get
+  clusterproperty|serviceimport` shows the properties and each importer's selection, and a
+  region left without ready endpoints falls back to every exporter;
 - a second cluster claiming a member's ID is refused (ClusterIDInUse on its ClusterSet);
-- `kubectl get clusterprofiles -A` on the leader shows every member, whose profile turns
-  ControlPlaneHealthy=False when it disconnects.
+- `kubectl get clusterprofiles -A` (and `mcctl get clusterprofile`) on the leader shows every
+  member, whose profile turns ControlPlaneHealthy=False when it disconnects.
 """
 
 from __future__ import annotations
