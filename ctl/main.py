@@ -9,7 +9,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctl import commands, dnsconfig
+from ctl import commands, dnsconfig, inventory
 from ctl.errors import EXIT_CODES_HELP, EXIT_FAILED, EXIT_NOT_FOUND, CtlError
 from ctl.output import FORMATS, note
 from kube.errors import ConnectionFailed, Forbidden, KubeError, NotFound, Unauthorized
@@ -89,7 +89,9 @@ def _namespace(parser: argparse.ArgumentParser, default: str | None, what: str, 
 
 def build_parser() -> argparse.ArgumentParser:
     b = _Builder()
-    get = b.verbs.add_parser("get", help="print ClusterSets, exports, imports, member tokens, join config")
+    get = b.verbs.add_parser(
+        "get", help="print ClusterSets, exports, imports, member tokens, join config, cluster inventory"
+    )
     get_kinds = get.add_subparsers(dest="kind", required=True, metavar="KIND")
 
     p = b.leaf(get_kinds, "clusterset", "print ClusterSets (one row per cluster condition)", commands.get_clusterset)
@@ -134,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _namespace(p, LEADER_NS, "leader ClusterSet")
     dnsconfig.register(b.leaf, get_kinds)
+    inventory.register(b.leaf, get_kinds)
 
     create = b.verbs.add_parser("create", help="create a member token")
     create_kinds = create.add_subparsers(dest="kind", required=True, metavar="KIND")

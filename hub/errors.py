@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from mcapi import names
+
 # Values up to this many characters are quoted whole: every cluster ID,
 # Namespace and Service name (DNS-1123 labels, at most 63).
 MAX_QUOTED_CHARS = 64
@@ -61,6 +63,9 @@ class HubError(Exception):
 
     grpc_code: ClassVar[str] = "UNKNOWN"
     http_status: ClassVar[tuple[int, str]] = (500, "InternalError")
+    # A refusal a client acts on by kind, beside its message: sent in the trailing metadata
+    # mcapi.names.REFUSAL_REASON_METADATA ("" for none).
+    reason: ClassVar[str] = ""
 
     def __init_subclass__(cls, *, grpc_code: str = "", http_status: tuple[int, str] | None = None) -> None:
         super().__init_subclass__()
@@ -100,6 +105,18 @@ class NotFound(HubError, grpc_code="NOT_FOUND", http_status=(404, "NotFound")):
 
 class NotJoined(HubError, grpc_code="FAILED_PRECONDITION", http_status=(409, "Conflict")):
     """The member must announce before it exports."""
+
+
+class ClusterIDInUse(HubError, grpc_code="ALREADY_EXISTS", http_status=(409, "AlreadyExists")):
+    """Another cluster is the member of this cluster ID (KEP-2149: IDs are unique in a ClusterSet)."""
+
+    reason = names.REASON_CLUSTER_ID_IN_USE
+
+
+class ClusterIDImmutable(HubError, grpc_code="FAILED_PRECONDITION", http_status=(409, "Conflict")):
+    """The cluster is a member under another ID (KEP-2149: an ID is immutable while a member)."""
+
+    reason = names.REASON_CLUSTER_ID_IMMUTABLE
 
 
 class ClusterSetEnded(NotJoined):

@@ -211,12 +211,7 @@ class KubeClient:
             raise ConnectionFailed(f"{method} {path}: {err!r}") from err
         self.metrics.count_request(response.status, method, verb, resource)
         if response.status >= 300:
-            try:
-                raw = await response.read()
-            except (aiohttp.ClientError, OSError) as err:
-                raise ConnectionFailed(f"{method} {path}: {err!r}") from err
-            finally:
-                response.release()
+            raw = await _body(response, method, path)
             status = status_from_body(raw, response.status, response.reason or "")
             raise error_from_status(status, response.status, parse_retry_after(response.headers.get("Retry-After")))
         return response
@@ -232,18 +227,19 @@ class KubeClient:
     ) -> Any:
         """Any API call by path; returns the decoded JSON body (None when empty)."""
         response = await self._open(method, path, query=query, body=body, content_type=content_type)
-        try:
-            raw = await response.read()
-        except (aiohttp.ClientError, OSError) as err:
-            raise ConnectionFailed(f"{method} {path}: {err!r}") from err
-        finally:
-            response.release()
+        raw = await _body(response, method, path)
         if not raw:
             return None
         try:
             return json.loads(raw)
         except ValueError as err:
             raise KubeError(f"{method} {path}: response is not JSON") from err
+
+    async def text(self, path: str) -> str:
+        """GET a path that answers plain text (/readyz, /livez); raises like any request on an
+        error status (the body, e.g. readyz's failed checks, is the error's message)."""
+        raw = await _body(await self._open("GET", path), "GET", path)
+        return raw.decode("utf-8", "replace")
 
     async def _object(self, method: str, path: str, **kwargs: Any) -> Obj:
         result = await self.request(method, path, **kwargs)
@@ -508,6 +504,16 @@ async def connect(
     No request is made: an unreachable server shows up as ConnectionFailed on first use.
     """
     return KubeClient.from_configuration(await load_configuration(kubeconfig, context), qps=qps, burst=burst)
+
+
+async def _body(response: aiohttp.ClientResponse, method: str, path: str) -> bytes:
+    """The whole body of ``response``, which is released; ConnectionFailed when it cannot be read."""
+    try:
+        return await response.read()
+    except (aiohttp.ClientError, OSError) as err:
+        raise ConnectionFailed(f"{method} {path}: {err!r}") from err
+    finally:
+        response.release()
 
 
 __all__ = [

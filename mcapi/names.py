@@ -11,6 +11,7 @@ import re
 
 GROUP = "multicluster.crd.antrea.io"
 MCS_GROUP = "multicluster.x-k8s.io"
+ABOUT_GROUP = "about.k8s.io"
 DEFAULT_LEADER_NAMESPACE = "antrea-multicluster"
 DEFAULT_MEMBER_NAMESPACE = "kube-system"
 
@@ -52,6 +53,11 @@ IMPORTED_PREFIX = "antrea-mc-"
 
 # gRPC metadata naming the calling member where several share one token.
 CLUSTER_ID_METADATA = "mchub-cluster-id"
+# Trailing metadata of a hub refusal a member acts on by kind, and those kinds: another cluster
+# holds the cluster ID (KEP-2149 uniqueness), or this cluster joined under another ID (immutability).
+REFUSAL_REASON_METADATA = "mchub-reason"
+REASON_CLUSTER_ID_IN_USE = "ClusterIDInUse"
+REASON_CLUSTER_ID_IMMUTABLE = "ClusterIDImmutable"
 LABEL_IDENTITY_MAX_ID = 16777214
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -141,3 +147,5 @@ MC_CONTROLLER_CONFIG_KEY = "controller_manager_config.yaml"
 # (a mchub.v1.Verdict name). status.conditions carries the same, Antrea-shaped.
 ANNOTATION_EXPORT_CREATE_TIME = "multicluster.antrea.io/export-create-time"
 ANNOTATION_EXPORT_VERDICT = "multicluster.antrea.io/export-verdict"
+# The importing clusters a Service export with cluster selectors reaches (comma-separated).
+ANNOTATION_EXPORT_CLUSTERS = "mchub.antrea.io/export-clusters"

@@ -8,7 +8,7 @@ generic client needs.
 from __future__ import annotations
 
 from kube.resources import Resource
-from mcapi.names import GROUP, MCS_GROUP
+from mcapi.names import ABOUT_GROUP, GROUP, MCS_GROUP
 
 
 def _mc(plural: str, kind: str, version: str = "v1alpha1", namespaced: bool = True) -> Resource:
@@ -30,3 +30,9 @@ SERVICE_EXPORTS = Resource(MCS_GROUP, "v1alpha1", "serviceexports", "ServiceExpo
 SERVICE_IMPORTS = Resource(MCS_GROUP, "v1alpha1", "serviceimports", "ServiceImport", True)
 SERVICE_EXPORTS_V1BETA1 = Resource(MCS_GROUP, "v1beta1", "serviceexports", "ServiceExport", True)
 SERVICE_IMPORTS_V1BETA1 = Resource(MCS_GROUP, "v1beta1", "serviceimports", "ServiceImport", True)
+
+# About API (KEP-2149), cluster-scoped; v1beta1 is the storage version.
+CLUSTER_PROPERTIES = Resource(ABOUT_GROUP, "v1beta1", "clusterproperties", "ClusterProperty", False)
+CLUSTER_PROPERTIES_V1ALPHA1 = Resource(ABOUT_GROUP, "v1alpha1", "clusterproperties", "ClusterProperty", False)
+# Cluster Inventory API (KEP-4322), in the leader Namespace.
+CLUSTER_PROFILES = Resource(MCS_GROUP, "v1alpha1", "clusterprofiles", "ClusterProfile", True)

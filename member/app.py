@@ -5,9 +5,11 @@ member's parts in order (a ``kube.manager.Manager``), each ready before the next
 
 1. the import caches (member.imports.caches): one watch per imported kind, from start to stop,
    kept across rejoins; every join's importer works from them;
-2. with DNS on (``options.dns``), the clusterset.local DNS, which reads them;
-3. the membership (member.membership): what joining starts and leaving stops;
-4. the ClusterSetController (member.join), which watches the member Namespace for its
+2. the cluster's ClusterProperties (member.about.properties), its ID when someone wrote it and
+   what every join's announces carry;
+3. with DNS on (``options.dns``), the clusterset.local DNS, which reads the import caches;
+4. the membership (member.membership): what joining starts and leaving stops;
+5. the ClusterSetController (member.join), which watches the member Namespace for its
    ClusterSet and joins, rejoins or leaves.
 
 ``await stop()`` stops them in reverse, without leaving: the hub keeps this member's exports,
@@ -34,6 +36,7 @@ from kube.manager import Manager
 from mcapi.config import MultiClusterConfig
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 from member import COMPONENT
+from member.about.properties import ClusterProperties
 from member.config import MemberOptions, load_multicluster_config
 from member.dns.service import ClustersetDns
 from member.exports.controller import ServiceExportController
@@ -85,19 +88,27 @@ class MemberApp:
             raise RuntimeError("the member is already started")
         self.config = await load_multicluster_config(self.client, self.namespace)
         caches = ImportCaches(self.client, self.namespace)
+        properties = ClusterProperties(self.client)
         dns = ClustersetDns(self.client, caches, self.options.dns, self.registry) if self.options.dns else None
         membership = ClusterSetMembership(
             client=self.client,
             options=self.options,
             config=self.config,
             caches=caches,
+            properties=properties,
             recorder=self.recorder,
             registry=self.registry,
         )
         clusterset = ClusterSetController(
-            self.client, self.namespace, membership, status_resync=self.options.status_resync
+            self.client,
+            self.namespace,
+            membership,
+            status_resync=self.options.status_resync,
+            properties=properties,
         )
-        parts = Manager(f"member-{self.namespace}", [caches, *([dns] if dns else []), membership, clusterset])
+        parts = Manager(
+            f"member-{self.namespace}", [caches, properties, *([dns] if dns else []), membership, clusterset]
+        )
         await parts.start()
         self._parts, self.dns, self._membership, self._clusterset = parts, dns, membership, clusterset
         log.info(

@@ -60,6 +60,9 @@ class MemberOptions:
     export_workers: int = 4
     # Serve clusterset.local DNS from the member's imports (None: off).
     dns: DnsOptions | None = None
+    # Ask the API server for its version and readiness this often (what the announces say of the
+    # cluster's control plane, shown in its ClusterProfile).
+    inventory_probe_interval: float = 30.0
 
     def __post_init__(self) -> None:
         if self.import_workers < 1 or self.export_workers < 1:

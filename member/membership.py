@@ -11,7 +11,9 @@ hub session and starts them in order (a ``kube.manager.Manager``):
 2. the importer, to which the session delivers its import events, and which reports each
    import's outcome back through the session; it reads this cluster's Endpoints from the
    ServiceExports' watch (this cluster's own share of an import is its local endpoints);
-3. the hub session, which connects.
+3. what the announces say of the cluster (member.about.inventory: its UID, version,
+   ClusterProperties and control plane health), handed to the session before its first announce;
+4. the hub session, which connects.
 
 A part that fails to start stops, with those started before it, and the join is retried. Leaving
 stops the exporters first, so that nothing changes the exports any more. Withdrawing (the
@@ -34,6 +36,8 @@ from kube.client import KubeClient
 from kube.events import EventRecorder
 from kube.manager import Manager
 from mcapi.config import MultiClusterConfig
+from member.about.inventory import InventoryReporter
+from member.about.properties import ClusterProperties
 from member.config import MemberOptions
 from member.exports.controller import ServiceExportController
 from member.gateway.controller import GatewayController
@@ -71,6 +75,7 @@ class ClusterSetMembership:
     options: MemberOptions
     config: MultiClusterConfig
     caches: ImportCaches  # the member's import caches, which every join's importer works from
+    properties: ClusterProperties  # the cluster's ClusterProperties, which every join's announces carry
     recorder: EventRecorder
     registry: CollectorRegistry
     _joined: Joined | None = field(default=None, init=False)
@@ -152,8 +157,9 @@ class ClusterSetMembership:
             local_endpoints=exports.local_endpoints,
         )
         session.consume_imports(importer.handle)
+        inventory = InventoryReporter(client, self.properties, session, probe_interval=options.inventory_probe_interval)
         exporters = Manager(f"exporters-{spec.cluster_id}", [exports, gateway, *([identities] if identities else [])])
-        parts = Manager(f"membership-{spec.cluster_id}", [exporters, importer, session])
+        parts = Manager(f"membership-{spec.cluster_id}", [exporters, importer, inventory, session])
         return Joined(spec, session, exports, gateway, importer, identities, exporters, parts)
 
     async def leave(self, *, withdraw: bool) -> None:
@@ -205,7 +211,13 @@ class ClusterSetMembership:
         state = joined.session.state
         why = "" if state.connected else (state.last_error or "connecting to the leader")
         settled = state.connected or bool(state.last_error)
-        return LeaderLink(joined.spec.leader_cluster_id, connected=state.connected, why=why, settled=settled)
+        return LeaderLink(
+            joined.spec.leader_cluster_id,
+            connected=state.connected,
+            why=why,
+            settled=settled,
+            reason="" if state.connected else state.refused_reason,
+        )
 
     def watch_link(self, listener: Callable[[], None]) -> None:
         self._link_listeners.append(listener)

@@ -12,7 +12,8 @@ bracket and a member's removal re-merge the same way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 
 from hub.auth.identity import Identity
 from hub.config import HubConfig
@@ -20,8 +21,9 @@ from hub.engine.clock import Clock
 from hub.engine.ending import Ending
 from hub.engine.fit import Planned, RecordLimits, fit, refusal
 from hub.engine.ledger import Ledger
+from hub.engine.selection import MemberProperties
 from hub.errors import Forbidden, HubError, InvalidRequest, NotJoined, quote
-from hub.merge import MergeConfig, MergeContext, expected_export_name, validate_export
+from hub.merge import GroupKey, MergeConfig, MergeContext, expected_export_name, validate_export
 from hub.merge.ownership import ADMIN_OWNER, describe_owner, is_admin_export, owner_of
 from hub.merge.regroup import regroup
 from hub.store.base import WriteBatch
@@ -237,9 +239,22 @@ class Admission:
 
     # ---- re-merging ----------------------------------------------------------
 
-    def regroup(self, *, deleted: set[str], put: list[pb.ResourceExport]) -> WriteBatch:
-        """The write of a change of exports (nothing is written: hub.merge.regroup)."""
-        return regroup(self._ledger.index, self._merge, deleted=deleted, put=put)
+    def regroup(
+        self,
+        *,
+        deleted: set[str],
+        put: list[pb.ResourceExport],
+        also: Collection[GroupKey] = (),
+        members: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> WriteBatch:
+        """The write of a change of exports (nothing is written: hub.merge.regroup); ``also``:
+        groups to merge again whose exports did not change, ``members``: every member's
+        ClusterProperties as they will be (by default, as the member records hold them now)."""
+        index = self._ledger.index
+        merge = replace(
+            self._merge, member_properties=members if members is not None else MemberProperties(index.members)
+        )
+        return regroup(index, merge, deleted=deleted, put=put, also=also)
 
     def _regroup_deletes(self, deleted: set[str], cause: str) -> WriteBatch:
         """The write of deleting these exports; TooLarge (`cause` refused) if a record it puts

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from hub.merge import GroupKey, group_key
+from hub.merge.grouping import service_group_key
 from hub.merge.ownership import ADMIN_OWNER, owner_of
 from hub.store.base import MemberRecord, Snapshot, WriteBatch
 from hub.store.packed import PackedMessages
@@ -44,12 +45,16 @@ class Index:
     members: dict[str, MemberRecord] = field(default_factory=dict)
     # Export names by merge group, so a change re-merges only its group.
     groups: dict[GroupKey, set[str]] = field(default_factory=lambda: defaultdict(set))
+    # The groups of the Service imports with cluster selectors, by import name: what members'
+    # ClusterProperties change (hub.engine.selection).
+    selective: dict[str, GroupKey] = field(default_factory=dict)
 
     @classmethod
     def from_snapshot(cls, snap: Snapshot) -> Index:
         index = cls(members=dict(snap.members))
         for name, imp in snap.imports.items():
             index.imports[name] = imp
+            index._note_selective(imp)
         for export in snap.exports.values():
             index.put_export(export)
         return index
@@ -76,12 +81,20 @@ class Index:
             self.put_export(export)
         for name in batch.delete_imports:
             self.imports.pop(name, None)
+            self.selective.pop(name, None)
         for imp in batch.put_imports:
             self.imports[imp.import_name] = imp
+            self._note_selective(imp)
         for cluster_id in batch.delete_members:
             self.members.pop(cluster_id, None)
         for member in batch.put_members:
             self.members[member.cluster_id] = member
+
+    def _note_selective(self, imp: pb.ResourceImport) -> None:
+        if imp.HasField("service_import") and imp.service_import.cluster_selectors:
+            self.selective[imp.import_name] = service_group_key(imp.namespace, imp.name)
+        else:
+            self.selective.pop(imp.import_name, None)
 
     def owned_by(self, cluster_id: str, *, admin: bool) -> set[str]:
         """Names of the exports an identity owns (hub.merge.ownership: by kind, not by body)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hub.auth.identity import Identity
@@ -19,7 +19,9 @@ from hub.config import HubConfig
 from hub.engine.admission import Admission
 from hub.engine.clock import Clock
 from hub.engine.ending import Ending
+from hub.engine.identity import check_cluster_id, inventory_of
 from hub.engine.ledger import Ledger
+from hub.engine.selection import MemberProperties, selective_groups, selects_differently
 from hub.errors import Forbidden, InvalidRequest, quote
 from hub.store.base import MemberRecord, WriteBatch
 from mcapi import names
@@ -37,6 +39,11 @@ class MemberRemoval:
     imports_deleted: list[str]
     imports_changed: list[str]
     revision: int = 0
+
+
+def _with(members: Mapping[str, MemberRecord], record: MemberRecord) -> MemberProperties:
+    """Every member's properties, with ``record`` in place of (or beside) its earlier self."""
+    return MemberProperties({**members, record.cluster_id: record})
 
 
 class Membership:
@@ -61,6 +68,7 @@ class Membership:
         if req.leader_cluster_id and req.leader_cluster_id != config.leader_cluster_id:
             ours = quote(config.leader_cluster_id)
             raise InvalidRequest(f"leader cluster {quote(req.leader_cluster_id)} is not this hub's leader {ours}")
+        inventory = inventory_of(req)
         ledger = self._ledger
         async with ledger.lock:
             ended = self._ending.refusal()
@@ -69,6 +77,7 @@ class Membership:
             now = self._clock()
             members = ledger.index.members
             known = members.get(who.cluster_id)
+            check_cluster_id(who.cluster_id, inventory.cluster_uid, members)
             if known is None:
                 for other in members:
                     if names.is_dash_prefix(other, who.cluster_id):
@@ -82,8 +91,19 @@ class Membership:
                 leader_cluster_id=config.leader_cluster_id,
                 joined=known.joined if known else now,
                 last_heartbeat=now,
+                inventory=inventory,
             )
-            await ledger.commit(WriteBatch(put_members=[record]))
+            batch = WriteBatch()
+            if selects_differently(known, record):
+                # What cluster selectors select for (and among) members changed: merged anew, in this write.
+                batch = self._admission.regroup(
+                    deleted=set(), put=[], also=selective_groups(ledger.index), members=_with(members, record)
+                )
+            batch.put_members.append(record)
+            if batch.put_imports or batch.put_exports or batch.delete_imports:
+                await ledger.commit_and_publish(batch)
+            else:
+                await ledger.commit(batch)
             if known is None:
                 log.info("member joined", extra={"clusterID": who.cluster_id})
         return pb.AnnounceResponse(
@@ -111,9 +131,14 @@ class Membership:
         return self._removal(cluster_id)[0]
 
     def _removal(self, cluster_id: str) -> tuple[MemberRemoval, WriteBatch]:
-        """The removal's plan, and the write that deletes the member's exports."""
-        owned = self._ledger.index.owned_by(cluster_id, admin=False)
-        batch = self._admission.regroup(deleted=owned, put=[])
+        """The removal's plan, and the write that deletes the member's exports (and merges the
+        selective imports again without it: it imports nothing any more)."""
+        index = self._ledger.index
+        owned = index.owned_by(cluster_id, admin=False)
+        also = selective_groups(index) if cluster_id in index.members else set()
+        batch = self._admission.regroup(
+            deleted=owned, put=[], also=also, members=MemberProperties(index.members, without=cluster_id)
+        )
         changed = sorted(i.import_name for i in batch.put_imports)
         return MemberRemoval(cluster_id, sorted(owned), sorted(batch.delete_imports), changed), batch
 

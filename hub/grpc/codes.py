@@ -13,6 +13,7 @@ import grpc
 
 from hub.errors import DETAIL_BYTES, HubError, NotLeader, bounded, store_unavailable
 from hub.store.base import StoreError
+from mcapi import names
 
 # Trailing metadata of a write refused by a follower: the leader, as this replica knows it.
 LEADER_METADATA = "mchub-leader"
@@ -33,6 +34,8 @@ def refusal_of(error: Exception) -> Refusal:
     """The status a call ends with when `error` stopped it."""
     if isinstance(error, NotLeader) and error.leader:
         return Refusal(status_code(error), str(error), ((LEADER_METADATA, error.leader),))
+    if isinstance(error, HubError) and error.reason:
+        return Refusal(status_code(error), str(error), ((names.REFUSAL_REASON_METADATA, error.reason),))
     if isinstance(error, HubError):
         return Refusal(status_code(error), str(error))
     if isinstance(error, StoreError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
@@ -31,6 +32,9 @@ class MergeContext:
     config: MergeConfig
     # Label identity IDs held by imports outside the group being merged.
     used_label_ids: AbstractSet[int] = frozenset()
+    # Every member's ClusterProperties (member ID -> name -> value): cluster selectors are
+    # resolved for each member (hub.merge.selection).
+    member_properties: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

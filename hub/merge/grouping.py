@@ -14,6 +14,7 @@ from hub.merge.contract import GroupKey, GroupResult, MergeContext
 from hub.merge.endpoints import merge_endpoints
 from hub.merge.errors import MixedGroup, UnknownExportKind, UnknownGroupKind
 from hub.merge.label_identity import merge_label_identity
+from hub.merge.selection import select_for_members
 from hub.merge.service import merge_services
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -24,10 +25,14 @@ GROUP_ACNP = "acnp"
 GROUP_LABEL_IDENTITY = "labelidentity"
 
 
+def service_group_key(namespace: str, name: str) -> GroupKey:
+    return (GROUP_SERVICE, namespace, name)
+
+
 def group_key(export: pb.ResourceExport) -> GroupKey:
     kind = export.WhichOneof("payload")
     if kind in ("service", "endpoints"):
-        return (GROUP_SERVICE, export.namespace, export.name)
+        return service_group_key(export.namespace, export.name)
     if kind == "cluster_info":
         return (GROUP_CLUSTER_INFO, export.cluster_id)
     if kind == "cluster_network_policy":
@@ -68,6 +73,9 @@ def _merge_service_group(exports: Sequence[pb.ResourceExport], ctx: MergeContext
     )
     imports: dict[str, pb.ResourceImport] = {}
     if services.spec is not None:
+        reached = select_for_members(services.spec, endpoints.spec, ctx.member_properties)
+        for cluster, importers in reached.items():
+            services.by_cluster[cluster].clusters.extend(importers)
         imports[service_import_name] = pb.ResourceImport(
             import_name=service_import_name, namespace=namespace, name=name, service_import=services.spec
         )

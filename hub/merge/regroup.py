@@ -7,7 +7,8 @@ the same call also tells what a change *would* do (a dry run of removing a membe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import replace
 from typing import Protocol
 
 from hub.merge.contract import GroupKey, MergeContext
@@ -35,11 +36,20 @@ class Merged(Protocol):
         ...
 
 
-def regroup(index: Merged, merge: MergeContext, *, deleted: set[str], put: list[pb.ResourceExport]) -> WriteBatch:
-    """Re-merge every group the change touches; return the whole write."""
+def regroup(
+    index: Merged,
+    merge: MergeContext,
+    *,
+    deleted: set[str],
+    put: list[pb.ResourceExport],
+    also: Collection[GroupKey] = (),
+) -> WriteBatch:
+    """Re-merge every group the change touches, and the groups ``also`` names (what they merge
+    changed outside their exports: members' properties); return the whole write."""
     current = index.exports
     overlay = {e.export_name: e for e in put}
     keys: set[GroupKey] = {group_key(current[n]) for n in deleted if n in current}
+    keys.update(also)
     # Puts by group, so a batch of many exports is not scanned once per group.
     overlay_by_key: dict[GroupKey, set[str]] = {}
     for name, export in overlay.items():
@@ -83,4 +93,4 @@ def _context_for(
     # Only label identities draw from a shared ID space; other groups skip the scan.
     if key[0] != GROUP_LABEL_IDENTITY:
         return merge
-    return MergeContext(config=merge.config, used_label_ids=index.label_ids(set(import_names)) | allocated)
+    return replace(merge, used_label_ids=index.label_ids(set(import_names)) | allocated)

@@ -6,9 +6,12 @@ same-named port with another number or protocol, a different port set,
 headlessness, session affinity and its timeout, internalTrafficPolicy,
 trafficDistribution, ipFamilies, and the ServiceExports' exported labels and
 annotations, compared as whole maps) is resolved by the oldest export and
-reported as a Conflict to every exporter, the winner included.
-ExternalName cannot be exported. In strict-ports mode (Antrea's older rule)
-an export whose ports differ from the oldest export's is skipped instead.
+reported as a Conflict to every exporter, the winner included; so are the
+exporters' cluster selectors (KEP-5939: ClusterSelectorsConflict), compared as
+ordered lists. ExternalName cannot be exported, nor can a Headless Service with
+cluster selectors (InvalidServiceType: selection is for ClusterSetIP Services).
+In strict-ports mode (Antrea's older rule) an export whose ports differ from the
+oldest export's is skipped instead.
 
 The merge also says, per merged cluster, which of its Service ports the
 import exposes as that cluster serves them (same name, protocol and number):
@@ -68,6 +71,8 @@ class ServiceShape:
     ip_families: tuple[str, ...]
     exported_labels: StringItems
     exported_annotations: StringItems
+    # The cluster selectors, each serialized (compared as an ordered list).
+    cluster_selectors: tuple[bytes, ...] = ()
 
     @property
     def cluster_id(self) -> str:
@@ -97,7 +102,12 @@ def shape_of(export: pb.ResourceExport) -> ServiceShape:
         ip_families=tuple(spec.ip_families),
         exported_labels=tuple(sorted(spec.exported_labels.items())),
         exported_annotations=tuple(sorted(spec.exported_annotations.items())),
+        cluster_selectors=tuple(s.SerializeToString(deterministic=True) for s in spec.cluster_selectors),
     )
+
+
+def _selectors_text(selectors: tuple[bytes, ...]) -> str:
+    return f"{len(selectors)} selectors" if selectors else "none"
 
 
 @dataclass(frozen=True)
@@ -242,6 +252,13 @@ def find_conflicts(shapes: Sequence[ServiceShape]) -> tuple[list[pb.ServicePort]
             "set of exported annotations",
             _keys_text,
         ),
+        _property_conflict(
+            shapes,
+            lambda s: s.cluster_selectors,
+            verdicts.REASON_CLUSTER_SELECTORS_CONFLICT,
+            "list of cluster selectors",
+            _selectors_text,
+        ),
     ]
     return ports, [c for c in candidates if c is not None]
 
@@ -282,6 +299,12 @@ def merge_services(exports: Sequence[pb.ResourceExport], *, import_name: str, st
             statuses[export.export_name] = verdicts.invalid(
                 verdicts.REASON_INVALID_SERVICE_TYPE,
                 f"Service type ExternalName cannot be exported; it is left out of {import_name}.",
+            )
+        elif export.service.cluster_ip == CLUSTER_IP_NONE and export.service.cluster_selectors:
+            statuses[export.export_name] = verdicts.invalid(
+                verdicts.REASON_INVALID_SERVICE_TYPE,
+                f"A Headless Service cannot have cluster selectors (they select among ClusterSetIP Services' "
+                f"clusters); it is left out of {import_name}.",
             )
         else:
             shapes.append(shape_of(export))
@@ -329,6 +352,7 @@ def _merge_shapes(
         clusters=clusters,
         labels=dict(precedent.exported_labels),
         annotations=dict(precedent.exported_annotations),
+        cluster_selectors=precedent.export.service.cluster_selectors,
     )
     for shape in shapes:
         if conflicts:

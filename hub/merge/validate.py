@@ -16,6 +16,7 @@ from hub.errors import quote
 from hub.merge.label_format import normalized_label_problems
 from mcapi import label_syntax, names
 from mcapi.addresses import is_ip_address
+from mcapi.cluster_selection import selector_problems
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -92,6 +93,9 @@ def _check_service(problems: list[str], spec: pb.ServiceSpec) -> None:
     annotation_problems = label_syntax.annotation_problems(spec.exported_annotations, quote)
     if annotation_problems:
         problems.append(label_syntax.sentence("exported annotations", annotation_problems))
+    problems.extend(
+        f"The cluster selectors are invalid: {problem}." for problem in selector_problems(spec.cluster_selectors)
+    )
 
 
 def _check_endpoints(problems: list[str], spec: pb.EndpointsSpec) -> None:

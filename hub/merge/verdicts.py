@@ -18,6 +18,8 @@ REASON_TRAFFIC_DISTRIBUTION_CONFLICT = "TrafficDistributionConflict"
 REASON_IP_FAMILY_CONFLICT = "IPFamilyConflict"
 REASON_LABELS_CONFLICT = "LabelsConflict"
 REASON_ANNOTATIONS_CONFLICT = "AnnotationsConflict"
+# KEP-5939: the exporters' cluster selectors differ.
+REASON_CLUSTER_SELECTORS_CONFLICT = "ClusterSelectorsConflict"
 REASON_INVALID_SERVICE_TYPE = "InvalidServiceType"
 # Two exports of one group from the same cluster: only the oldest counts.
 REASON_DUPLICATE_EXPORT = "DuplicateExport"

@@ -11,7 +11,9 @@ Everything the leader Namespace of K holds for kubectl, beside the hub's own sto
   ClusterConnected per member, HubConfigMatches), and its deletion, which ends the
   ClusterSet as `DELETE /api/v1/clusterset` does (recorded in the data dir);
 - members' import reports as ResourceImport status and ACNPImportFailed Events
-  (hub.leader_cluster.import_outcomes).
+  (hub.leader_cluster.import_outcomes);
+- every member's ClusterProfile (hub.leader_cluster.cluster_profiles), as the ClusterSet's
+  cluster manager keeps them (KEP-4322).
 
 None of it stands between members and the hub: a leader cluster that is down makes the
 mirror lag, and it catches up when the cluster is back.
@@ -28,6 +30,7 @@ from hub.clusterset.end import EndRecord
 from hub.clusterset.identity import ClusterSetIdentity
 from hub.clusterset.status import clusterset_status, with_mismatches
 from hub.config import HubConfig, MirrorConfig
+from hub.leader_cluster.cluster_profiles import ClusterProfileWriter
 from hub.leader_cluster.clusterset_cr import LeaderClusterSetWatch
 from hub.leader_cluster.import_outcomes import ImportOutcomeWriter, ReportSource
 from hub.leader_cluster.kubectl_exports import KubectlExports
@@ -94,6 +97,7 @@ class LeaderCluster:
             on_identity=app.adopt_identity,
         )
         self.status = ClusterSetStatusWriter(client, ns, cfg.cluster_set_id)
+        self.profiles = ClusterProfileWriter(client, ns)
         self.import_outcomes = ImportOutcomeWriter(
             client, ns, ReportSource(lambda: app.engine.index.imports, lambda: app.engine.import_status)
         )
@@ -122,19 +126,23 @@ class LeaderCluster:
         await cancel_and_wait(self._status_task)
         self._status_task = None
         await self.mirror.stop()
+        await self.profiles.close()
         await self.clusterset.stop()
         await self.intake.close()
         await self.import_outcomes.close()
         await self.client.close()
 
     async def publish_status(self) -> None:
-        """The leader ClusterSet's status, written when it changed (no request when it did not)."""
+        """The leader ClusterSet's status and every member's ClusterProfile, written when they
+        changed (no request when they did not)."""
+        app = self.app
+        members, now, cfg = app.engine.index.members, app.now(), app.config
+        await self.profiles.write(members, now, cfg.disconnect_after, cfg.cluster_set_id)
         current = self.clusterset.current
         if current is None:
             return
-        app = self.app
-        status = clusterset_status(list(app.engine.index.members.values()), app.now(), app.config.disconnect_after)
-        status = with_mismatches(status, self.clusterset.identity.mismatches, app.now())
+        status = clusterset_status(list(members.values()), now, cfg.disconnect_after)
+        status = with_mismatches(status, self.clusterset.identity.mismatches, now)
         await self.status.write(status, name=self.clusterset.name, current=current)
 
     async def _status_loop(self) -> None:

@@ -13,6 +13,7 @@ from hub.clusterset.identity import ClusterSetIdentity
 from hub.clusterset.status import clusterset_status, with_mismatches
 from hub.config import HubConfig, KubeStoreConfig
 from hub.engine import Engine
+from hub.leader_cluster.cluster_profiles import ClusterProfileWriter
 from hub.leader_cluster.clusterset_cr import LeaderClusterSetWatch
 from hub.leader_cluster.import_outcomes import ImportOutcomeWriter, ReportSource
 from hub.leader_cluster.status_writer import ClusterSetStatusWriter
@@ -65,6 +66,8 @@ class KubeLeadership:
         self.authenticator = TokenReviewAuthenticator(client, cfg.namespace)
         self.elector = self._elector()
         self.status = ClusterSetStatusWriter(client, cfg.namespace, cfg.cluster_set_id)
+        # Every member's ClusterProfile (KEP-4322), written while this replica leads.
+        self.profiles = ClusterProfileWriter(client, cfg.namespace)
         self.clusterset = LeaderClusterSetWatch(
             client,
             cfg.namespace,
@@ -164,12 +167,15 @@ class KubeLeadership:
         await label_pod_role(self.client, self.app.config.namespace, self._settings.pod_name, role)
 
     async def publish_status(self) -> None:
-        members = list(self.app.engine.index.members.values())
-        status = clusterset_status(members, self.app.now(), self.app.config.disconnect_after)
-        status = with_mismatches(status, self.clusterset.identity.mismatches, self.app.now())
+        members = self.app.engine.index.members
+        cfg, now = self.app.config, self.app.now()
+        status = clusterset_status(list(members.values()), now, cfg.disconnect_after)
+        status = with_mismatches(status, self.clusterset.identity.mismatches, now)
         await self.status.write(status, name=self.clusterset.name, current=self.clusterset.current)
+        await self.profiles.write(members, now, cfg.disconnect_after, cfg.cluster_set_id)
 
     async def stop(self) -> None:
+        await self.profiles.close()
         await self.clusterset.stop()
         await self.import_outcomes.close()
         await self.elector.stop(release=True)

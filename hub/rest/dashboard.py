@@ -86,6 +86,8 @@ def liveness_view(hub: RestHub) -> dict[str, Any]:
             "heartbeatAgeSeconds": item["status"]["heartbeatAgeSeconds"],
             "lastHeartbeat": item["status"]["lastHeartbeat"],
             "joined": item["metadata"].get("creationTimestamp", ""),
+            "kubernetesVersion": item["status"]["kubernetesVersion"],
+            "properties": item["status"]["properties"],
         }
         for item in shapes.members(hub)
     ]
@@ -141,7 +143,20 @@ def _service_import_row(item: dict[str, Any], endpoints: dict[str, Any] | None) 
         "clusters": [c["cluster"] for c in service_import.get("status", {}).get("clusters", [])],
         "endpoints": _endpoint_count(endpoints),
         "clusterStatuses": _cluster_statuses(item),
+        "selective": bool(service_import["spec"].get("clusterSelectors")),
+        "selections": _selections(spec),
     }
+
+
+def _selections(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """With cluster selectors (KEP-5939): per group of importers, the clusters each selector chose."""
+    return [
+        {
+            "importers": selection.get("importers", []),
+            "results": [result.get("clusters", []) for result in selection.get("results", [])],
+        }
+        for selection in spec.get("clusterSelections", [])
+    ]
 
 
 def _policy_row(item: dict[str, Any]) -> dict[str, Any]:

@@ -79,6 +79,9 @@ def members(hub: RestHub) -> list[dict[str, Any]]:
             "connected": health.connected,
             "heartbeatAgeSeconds": round(health.heartbeat_age, 3),
             "lastHeartbeat": _rfc3339(record.last_heartbeat),
+            # What its announces say of its cluster (KEP-2149's ClusterProperties, its version).
+            "kubernetesVersion": record.inventory.kubernetes_version,
+            "properties": record.inventory.property_map,
         }
         items.append(announce)
     return items

@@ -66,6 +66,27 @@ def check_resumable(epoch: str, revision: int, *, held_epoch: str, held_revision
 
 
 @dataclass(frozen=True)
+class ClusterInventory:
+    """What a member says of its cluster in its announces (KEP-2149 and KEP-4322's inputs).
+
+    cluster_uid: who the cluster is, whatever ID it claims ("" from an older member);
+    kubernetes_version: its API server's version; properties: its ClusterProperties, sorted
+    (name, value) pairs; control_plane_healthy: its API server's /readyz as the member found it
+    (None: not checked), control_plane_message: why not healthy.
+    """
+
+    cluster_uid: str = ""
+    kubernetes_version: str = ""
+    properties: tuple[tuple[str, str], ...] = ()
+    control_plane_healthy: bool | None = None
+    control_plane_message: str = ""
+
+    @property
+    def property_map(self) -> dict[str, str]:
+        return dict(self.properties)
+
+
+@dataclass(frozen=True)
 class MemberRecord:
     """What the hub knows of a member (Antrea's MemberClusterAnnounce)."""
 
@@ -75,6 +96,7 @@ class MemberRecord:
     # UTC, timezone-aware.
     joined: datetime
     last_heartbeat: datetime
+    inventory: ClusterInventory = field(default_factory=ClusterInventory)
 
 
 @dataclass(frozen=True)

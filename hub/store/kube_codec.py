@@ -4,7 +4,8 @@ Exports and imports use mcapi.convert (so kubectl shows what Antrea shows).
 A member is a MemberClusterAnnounce `member-announce-from-<id>` whose
 `touch-ts` annotation is the last heartbeat, as in Antrea; the hub adds when
 the member first joined, which creationTimestamp cannot carry (the API server
-sets it).
+sets it), and what the member says of its cluster (`mchub.antrea.io/cluster-inventory`,
+JSON: its UID, Kubernetes version, ClusterProperties and control plane health).
 
 What a real API server refuses is caught here, before any write of a batch: a label
 value it would reject (an AntreaClusterNetworkPolicy's name may be 253 characters, a
@@ -23,6 +24,7 @@ from typing import Any
 
 from hub.store.base import MemberRecord, StoreError
 from hub.store.kube_authorship import stamp_digest
+from hub.store.member_inventory import inventory_from_json, inventory_json
 from mcapi import names
 from mcapi.convert import (
     ConversionError,
@@ -36,6 +38,8 @@ from mcapi.crds.clusterset import MemberClusterAnnounce
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 ANNOTATION_JOINED = "multicluster.antrea.io/joined"
+# What the member says of its cluster (hub.store.member_inventory), absent when it says nothing.
+ANNOTATION_INVENTORY = "mchub.antrea.io/cluster-inventory"
 # Every ResourceImport the hub writes says which history wrote it: "<epoch>/<revision>/<changes>",
 # where <changes> counts the import changes of that revision, so a follower replica (hub.replicas.kube_source)
 # knows when it has seen a revision whole. A delete first stamps the CR with DELETING set, then
@@ -134,14 +138,18 @@ def measured_cr(
 def member_to_cr(member: object, namespace: str) -> dict[str, Any]:
     if not isinstance(member, MemberRecord):
         raise InvalidRecord(f"a member must be a MemberRecord, not {type(member).__name__}")
+    annotations = {
+        names.ANNOTATION_TOUCH_TS: _rfc3339(member.last_heartbeat),
+        ANNOTATION_JOINED: _rfc3339(member.joined),
+    }
+    inventory = inventory_json(member.inventory)
+    if inventory:
+        annotations[ANNOTATION_INVENTORY] = inventory
     return MemberClusterAnnounce(
         metadata=ObjectMeta(
             name=names.member_announce_name(member.cluster_id),
             namespace=namespace,
-            annotations={
-                names.ANNOTATION_TOUCH_TS: _rfc3339(member.last_heartbeat),
-                ANNOTATION_JOINED: _rfc3339(member.joined),
-            },
+            annotations=annotations,
         ),
         cluster_id=member.cluster_id,
         cluster_set_id=member.cluster_set_id,
@@ -171,6 +179,7 @@ def member_from_cr(obj: dict[str, Any]) -> MemberRecord:
         leader_cluster_id=str(obj.get("leaderClusterID", "")),
         joined=_parse_time(joined),
         last_heartbeat=_parse_time(heartbeat),
+        inventory=inventory_from_json(str(annotations.get(ANNOTATION_INVENTORY) or ""), str(obj.get("clusterID", ""))),
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from hub.store.base import MemberRecord, StoreError
+from hub.store.member_inventory import inventory_from_json, inventory_json
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -61,6 +62,7 @@ class MemberRow:
     leader_cluster_id: str
     joined: str
     last_heartbeat: str
+    inventory: str = ""
 
 
 def encode_export(export: pb.ResourceExport) -> ExportRow:
@@ -123,6 +125,7 @@ def encode_member(member: MemberRecord) -> MemberRow:
         leader_cluster_id=member.leader_cluster_id,
         joined=_utc_iso(member.joined, "joined", member.cluster_id),
         last_heartbeat=_utc_iso(member.last_heartbeat, "last_heartbeat", member.cluster_id),
+        inventory=inventory_json(member.inventory),
     )
 
 
@@ -133,6 +136,7 @@ def decode_member(row: MemberRow) -> MemberRecord:
         leader_cluster_id=row.leader_cluster_id,
         joined=datetime.fromisoformat(row.joined),
         last_heartbeat=datetime.fromisoformat(row.last_heartbeat),
+        inventory=inventory_from_json(row.inventory, row.cluster_id),
     )
 
 

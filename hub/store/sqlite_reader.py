@@ -96,7 +96,7 @@ def _read_snapshot(conn: sqlite3.Connection, *, with_exports: bool = True, with_
         imports = {name: decode_import(body) for name, body in conn.execute("SELECT import_name, body FROM imports")}
     members: dict[str, MemberRecord] = {}
     for row in conn.execute(
-        "SELECT cluster_id, cluster_set_id, leader_cluster_id, joined, last_heartbeat FROM members"
+        "SELECT cluster_id, cluster_set_id, leader_cluster_id, joined, last_heartbeat, inventory FROM members"
     ):
         members[row[0]] = decode_member(MemberRow(*row))
     return Snapshot(epoch=meta.epoch, revision=meta.revision, exports=exports, imports=imports, members=members)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from hub.store.base import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _CREATE_V1 = """
 CREATE TABLE meta (
@@ -51,7 +51,8 @@ CREATE TABLE members (
     leader_cluster_id TEXT    NOT NULL,
     joined            TEXT    NOT NULL,
     last_heartbeat    TEXT    NOT NULL,
-    revision          INTEGER NOT NULL
+    revision          INTEGER NOT NULL,
+    inventory         TEXT    NOT NULL DEFAULT ''
 );
 -- One row per import put (body set) or delete (body NULL), seq keeping the
 -- order of changes inside one revision. No semicolons in comments: the
@@ -110,7 +111,8 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> Meta:
             meta = read_meta(conn)
             if meta.schema_version > SCHEMA_VERSION:
                 raise SchemaVersionTooNew(path, meta.schema_version, SCHEMA_VERSION)
-            # Older versions would be migrated here; version 1 is the first.
+            if meta.schema_version < SCHEMA_VERSION:
+                meta = _migrate(conn, meta)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -119,6 +121,15 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> Meta:
     except sqlite3.DatabaseError as err:
         raise DatabaseUnreadable(f"{path} is not a usable mchub database: {err}") from err
     return meta
+
+
+def _migrate(conn: sqlite3.Connection, meta: Meta) -> Meta:
+    """Bring an older database to SCHEMA_VERSION, in the caller's transaction. Version 2 adds
+    the members' inventory (their announces' cluster UID, version, properties, health)."""
+    if meta.schema_version < 2:
+        conn.execute("ALTER TABLE members ADD COLUMN inventory TEXT NOT NULL DEFAULT ''")
+    conn.execute("UPDATE meta SET schema_version = ?", (SCHEMA_VERSION,))
+    return Meta(SCHEMA_VERSION, meta.epoch, meta.revision, meta.compacted_through)
 
 
 def _create(conn: sqlite3.Connection) -> None:

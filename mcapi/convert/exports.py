@@ -16,7 +16,9 @@ Mapping (and what the kube store relies on):
 * The hub's status goes to ``status.conditions`` as Antrea shapes it
   (Succeeded=True for an accepted or conflicting export, Failure=True for a
   rejected or invalid one, reason and message verbatim) and, exactly, to the
-  annotation ``multicluster.antrea.io/export-verdict`` (a Verdict name).
+  annotation ``multicluster.antrea.io/export-verdict`` (a Verdict name); the clusters a
+  selective Service export reaches (its status's clusters) to ``mchub.antrea.io/export-clusters``
+  (comma-separated). A Service export's cluster selectors go to ``spec.service.clusterSelectors``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from mcapi.convert.service import (
     service_spec_from_pb,
     service_spec_to_pb,
 )
+from mcapi.convert.service_import import cluster_selector_models, cluster_selectors_from_models
 from mcapi.convert.structs import dict_to_struct, struct_to_dict
 from mcapi.crds.base import ObjectMeta
 from mcapi.crds.conditions import CONDITION_TRUE, AntreaCondition
@@ -85,6 +88,7 @@ def resource_export_to_cr(
             service_spec=service_spec_from_pb(message.service),
             exported_labels=dict(message.service.exported_labels),
             exported_annotations=dict(message.service.exported_annotations),
+            cluster_selectors=cluster_selector_models(message.service.cluster_selectors),
         )
     elif payload == "endpoints":
         spec.endpoints = EndpointsPayload(subsets=endpoint_subsets_from_pb(message.endpoints))
@@ -107,6 +111,8 @@ def resource_export_to_cr(
     status = None
     if message.HasField("status"):
         annotations[names.ANNOTATION_EXPORT_VERDICT] = pb.Verdict.Name(message.status.verdict)
+        if message.status.clusters:
+            annotations[names.ANNOTATION_EXPORT_CLUSTERS] = ",".join(message.status.clusters)
         status = _status_to_cr(message.status, now)
     metadata = ObjectMeta(
         name=message.export_name,
@@ -171,6 +177,9 @@ def _copy_payload(spec: ResourceExportSpec, message: pb.ResourceExport, export_n
         message.service.CopyFrom(service_spec_to_pb(spec.service.service_spec))
         message.service.exported_labels.update(spec.service.exported_labels)
         message.service.exported_annotations.update(spec.service.exported_annotations)
+        message.service.cluster_selectors.extend(
+            cluster_selectors_from_models(spec.service.cluster_selectors, f"export {export_name!r}")
+        )
     elif kind == names.KIND_ENDPOINTS and spec.endpoints is not None:
         message.endpoints.CopyFrom(endpoint_subsets_to_pb(spec.endpoints.subsets))
     elif kind == names.KIND_CLUSTER_INFO and spec.cluster_info is not None:
@@ -199,6 +208,8 @@ def _status_from_cr(export: ResourceExport) -> pb.ExportStatus | None:
     else:
         return None
     status = pb.ExportStatus(verdict=verdict)
+    clusters = export.metadata.annotations.get(names.ANNOTATION_EXPORT_CLUSTERS, "")
+    status.clusters.extend(c for c in clusters.split(",") if c)
     if condition is not None:
         status.reason = condition.reason
         status.message = condition.message

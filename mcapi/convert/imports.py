@@ -3,8 +3,9 @@
 ``metadata.name`` is the import name; ``spec.clusterID`` (Antrea's name for
 the list of target clusters) is ``cluster_ids``; ``spec.kind`` follows the
 payload. A ServiceImport payload is Antrea's embedded MCS ServiceImport with
-the v1beta1 spec shape, its exporting clusters in ``status.clusters`` and the
-exported labels and annotations in its ``metadata``.
+the v1beta1 spec shape (with its cluster selectors), its exporting clusters in
+``status.clusters`` and the exported labels and annotations in its ``metadata``;
+the selectors' results per importing member go in mchub's ``spec.clusterSelections``.
 Endpoints subsets keep the hub's per-subset cluster ID under the extra key
 ``clusterID``.
 """
@@ -23,9 +24,15 @@ from mcapi.convert.service import endpoint_subsets_from_pb, endpoint_subsets_to_
 from mcapi.convert.service_import import service_import_spec_to_pb, service_import_spec_v1beta1
 from mcapi.convert.structs import dict_to_struct, struct_to_dict
 from mcapi.crds.base import ObjectMeta
-from mcapi.crds.exchange import EmbeddedServiceImport, EndpointsPayload, ResourceImport, ResourceImportSpec
+from mcapi.crds.exchange import (
+    ClusterSelection,
+    EmbeddedServiceImport,
+    EndpointsPayload,
+    ResourceImport,
+    ResourceImportSpec,
+)
 from mcapi.crds.gateway import LabelIdentitySpec
-from mcapi.crds.mcs import ServiceImportClusterStatus, ServiceImportStatusV1beta1
+from mcapi.crds.mcs import ClusterSelectorResult, ServiceImportClusterStatus, ServiceImportStatusV1beta1
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 _KIND_OF_PAYLOAD = {
@@ -63,6 +70,13 @@ def resource_import_to_cr(
                 clusters=[ServiceImportClusterStatus(cluster=c) for c in message.service_import.clusters]
             ),
         )
+        spec.cluster_selections = [
+            ClusterSelection(
+                importers=list(s.importers),
+                results=[ClusterSelectorResult(clusters=list(r.clusters)) for r in s.results],
+            )
+            for s in message.service_import.selections
+        ]
     elif payload == "endpoints":
         spec.endpoints = EndpointsPayload(subsets=endpoint_subsets_from_pb(message.endpoints))
     elif payload == "cluster_info":
@@ -110,6 +124,13 @@ def resource_import_from_cr(cr: ResourceImport | Mapping[str, Any]) -> pb.Resour
         clusters = [c.cluster for c in status.clusters] if status else []
         message.service_import.CopyFrom(service_import_spec_to_pb(spec.service_import.spec, clusters))
         _copy_exported_metadata(spec.service_import.metadata, message.service_import, name)
+        for selection in spec.cluster_selections:
+            message.service_import.selections.append(
+                pb.ClusterSelection(
+                    importers=selection.importers,
+                    results=[pb.ClusterSelectorResult(clusters=r.clusters) for r in selection.results],
+                )
+            )
     elif kind == names.KIND_ENDPOINTS and spec.endpoints is not None:
         message.endpoints.CopyFrom(endpoint_subsets_to_pb(spec.endpoints.subsets))
     elif kind == names.KIND_CLUSTER_INFO and spec.cluster_info is not None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, cast
 
+from mcapi.cluster_selection import InvalidClusterSelectors, selectors_from_json, selectors_to_json
 from mcapi.convert.errors import ConversionError
 from mcapi.convert.service import session_affinity_config
 from mcapi.crds.base import ObjectMeta
 from mcapi.crds.mcs import (
+    ClusterSelector,
     MCSServicePort,
     ServiceImportClusterStatus,
     ServiceImportSpecV1alpha1,
@@ -29,6 +31,19 @@ def _ports(message: pb.ServiceImportSpec) -> list[MCSServicePort]:
     ]
 
 
+def cluster_selector_models(selectors: Sequence[pb.ClusterSelector]) -> list[ClusterSelector]:
+    """The wire's cluster selectors as the CRD models (spec.clusterSelectors)."""
+    return [ClusterSelector.model_validate(entry) for entry in selectors_to_json(selectors)]
+
+
+def cluster_selectors_from_models(models: Sequence[ClusterSelector], where: str) -> list[pb.ClusterSelector]:
+    """spec.clusterSelectors of a stored object back to the wire; ConversionError naming ``where``."""
+    try:
+        return selectors_from_json([m.model_dump(mode="json", by_alias=True, exclude_defaults=True) for m in models])
+    except InvalidClusterSelectors as err:
+        raise ConversionError(f"{where}: {err}") from None
+
+
 def _type(message: pb.ServiceImportSpec) -> ServiceImportType:
     if message.type not in ("ClusterSetIP", "Headless"):
         raise ConversionError(f"ServiceImport type {message.type!r} is not ClusterSetIP or Headless")
@@ -46,6 +61,7 @@ def service_import_spec_v1beta1(message: pb.ServiceImportSpec, ips: Sequence[str
         ip_families=list(message.ip_families),
         internal_traffic_policy=message.internal_traffic_policy,
         traffic_distribution=message.traffic_distribution,
+        cluster_selectors=cluster_selector_models(message.cluster_selectors),
     )
 
 
@@ -80,6 +96,7 @@ def service_import_spec_to_pb(spec: ServiceImportSpecV1alpha1, clusters: Sequenc
     if isinstance(spec, ServiceImportSpecV1beta1):
         message.internal_traffic_policy = spec.internal_traffic_policy
         message.traffic_distribution = spec.traffic_distribution
+        message.cluster_selectors.extend(cluster_selectors_from_models(spec.cluster_selectors, "spec.clusterSelectors"))
     return message
 
 

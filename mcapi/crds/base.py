@@ -166,6 +166,8 @@ class KubeObject(KubeModel):
     CATEGORIES: ClassVar[tuple[str, ...]] = ()
     STORAGE: ClassVar[bool] = True
     STATUS_SUBRESOURCE: ClassVar[bool] = False
+    # The CRD's own annotations (a *.k8s.io group needs api-approved.kubernetes.io).
+    CRD_ANNOTATIONS: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     api_version: str = Field(default="", alias="apiVersion")
     kind: str = ""

@@ -114,10 +114,13 @@ def build_crd(versions: Sequence[type[KubeObject]]) -> dict[str, Any]:
         names["shortNames"] = list(short_names)
     if categories:
         names["categories"] = list(categories)
+    metadata: dict[str, Any] = {"name": crd_name(first)}
+    if first.CRD_ANNOTATIONS:
+        metadata["annotations"] = dict(first.CRD_ANNOTATIONS)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": crd_name(first)},
+        "metadata": metadata,
         "spec": {
             "group": first.GROUP,
             "names": names,

@@ -17,7 +17,7 @@ from mcapi.crds.base import AGE_COLUMN, PRESERVE_UNKNOWN, KubeModel, KubeObject,
 from mcapi.crds.conditions import AntreaCondition
 from mcapi.crds.core import EndpointSubset, ServiceSpec
 from mcapi.crds.gateway import ClusterInfo, LabelIdentitySpec
-from mcapi.crds.mcs import ServiceImportSpecV1beta1, ServiceImportStatusV1beta1
+from mcapi.crds.mcs import ClusterSelector, ClusterSelectorResult, ServiceImportSpecV1beta1, ServiceImportStatusV1beta1
 from mcapi.names import GROUP
 
 # ResourceExport condition types and reasons.
@@ -44,6 +44,11 @@ class ServiceExportPayload(KubeModel):
         default_factory=dict,
         alias="exportedAnnotations",
         description="The ServiceExport's spec.exportedAnnotations.",
+    )
+    cluster_selectors: list[ClusterSelector] = Field(
+        default_factory=list,
+        alias="clusterSelectors",
+        description="The ServiceExport's spec.clusterSelectors (KEP-5939, alpha).",
     )
 
 
@@ -120,6 +125,13 @@ class EmbeddedServiceImport(KubeModel):
     status: ServiceImportStatusV1beta1 | None = None
 
 
+class ClusterSelection(KubeModel):
+    """The results of a ServiceImport's cluster selectors for the importing members named."""
+
+    importers: list[str] = Field(default_factory=list)
+    results: list[ClusterSelectorResult] = Field(default_factory=list)
+
+
 class ResourceImportSpec(KubeModel):
     cluster_ids: list[str] = Field(
         default_factory=list,
@@ -130,6 +142,11 @@ class ResourceImportSpec(KubeModel):
     namespace: str = Field(default="", description="Namespace of the imported resource.")
     kind: str = Field(default="", description="Kind of the imported resource.")
     service_import: EmbeddedServiceImport | None = Field(default=None, alias="serviceImport")
+    cluster_selections: list[ClusterSelection] = Field(
+        default_factory=list,
+        alias="clusterSelections",
+        description="mchub: the results of the ServiceImport's cluster selectors (KEP-5939), per importing member.",
+    )
     endpoints: EndpointsPayload | None = None
     cluster_info: ClusterInfo | None = Field(default=None, alias="clusterinfo")
     external_entity: dict[str, Any] | None = Field(

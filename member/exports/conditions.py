@@ -1,12 +1,17 @@
 """ServiceExport conditions (MCS KEP-1645, mcs-api conformance), from what is known of an export.
 
 - ``Valid``: True/Valid, or False with the InvalidReason (NoService, InvalidServiceType,
-  ImportedService, InvalidService, InvalidExportedLabels, InvalidExportedAnnotations).
+  ImportedService, InvalidService, InvalidExportedLabels, InvalidExportedAnnotations,
+  InvalidClusterSelector).
 - ``Ready``: True/Exported once the hub took the Service export (accepted, or accepted
   with a conflict); False/Pending before its answer; False/Failed when invalid, or when the
   hub (or the session, for an oversized export) refused it.
-- ``Conflict``: True with the hub's MCS reason (PortConflict, TypeConflict, ...) and
-  message; otherwise False/NoConflicts.
+- ``Conflict``: True with the hub's MCS reason (PortConflict, TypeConflict, ...,
+  ClusterSelectorsConflict) and message; otherwise False/NoConflicts.
+
+Beside the conditions, ``status.clusters`` (alpha, v1beta1): for an export with cluster
+selectors, the importing clusters whose traffic it receives now, as the hub says; absent
+otherwise (every member imports it).
 
 Applied with the metav1 rules (kube.conditions): lastTransitionTime moves only when a
 status flips, observedGeneration is the ServiceExport's generation.
@@ -104,6 +109,15 @@ def wanted_conditions(
     if verdict.verdict == pb.VERDICT_CONFLICT:
         return [valid, ready, WantedCondition(CONFLICT, "True", verdict.reason or "Conflict", verdict.message)]
     return [valid, ready, no_conflict]
+
+
+def exported_to(service: HubAnswer) -> list[dict[str, str]] | None:
+    """``status.clusters``: the importers the hub says a selective Service export reaches (None:
+    not selective, or not known yet, and the field is absent)."""
+    verdict = service.verdict
+    if verdict is None or verdict.verdict not in _TAKEN or not verdict.clusters:
+        return None
+    return [{"cluster": cluster} for cluster in verdict.clusters]
 
 
 def apply_conditions(

@@ -2,7 +2,8 @@
 and Endpoints) -> the hub session's desired exports, and the hub's verdicts -> ServiceExport
 conditions.
 
-Informers watch ServiceExports (multicluster.x-k8s.io, v1alpha1 when served, else v1beta1),
+Informers watch ServiceExports (multicluster.x-k8s.io, v1beta1 when served, whose alpha
+clusterSelectors and status.clusters v1alpha1 has not; else v1alpha1),
 Services and Endpoints in every Namespace (but the importer's, which are never exported); a work
 queue keyed by (namespace, name) runs one reconcile per ServiceExport on ``workers`` workers: get
 (gone means withdraw) -> evaluate
@@ -40,7 +41,14 @@ from mcapi import names
 from mcapi.config import EndpointIPType
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.resources import SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1
-from member.exports.conditions import READY, REASON_PENDING, HubAnswer, apply_conditions, wanted_conditions
+from member.exports.conditions import (
+    READY,
+    REASON_PENDING,
+    HubAnswer,
+    apply_conditions,
+    exported_to,
+    wanted_conditions,
+)
 from member.exports.evaluate import Evaluation, Key, evaluate, export_names
 from member.hubclient import ExportSink
 
@@ -102,7 +110,7 @@ class ServiceExportController:
     async def start(self) -> None:
         """Watch ServiceExports, Services and Endpoints; once synced, hand the sink every export
         they make now and start reconciling (every ServiceExport gets its status)."""
-        served = await first_served(self._client, (SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1))
+        served = await first_served(self._client, (SERVICE_EXPORTS_V1BETA1, SERVICE_EXPORTS))
         if served is None:
             raise PermanentError("the MCS ServiceExport CRD (multicluster.x-k8s.io) is not installed")
         self._resource = served
@@ -231,12 +239,22 @@ class ServiceExportController:
     def _answer(self, export_name: str) -> HubAnswer:
         return HubAnswer(self._sink.verdict(export_name), self._sink.rejection(export_name))
 
-    def _conditions(self, obj: Obj, evaluation: Evaluation) -> tuple[list[dict[str, Any]], bool]:
+    def _status(self, obj: Obj, evaluation: Evaluation) -> tuple[dict[str, Any], bool]:
+        """The status to write (conditions, and status.clusters on v1beta1) and whether it changed."""
         service_name, endpoints_name = export_names(self._cluster_id, evaluation.key)
-        current = (obj.get("status") or {}).get("conditions")
-        wanted = wanted_conditions(evaluation, self._answer(service_name), self._answer(endpoints_name), current)
+        status = obj.get("status") or {}
+        current = status.get("conditions")
+        service = self._answer(service_name)
+        wanted = wanted_conditions(evaluation, service, self._answer(endpoints_name), current)
         generation = (obj.get("metadata") or {}).get("generation")
-        return apply_conditions(current, wanted, generation if isinstance(generation, int) else None, datetime.now(UTC))
+        conditions, changed = apply_conditions(
+            current, wanted, generation if isinstance(generation, int) else None, datetime.now(UTC)
+        )
+        desired: dict[str, Any] = {"conditions": conditions}
+        if self._resource.version != SERVICE_EXPORTS.version:
+            desired["clusters"] = exported_to(service) if evaluation.valid else None
+            changed = changed or desired["clusters"] != status.get("clusters")
+        return desired, changed
 
     def _answer_due(self, key: Key, conditions: list[dict[str, Any]]) -> float | None:
         """Seconds left to wait for the leader's answer before showing Pending; None when the
@@ -254,18 +272,15 @@ class ServiceExportController:
         write); a Conflict (someone wrote meanwhile) is retried by the queue from a fresher cache.
         Returns when to look again if the write waits for the leader's answer."""
         assert self._written is not None
-        conditions, changed = self._conditions(cached, evaluation)
+        status, changed = self._status(cached, evaluation)
         if not changed:
             self._waiting_since.pop(evaluation.key, None)
             return None
-        answer_due = self._answer_due(evaluation.key, conditions)
+        answer_due = self._answer_due(evaluation.key, status["conditions"])
         if answer_due is not None:
             return answer_due
         namespace, name = evaluation.key
-        patch = {
-            "metadata": {"resourceVersion": cached["metadata"]["resourceVersion"]},
-            "status": {"conditions": conditions},
-        }
+        patch = {"metadata": {"resourceVersion": cached["metadata"]["resourceVersion"]}, "status": status}
         try:
             written = await self._client.patch_status(self._resource, name, patch, namespace)
         except NotFound:

@@ -6,7 +6,9 @@ them (or None). A valid ServiceExport makes two exports, as Antrea's member does
 - ``<clusterID>-<ns>-<name>-service``: the Service's spec, with the ServiceExport's
   ``spec.exportedLabels`` and ``spec.exportedAnnotations`` (either served version has them;
   the Service's own labels and annotations are not exported). Keys or values the API server
-  would refuse on a ServiceImport make the ServiceExport invalid;
+  would refuse on a ServiceImport make the ServiceExport invalid; so do v1beta1's alpha
+  ``spec.clusterSelectors`` (KEP-5939) when they cannot be evaluated (InvalidClusterSelector)
+  or the Service is Headless (InvalidServiceType: selection is for ClusterSetIP Services);
 - ``<clusterID>-<ns>-<name>-endpoints``: with endpointIPType ClusterIP, the one address is
   the Service's ClusterIP with the Service's ports (traffic enters through the exporting
   cluster's Service); with PodIP, the ready addresses of the Endpoints. A headless Service
@@ -20,6 +22,7 @@ from enum import StrEnum
 
 from kube.resources import Obj
 from mcapi import label_syntax, names
+from mcapi.cluster_selection import InvalidClusterSelectors, selectors_from_json
 from mcapi.config import EndpointIPType
 from mcapi.convert import ConversionError, endpoints_from_endpoints_json, service_spec_from_service_json
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -39,6 +42,8 @@ class InvalidReason(StrEnum):
     # spec.exportedLabels / spec.exportedAnnotations that no ServiceImport could carry
     INVALID_EXPORTED_LABELS = "InvalidExportedLabels"
     INVALID_EXPORTED_ANNOTATIONS = "InvalidExportedAnnotations"
+    # KEP-5939: spec.clusterSelectors that cannot be evaluated
+    INVALID_CLUSTER_SELECTOR = "InvalidClusterSelector"
 
 
 @dataclass(frozen=True)
@@ -135,12 +140,24 @@ def evaluate(
     if isinstance(exported, Evaluation):
         return exported
     try:
+        selectors = selectors_from_json(((service_export or {}).get("spec") or {}).get("clusterSelectors"))
+    except InvalidClusterSelectors as err:
+        return _invalid(key, InvalidReason.INVALID_CLUSTER_SELECTOR, f"spec.clusterSelectors is invalid: {err}")
+    if selectors and (service.get("spec") or {}).get("clusterIP") == HEADLESS:
+        return _invalid(
+            key,
+            InvalidReason.INVALID_SERVICE_TYPE,
+            f"Service {namespace}/{name} is Headless: cluster selectors select among the clusters of a "
+            "ClusterSetIP Service only",
+        )
+    try:
         spec = service_spec_from_service_json(service)
         endpoints_spec = _endpoints_spec(spec, endpoints, ip_type)
     except ConversionError as err:
         return _invalid(key, InvalidReason.INVALID_SERVICE, str(err))
     spec.exported_labels.update(exported[0])
     spec.exported_annotations.update(exported[1])
+    spec.cluster_selectors.extend(selectors)
     service_name, endpoints_name = export_names(cluster_id, key)
     return Evaluation(
         key=key,

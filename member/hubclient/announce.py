@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kube.backoff import Backoff, Retries
@@ -42,15 +43,17 @@ class Announcer:
     def __init__(
         self,
         stub: pb_grpc.CommonAreaServiceAsyncStub,
-        request: pb.AnnounceRequest,
+        request: Callable[[], pb.AnnounceRequest],
         tracker: StateTracker,
         settings: AnnounceSettings,
+        name: str = "",
     ) -> None:
+        """``request()``: the announce to send now (what the member says of its cluster may change)."""
         self._stub = stub
         self._request = request
         self._tracker = tracker
         self._settings = settings
-        self._queue: WorkQueue[str] = WorkQueue(f"announce-{request.cluster_id}")
+        self._queue: WorkQueue[str] = WorkQueue(f"announce-{name}")
         self._backoff = Retries(Backoff(settings.initial_backoff, settings.max_backoff))
         self._due = 0.0  # loop time of the next announce
         self._quiet_until = 0.0  # after a failure: no announce before then, poked or not
@@ -80,16 +83,16 @@ class Announcer:
         self.attempts += 1
         try:
             response = await self._stub.Announce(
-                self._request, timeout=self._settings.call_timeout, metadata=self._settings.metadata
+                self._request(), timeout=self._settings.call_timeout, metadata=self._settings.metadata
             )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             error = classify(exc)
             permanent = isinstance(error, PermanentHubError)
-            if permanent:
+            if permanent or error.reason:
                 self._tracker.joined.clear()
-            self._tracker.lost(error.message, needs_operator=permanent)
+            self._tracker.lost(error.message, needs_operator=permanent, reason=error.reason)
             delay = self._settings.permanent_retry_delay if permanent else self._backoff.next_delay()
             log.warning(
                 "announce failed",

@@ -6,6 +6,8 @@ import asyncio
 
 import grpc
 
+from mcapi import names
+
 # Worth another attempt after a backoff: the hub or the network is having a bad moment.
 _TRANSIENT = frozenset(
     {
@@ -28,12 +30,14 @@ _NEEDS_OPERATOR = frozenset(
 
 
 class HubCallError(Exception):
-    """A call to the hub failed; `code` and `details` are the hub's (or grpc's) words."""
+    """A call to the hub failed; `code` and `details` are the hub's (or grpc's) words, `reason`
+    the kind of refusal when the hub named one (trailing metadata mcapi.names.REFUSAL_REASON_METADATA)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+    def __init__(self, code: grpc.StatusCode, details: str, reason: str = "") -> None:
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details
+        self.reason = reason
 
     @property
     def message(self) -> str:
@@ -42,6 +46,8 @@ class HubCallError(Exception):
             return f"the leader refused the member token ({self.details}); check the member token Secret"
         if self.code == grpc.StatusCode.PERMISSION_DENIED:
             return f"the leader refused this cluster ({self.details})"
+        if self.reason in (names.REASON_CLUSTER_ID_IN_USE, names.REASON_CLUSTER_ID_IMMUTABLE):
+            return f"the leader refused this cluster's ID ({self.details})"
         if self.code == grpc.StatusCode.INVALID_ARGUMENT:
             return f"the leader rejected the request ({self.details}); check the ClusterSet spec"
         if self.code == grpc.StatusCode.UNAVAILABLE:
@@ -72,19 +78,29 @@ def classify(exc: BaseException) -> HubCallError:
     """A typed error for any failure of a hub call (cancellation is never passed here)."""
     if isinstance(exc, HubCallError):
         return exc
+    reason = ""
     if isinstance(exc, grpc.aio.AioRpcError):
         code, details = exc.code(), exc.details() or ""
+        reason = _refusal_reason(exc)
     elif isinstance(exc, asyncio.TimeoutError):
         code, details = grpc.StatusCode.DEADLINE_EXCEEDED, "timed out"
     else:
         code, details = grpc.StatusCode.UNKNOWN, f"{type(exc).__name__}: {exc}"
     if code == grpc.StatusCode.ABORTED:
-        return ResumeHubError(code, details)
+        return ResumeHubError(code, details, reason)
     if code == grpc.StatusCode.FAILED_PRECONDITION:
-        return NotJoinedHubError(code, details)
+        return NotJoinedHubError(code, details, reason)
     if code in _NEEDS_OPERATOR:
-        return PermanentHubError(code, details)
+        return PermanentHubError(code, details, reason)
     if code in _TRANSIENT:
-        return TemporaryHubError(code, details)
-    # NOT_FOUND, UNIMPLEMENTED, ... : a hub of another version; nothing we do changes it soon.
-    return PermanentHubError(code, details)
+        return TemporaryHubError(code, details, reason)
+    # NOT_FOUND, ALREADY_EXISTS (a cluster ID in use), UNIMPLEMENTED, ...: nothing we do changes it soon.
+    return PermanentHubError(code, details, reason)
+
+
+def _refusal_reason(exc: grpc.aio.AioRpcError) -> str:
+    try:
+        metadata = tuple(exc.trailing_metadata() or ())
+    except Exception:  # a call that never got an answer has no metadata to read
+        return ""
+    return next((str(value) for key, value in metadata if key == names.REFUSAL_REASON_METADATA), "")

@@ -136,6 +136,8 @@ class HubSession:
         self._answer_listeners: list[AnswerListener] = []
         self._watch_from = watch_from
         self._known_imports = known_imports
+        # What the announces say of the cluster (member.about.inventory), beside who it is.
+        self._inventory = pb.AnnounceRequest()
 
     # ---- lifecycle -----------------------------------------------------------
 
@@ -153,9 +155,7 @@ class HubSession:
         self._stub = stub
         self._announcer = Announcer(
             stub,
-            pb.AnnounceRequest(
-                cluster_id=cfg.cluster_id, cluster_set_id=cfg.cluster_set_id, leader_cluster_id=cfg.leader_cluster_id
-            ),
+            self._announce_request,
             self._tracker,
             AnnounceSettings(
                 cfg.initial_backoff,
@@ -165,6 +165,7 @@ class HubSession:
                 cfg.heartbeat_interval,
                 self._endpoint.call_metadata(),
             ),
+            name=cfg.cluster_id,
         )
         self._exports = ExportPump(
             stub,
@@ -265,6 +266,26 @@ class HubSession:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.stop()
+
+    # ---- announces -----------------------------------------------------------
+
+    def set_inventory(self, inventory: pb.AnnounceRequest) -> None:
+        """What the announces say of the cluster from now on (its UID, version, ClusterProperties,
+        control plane health; the IDs are the session's): announced at once when it changed."""
+        if inventory == self._inventory:
+            return
+        self._inventory = pb.AnnounceRequest()
+        self._inventory.CopyFrom(inventory)
+        if self._announcer is not None:
+            self._announcer.poke()
+
+    def _announce_request(self) -> pb.AnnounceRequest:
+        cfg = self._config
+        request = pb.AnnounceRequest()
+        request.CopyFrom(self._inventory)
+        request.cluster_id, request.cluster_set_id = cfg.cluster_id, cfg.cluster_set_id
+        request.leader_cluster_id = cfg.leader_cluster_id
+        return request
 
     # ---- exports -------------------------------------------------------------
 

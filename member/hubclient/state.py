@@ -21,6 +21,8 @@ class ConnectionState:
     connected: the last Announce succeeded and no stream has lost the hub since.
     last_error: why not, as a sentence for a condition message ("" when connected).
     needs_operator: the hub refused who we are (token, ClusterSet ID); retrying alone won't fix it.
+    refused_reason: the kind of the hub's refusal of who we are, when it said (ClusterIDInUse,
+    ClusterIDImmutable; mcapi.names), "" otherwise.
     epoch, heartbeat_interval: as the hub last said in AnnounceResponse.
     exports_synced: the Export stream's sync bracket completed on the current stream.
     imports_synced: the watch delivered Synced or Resumed on the current stream.
@@ -30,6 +32,7 @@ class ConnectionState:
     connected: bool = False
     last_error: str = ""
     needs_operator: bool = False
+    refused_reason: str = ""
     epoch: str = ""
     heartbeat_interval: float = 0.0
     exports_synced: bool = False
@@ -71,11 +74,16 @@ class StateTracker:
     def announced(self, epoch: str, heartbeat_interval: float) -> None:
         self.joined.set()
         self.update(
-            connected=True, last_error="", needs_operator=False, epoch=epoch, heartbeat_interval=heartbeat_interval
+            connected=True,
+            last_error="",
+            needs_operator=False,
+            refused_reason="",
+            epoch=epoch,
+            heartbeat_interval=heartbeat_interval,
         )
 
-    def lost(self, message: str, *, needs_operator: bool = False) -> None:
-        self.update(connected=False, last_error=message, needs_operator=needs_operator)
+    def lost(self, message: str, *, needs_operator: bool = False, reason: str = "") -> None:
+        self.update(connected=False, last_error=message, needs_operator=needs_operator, refused_reason=reason)
 
     async def wait_until(self, predicate: Callable[[ConnectionState], bool]) -> None:
         await self._pulse.wait_until(lambda: predicate(self._state))

@@ -103,14 +103,15 @@ class ImportApplier:
             self._caches,
             ObjectWriter(client),
             local_endpoints,
+            self._desired_import,
         )
         self._local_endpoints = local_endpoints
         self._local_handler_added = False
+        self._desired: dict[str, pb.ResourceImport] = {}  # the latest Upsert of every import
         self._report_to = report
         self._recorder = recorder if recorder is not None else EventRecorder(client, COMPONENT)
         backoff = Backoff(initial=min(0.05, retry_interval), maximum=retry_interval, jitter=0.0)
         self._queue: WorkQueue[str] = WorkQueue(f"imports-{cluster_id}", backoff=backoff, registry=registry)
-        self._desired: dict[str, pb.ResourceImport] = {}  # the latest Upsert of every import
         # Until a snapshot ended (or the watch resumed), an import not desired may just not have
         # been delivered yet: its objects are removed only if the hub deleted it.
         self._complete = False
@@ -151,6 +152,7 @@ class ImportApplier:
             self._desired[name] = event.resource
             self._deleted.discard(name)
             self._queue.add(name)
+            self._again_with_selection(event.resource)
         elif isinstance(event, Delete):
             self._forget_desired(event.import_name)
             self._queue.add(event.import_name)
@@ -197,6 +199,18 @@ class ImportApplier:
         return self._queue.num_requeues(import_name)
 
     # ---- the desired state ---------------------------------------------------
+
+    def _desired_import(self, import_name: str) -> pb.ResourceImport | None:
+        return self._desired.get(import_name)
+
+    def _again_with_selection(self, message: pb.ResourceImport) -> None:
+        """A ServiceImport's cluster selectors choose which endpoints its Endpoints import writes
+        (member.imports.selection): that one is looked at again too (it writes only what differs)."""
+        if not message.HasField("service_import"):
+            return
+        endpoints = names.endpoints_import_name(message.namespace, message.name)
+        if endpoints in self._desired:
+            self._queue.add(endpoints)
 
     def _forget_desired(self, import_name: str) -> None:
         self._desired.pop(import_name, None)

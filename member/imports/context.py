@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from kube.client import KubeClient
 from kube.errors import NotFound
+from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.imports.caches import ImportCaches, OwnedKind
 from member.imports.discovery import ApiDiscovery
 from member.imports.local_endpoints import LocalEndpoints
@@ -30,6 +31,9 @@ class ImportContext:
     # This cluster's Endpoints (the export controller's watch): its own share of an Endpoints
     # import is written from them (member.imports.local_endpoints); None: as the hub merged it.
     local_endpoints: LocalEndpoints | None = None
+    # The latest import of a name the hub delivered (None: none): an Endpoints import is written
+    # as its ServiceImport's cluster selectors choose (member.imports.selection).
+    desired: Callable[[str], pb.ResourceImport | None] = lambda _: None
 
     def require_namespace(self, namespace: str) -> None:
         require_namespace(namespace, self.cluster_id, self.caches.namespace(namespace))

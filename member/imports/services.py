@@ -7,6 +7,10 @@ Headless import gets a headless Service and a ServiceImport without IPs.
 The ServiceImport's metadata carries the labels and annotations the exporting
 ServiceExports asked for (``spec.exportedLabels``/``exportedAnnotations``, as the hub
 merged them: the oldest export's) beside the importer's own, which win a key both name.
+The cluster selectors of the ServiceExports (KEP-5939, v1beta1) are its ``spec.clusterSelectors``
+and their results for this member its ``status.clusterSelectorResults``, with
+``status.observedGeneration``.
+
 Which keys came from the export is kept in the annotations
 ``mchub.antrea.io/exported-labels`` and ``mchub.antrea.io/exported-annotations`` (the
 keys, comma-separated), so a key the export drops is removed, and a label or annotation
@@ -31,6 +35,7 @@ from member.imports.ownership import (
     imported_service_annotations,
     imported_service_labels,
 )
+from member.imports.selection import selector_results_status
 
 if TYPE_CHECKING:
     from member.imports.context import ImportContext
@@ -47,6 +52,7 @@ _SPEC_FIELDS = {
         "ipFamilies",
         "internalTrafficPolicy",
         "trafficDistribution",
+        "clusterSelectors",
     ),
 }
 
@@ -156,7 +162,10 @@ def desired_service_import(
     labels, annotations = service_import_metadata(message.service_import, cluster_id, live)
     document["metadata"]["labels"] = labels
     document["metadata"]["annotations"] = annotations
-    return document, {"clusters": status.get("clusters") or None}
+    desired_status: dict[str, Any] = {"clusters": status.get("clusters") or None}
+    if version == "v1beta1":
+        desired_status["clusterSelectorResults"] = selector_results_status(message, cluster_id)
+    return document, desired_status
 
 
 async def apply_service_import(ctx: ImportContext, message: pb.ResourceImport) -> None:
@@ -175,6 +184,8 @@ async def apply_service_import(ctx: ImportContext, message: pb.ResourceImport) -
     current = service_imports.get(message.name, message.namespace)
     desired, status = desired_service_import(message, service_imports.resource, ips, ctx.cluster_id, current)
     live = await ctx.writer.ensure(service_imports, desired, import_name=message.import_name)
+    if "clusterSelectorResults" in status:  # KEP-5939: which spec the results are of
+        status["observedGeneration"] = (live.get("metadata") or {}).get("generation")
     await ctx.writer.ensure_status(service_imports, live, status)
 
 

@@ -1,12 +1,21 @@
 """ClusterSetController: join when the member Namespace has a ClusterSet, leave when it goes,
 and keep its status current.
 
-One work queue, one worker, two keys: ``membership`` (read the ClusterSet, its claims and
-token Secret; join, rejoin or leave) and ``status`` (rewrite the ClusterSet status from the
-hub session's state). One worker serialises them, so a status is never written for a
-session being torn down. What joining means (the hub session, exports, imports) is the
-``Membership``'s business: this controller only decides when. Its watches: the ClusterSets,
-ClusterClaims and Secrets of the member Namespace, and the membership's link to the leader.
+One work queue, one worker, two keys: ``membership`` (read the ClusterSet, its claims, the
+ClusterProperty ``cluster.clusterset.k8s.io`` and the token Secret; join, rejoin or leave) and
+``status`` (rewrite the ClusterSet status from the hub session's state). One worker serialises
+them, so a status is never written for a session being torn down. What joining means (the hub
+session, exports, imports) is the ``Membership``'s business: this controller only decides when.
+Its watches: the ClusterSets, ClusterClaims and Secrets of the member Namespace, the cluster's
+ClusterProperties, and the membership's link to the leader.
+
+Once the hub took the member in, the ClusterProperties ``cluster.clusterset.k8s.io`` (unless
+someone else wrote it) and ``clusterset.k8s.io`` say who the cluster is and which ClusterSet it
+is a member of; leaving removes what the member wrote (member.about.properties). A new ID from the ClusterSet is leaving
+one membership and joining another (the exports are withdrawn first). A new ID from the
+ClusterProperty is not: KEP-2149 makes a member's ID immutable, so the member announces the new
+ID as it is, without leaving, and the hub refuses it (ClusterIDImmutable, on the ClusterSet's
+status) until the property says the ID it joined with again or the member leaves.
 """
 
 from __future__ import annotations
@@ -24,7 +33,9 @@ from kube.manager import Watches
 from kube.queue_worker import QueueWorker
 from kube.resources import SECRETS, Obj, Resource, name_of
 from kube.workqueue import WorkQueue
+from mcapi.crds import PROPERTY_CLUSTER_ID
 from mcapi.resources import CLUSTER_CLAIMS, CLUSTER_CLAIMS_V1ALPHA1, CLUSTER_SETS, CLUSTER_SETS_V1ALPHA1
+from member.about.properties import ClusterProperties
 from member.hubclient import HubEndpoint
 from member.join.credentials import read_endpoint
 from member.join.spec import InvalidClusterSet, JoinSpec, parse_join_spec
@@ -52,11 +63,30 @@ class Membership(Protocol):
         """Call ``listener()`` from now on whenever the link may have changed."""
 
 
+def _withdraws(joined: JoinSpec, spec: JoinSpec) -> bool:
+    """Whether going from ``joined`` to ``spec`` leaves the ClusterSet (withdrawing everything):
+    another ClusterSet or another ID from the ClusterSet; not a new ID from the ClusterProperty
+    in the same ClusterSet, which the hub refuses as the immutable ID changing (KEP-2149)."""
+    if joined.identity == spec.identity:
+        return False
+    return not (spec.id_from_property and joined.cluster_set_id == spec.cluster_set_id)
+
+
 class ClusterSetController:
-    def __init__(self, client: KubeClient, namespace: str, membership: Membership, *, status_resync: float) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        namespace: str,
+        membership: Membership,
+        *,
+        status_resync: float,
+        properties: ClusterProperties | None = None,
+    ) -> None:
+        """``properties``: the cluster's ClusterProperties (None: the ID comes from the ClusterSet only)."""
         self._client = client
         self._namespace = namespace
         self._membership = membership
+        self._properties = properties
         self._status_resync = status_resync
         self._queue: WorkQueue[str] = WorkQueue("clusterset")
         self._watches = Watches()
@@ -93,6 +123,8 @@ class ClusterSetController:
         self._watches = Watches(*informers)
         await self._watches.start()
         self._membership.watch_link(self.status_changed)
+        if self._properties is not None:
+            self._properties.add_listener(self._on_property)
         self._worker.start()
         self._queue.add(KEY_MEMBERSHIP)
 
@@ -109,6 +141,10 @@ class ClusterSetController:
 
     async def _on_event(self, event: WatchEvent) -> None:
         self._queue.add(KEY_MEMBERSHIP)
+
+    def _on_property(self, name: str) -> None:
+        if name == PROPERTY_CLUSTER_ID or self._joined is not None:
+            self._queue.add(KEY_MEMBERSHIP)  # the ID, or a well-known property the member keeps
 
     async def _on_secret(self, event: WatchEvent) -> None:
         # Only the token Secret matters: a rotated token or a Secret created after the ClusterSet.
@@ -140,23 +176,27 @@ class ClusterSetController:
                 log.info("clusterset deleted, leaving", extra={"clusterSet": self._joined[0].ref})
                 await self._membership.leave(withdraw=True)
                 self._joined = None
+                if self._properties is not None:
+                    await self._properties.release()
             return
         if len(cluster_sets) > 1:
             names = sorted(name_of(o) for o in cluster_sets)
             self._problem = f"Namespace {self._namespace} has {len(names)} ClusterSets ({', '.join(names)}); only one"
             raise InvalidClusterSet(self._problem)
         claims = self._claims.list(self._namespace) if self._claims is not None else []
+        id_property = self._properties.cluster_id_of_a_person() if self._properties is not None else ""
         try:
-            spec = parse_join_spec(cluster_sets[0], claims)
+            spec = parse_join_spec(cluster_sets[0], claims, id_property)
             endpoint = await read_endpoint(self._client, spec)
         except (PermanentError, TemporaryError, KubeError) as err:
             self._problem = str(err)
             raise
         self._problem = ""
         if self._joined == (spec, endpoint):
+            await self._claim()
             return
         if self._joined is not None:
-            withdraw = self._joined[0].identity != spec.identity
+            withdraw = _withdraws(self._joined[0], spec)
             log.info(
                 "clusterset changed, reconnecting",
                 extra={"clusterSet": spec.ref, "clusterID": spec.cluster_id, "withdraw": withdraw},
@@ -178,6 +218,14 @@ class ClusterSetController:
             raise
         self._joined = (spec, endpoint)
 
+    async def _claim(self) -> None:
+        """Once the hub took this member in (it may refuse its ID), the well-known ClusterProperties
+        say who it is (written only when they differ)."""
+        if self._properties is None or self._joined is None or not self._membership.link().connected:
+            return
+        spec = self._joined[0]
+        await self._properties.claim(spec.cluster_id, spec.cluster_set_id)
+
     def _link(self, cluster_set: Obj) -> LeaderLink:
         if self._joined is not None:
             return self._membership.link()
@@ -187,6 +235,7 @@ class ClusterSetController:
 
     async def _reconcile_status(self) -> float | None:
         try:
+            await self._claim()
             return await self._write_status()
         finally:
             self.status_passes += 1

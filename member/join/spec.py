@@ -1,4 +1,8 @@
-"""What a member needs to join, read from the ClusterSet (v1alpha2 or legacy v1alpha1) and ClusterClaims.
+"""What a member needs to join, read from the ClusterSet (v1alpha2 or legacy v1alpha1), ClusterClaims
+and the ClusterProperty ``cluster.clusterset.k8s.io``.
+
+The cluster ID is that ClusterProperty's value when someone wrote it (KEP-2149: the cluster's
+ID, whoever manages it); otherwise the ClusterSet's, as follows.
 
 v1alpha2: ``spec.clusterID`` is this cluster, ``spec.leaders[0]`` the leader
 (``clusterID``, ``server``, ``secret``), ``spec.namespace`` the leader Namespace,
@@ -18,7 +22,12 @@ from dataclasses import dataclass
 
 from kube.errors import PermanentError
 from kube.resources import Obj
-from mcapi.crds import WELL_KNOWN_CLAIM_CLUSTER_SET, WELL_KNOWN_CLAIM_CLUSTER_SET_V1ALPHA1, WELL_KNOWN_CLAIM_ID
+from mcapi.crds import (
+    PROPERTY_CLUSTER_ID,
+    WELL_KNOWN_CLAIM_CLUSTER_SET,
+    WELL_KNOWN_CLAIM_CLUSTER_SET_V1ALPHA1,
+    WELL_KNOWN_CLAIM_ID,
+)
 from mcapi.names import is_valid_cluster_id
 
 _CLUSTER_SET_CLAIMS = (WELL_KNOWN_CLAIM_CLUSTER_SET, WELL_KNOWN_CLAIM_CLUSTER_SET_V1ALPHA1)
@@ -40,6 +49,8 @@ class JoinSpec:
     secret: str
     leader_namespace: str
     legacy: bool = False
+    # The ID is the ClusterProperty cluster.clusterset.k8s.io's (someone else wrote it).
+    id_from_property: bool = False
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -67,8 +78,10 @@ def _claim_value(claims: Iterable[Obj], wanted: tuple[str, ...]) -> str | None:
     return None
 
 
-def parse_join_spec(cluster_set: Obj, claims: Iterable[Obj] = ()) -> JoinSpec:
-    """The JoinSpec of a ClusterSet object (as JSON, any served version); InvalidClusterSet when unusable."""
+def parse_join_spec(cluster_set: Obj, claims: Iterable[Obj] = (), id_property: str = "") -> JoinSpec:
+    """The JoinSpec of a ClusterSet object (as JSON, any served version); InvalidClusterSet when unusable.
+    ``id_property``: the value of the ClusterProperty cluster.clusterset.k8s.io when someone other
+    than the member wrote it ("" otherwise): it is the cluster ID then."""
     claims = list(claims)
     meta = cluster_set.get("metadata") or {}
     name = str(meta.get("name") or "")
@@ -91,9 +104,17 @@ def parse_join_spec(cluster_set: Obj, claims: Iterable[Obj] = ()) -> JoinSpec:
     legacy = not cluster_id
     if legacy:
         cluster_id = _claim_value(claims, (WELL_KNOWN_CLAIM_ID,)) or _single_member(spec) or ""
+    if id_property:
+        if not is_valid_cluster_id(id_property):
+            raise InvalidClusterSet(
+                f"the ClusterProperty {PROPERTY_CLUSTER_ID!r} names this cluster {id_property!r}, which is not a "
+                "DNS-1123 label (a cluster ID becomes part of object names)"
+            )
+        cluster_id = id_property
     if not cluster_id:
         raise InvalidClusterSet(
-            f"{ref} has no spec.clusterID and no ClusterClaim {WELL_KNOWN_CLAIM_ID!r} names this cluster"
+            f"{ref} has no spec.clusterID, and neither a ClusterProperty {PROPERTY_CLUSTER_ID!r} nor a "
+            f"ClusterClaim {WELL_KNOWN_CLAIM_ID!r} names this cluster"
         )
     if not is_valid_cluster_id(cluster_id):
         raise InvalidClusterSet(f"{ref}: cluster ID {cluster_id!r} is not a DNS-1123 label")
@@ -112,6 +133,7 @@ def parse_join_spec(cluster_set: Obj, claims: Iterable[Obj] = ()) -> JoinSpec:
         secret=secret,
         leader_namespace=str(spec.get("namespace") or ""),
         legacy=legacy,
+        id_from_property=bool(id_property),
     )
 
 

@@ -1,7 +1,9 @@
 """The member-side ClusterSet status, as Antrea's member controller reports it (a pure function).
 
 - ``conditions``: one ``Ready``: True when the hub session is connected; otherwise False,
-  reason ``Disconnected``, message "Disconnected from leader" and why.
+  reason ``Disconnected``, message "Disconnected from leader" and why; or, when the hub refused
+  the cluster's ID (KEP-2149), reason ``ClusterIDInUse`` (another cluster is the member of that
+  ID) or ``ClusterIDImmutable`` (this cluster is a member under another ID), with the hub's words.
 - ``clusterStatuses``: one entry, the leader, with ``Ready`` (True, or False/Disconnected
   with the session's error) and ``IsLeader`` True.
 - ``totalClusters`` is 1 (the member counts itself, as Antrea's does); ``readyClusters`` is
@@ -35,6 +37,8 @@ class LeaderLink:
     # False while a new hub session has had no answer yet (neither connected nor failed):
     # nothing new is known, so the status written before (e.g. by the previous process) stays.
     settled: bool = True
+    # The kind of the hub's refusal of who we are, when it named one (mcapi.names REASON_CLUSTER_ID_*).
+    reason: str = ""
 
 
 def _disconnected_message(why: str) -> str:
@@ -47,7 +51,7 @@ def _leader_entry(current: list[Obj], link: LeaderLink, now: datetime) -> Obj:
     if link.connected:
         set_condition(conditions, CLUSTER_READY, "True", now=now)
     else:
-        set_condition(conditions, CLUSTER_READY, "False", REASON_DISCONNECTED, link.why, now=now)
+        set_condition(conditions, CLUSTER_READY, "False", link.reason or REASON_DISCONNECTED, link.why, now=now)
     set_condition(conditions, CLUSTER_IS_LEADER, "True", now=now)
     return {"clusterID": link.leader_cluster_id, "conditions": conditions}
 
@@ -60,6 +64,8 @@ def desired_status(current: Obj | None, generation: int | None, link: LeaderLink
     conditions = [c for c in conditions if c.get("type") == CLUSTER_SET_READY][:1]
     if link.connected:
         set_condition(conditions, CLUSTER_SET_READY, "True", now=now)
+    elif link.reason:
+        set_condition(conditions, CLUSTER_SET_READY, "False", link.reason, link.why, now=now)
     else:
         set_condition(
             conditions, CLUSTER_SET_READY, "False", REASON_DISCONNECTED, _disconnected_message(link.why), now=now

@@ -9,6 +9,7 @@ from playwright.async_api import Page, expect
 
 from hub.app import HubApp
 from mcapi import names
+from mcapi.cluster_selection import selectors_from_json
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.browser.conftest import ARTIFACTS, NO_CHROMIUM
 from tests.integration.hub_fixtures import rest_session
@@ -169,4 +170,27 @@ async def test_the_whole_clusterset_renders_gateways_policies_and_topology(
 
     ARTIFACTS.mkdir(exist_ok=True)
     await page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
+    assert page_problems == []
+
+
+async def test_members_properties_and_each_importers_cluster_selection_are_shown(
+    hub: HubApp, connect: MemberFactory, page: Page, page_problems: list[str]
+) -> None:
+    region = "region.topology.k8s.io"
+    members = {}
+    for cluster, value in (("east", "us"), ("west", "eu"), ("north", "us")):
+        members[cluster] = member = await connect(cluster, announce=False)
+        await member.announce(uid=f"uid-{cluster}", properties={region: value})
+    for cluster in ("east", "west"):
+        export = service_export(cluster, "shop", "api")
+        export.service.cluster_selectors.extend(
+            selectors_from_json([{"propertySelector": {"matchProperties": {region: "@SameAsImporter@"}}}])
+        )
+        await members[cluster].export(export)
+
+    await sign_in(page, hub, hub.admin_token)
+
+    await expect(page.get_by_test_id("member-west-properties")).to_have_text(f"{region}=eu")
+    await expect(page.get_by_test_id("import-shop-api-service-selection-east-north")).to_have_text("east, north → east")
+    await expect(page.get_by_test_id("import-shop-api-service-selection-west")).to_have_text("west → west")
     assert page_problems == []

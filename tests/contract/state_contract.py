@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from hub.store.base import MemberRecord, Snapshot, Store, StoreError, WriteBatch
+from hub.store.base import ClusterInventory, MemberRecord, Snapshot, Store, StoreError, WriteBatch
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.contract import samples
@@ -114,6 +115,23 @@ class StateContract:
         assert stored.joined.utcoffset() == timedelta(0)
         assert stored.last_heartbeat.utcoffset() == timedelta(0)
         assert stored.joined == datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
+
+    async def test_what_a_member_says_of_its_cluster_comes_back_whole(self, store_factory: StoreFactory) -> None:
+        store, _ = await open_new(store_factory)
+        inventory = ClusterInventory(
+            cluster_uid="0b7d6c1e-5a0a-4c1e-9d57-3f2a1c9e8b11",
+            kubernetes_version="v1.28.7",
+            properties=(("cluster.clusterset.k8s.io", "east"), ("region.topology.k8s.io", "eu-west-1 ✓")),
+            control_plane_healthy=False,
+            control_plane_message="readyz: [-]etcd failed",
+        )
+        record = replace(samples.member("east"), inventory=inventory)
+
+        await store.commit(WriteBatch(put_members=[record, samples.member("west")]))
+        members = (await store.snapshot()).members
+
+        assert members["east"] == record
+        assert members["west"].inventory == ClusterInventory()
 
     async def test_a_put_replaces_the_object_of_the_same_name(self, store_factory: StoreFactory) -> None:
         store, _ = await open_new(store_factory)

@@ -195,6 +195,24 @@ class TestSqliteStore(StoreContract):
 
         assert raised.value.found == raised.value.supported + 1
 
+    async def test_a_version_1_database_gains_the_members_inventory_and_keeps_its_members(
+        self, store_factory: SqliteStoreFactory, sqlite_store: SqliteStore
+    ) -> None:
+        await sqlite_store.commit(WriteBatch(put_members=[samples.member("east")]))
+        epoch, revision = sqlite_store.epoch, sqlite_store.revision
+        await sqlite_store.close()
+        with sqlite3.connect(_db(sqlite_store)) as conn:  # as mchub wrote it before inventories
+            conn.execute("ALTER TABLE members DROP COLUMN inventory")
+            conn.execute("UPDATE meta SET schema_version = 1")
+
+        upgraded = await store_factory.reopen(sqlite_store)
+        snapshot = await upgraded.open()
+
+        assert (snapshot.epoch, snapshot.revision) == (epoch, revision)
+        assert snapshot.members["east"] == samples.member("east")
+        with sqlite3.connect(_db(sqlite_store)) as conn:
+            assert conn.execute("SELECT schema_version FROM meta").fetchone() == (2,)
+
     async def test_a_file_that_is_not_a_database_is_refused(self, tmp_path: Path) -> None:
         (tmp_path / DB_FILE).write_bytes(b"this is not sqlite, it is a text file of forty bytes and more")
         store = SqliteStore(tmp_path)

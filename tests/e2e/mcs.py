@@ -16,7 +16,7 @@ from kube.client import KubeClient
 from kube.errors import AlreadyExists, NotFound
 from kube.resources import ENDPOINT_SLICES, ENDPOINTS, NAMESPACES, SERVICES
 from mcapi.names import LABEL_MCS_SERVICE_NAME, LABEL_MCS_SOURCE_CLUSTER
-from mcapi.resources import SERVICE_EXPORTS, SERVICE_IMPORTS_V1BETA1
+from mcapi.resources import SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1, SERVICE_IMPORTS_V1BETA1
 
 WAIT = 20.0
 POLL = 0.1
@@ -93,9 +93,11 @@ async def export(
     *,
     exported_labels: dict[str, str] | None = None,
     exported_annotations: dict[str, str] | None = None,
+    cluster_selectors: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Create the Service, Endpoints standing in for its Pods, and the ServiceExport (with
-    ``spec.exportedLabels``/``exportedAnnotations`` when given); returns the Service as created."""
+    ``spec.exportedLabels``/``exportedAnnotations`` when given, and KEP-5939's
+    ``spec.clusterSelectors`` through v1beta1, where they are served); returns the Service as created."""
     created = await client.create(SERVICES, svc, namespace=namespace)
     name = created["metadata"]["name"]
     ports = [
@@ -110,15 +112,20 @@ async def export(
             "subsets": [{"addresses": [{"ip": ip} for ip in pod_ips], "ports": ports}],
         }
         await client.create(ENDPOINTS, endpoints, namespace=namespace)
-    export_spec = {"exportedLabels": exported_labels, "exportedAnnotations": exported_annotations}
+    export_spec = {
+        "exportedLabels": exported_labels,
+        "exportedAnnotations": exported_annotations,
+        "clusterSelectors": cluster_selectors,
+    }
+    resource = SERVICE_EXPORTS_V1BETA1 if cluster_selectors else SERVICE_EXPORTS
     service_export: dict[str, Any] = {
-        "apiVersion": SERVICE_EXPORTS.api_version,
+        "apiVersion": resource.api_version,
         "kind": "ServiceExport",
         "metadata": {"name": name},
     }
     if any(export_spec.values()):
         service_export["spec"] = {key: value for key, value in export_spec.items() if value}
-    await client.create(SERVICE_EXPORTS, service_export, namespace=namespace)
+    await client.create(resource, service_export, namespace=namespace)
     return created
 
 

@@ -129,12 +129,18 @@ class Member:
         self.stub = pb_grpc.CommonAreaServiceStub(self.channel)
         self._sessions: list[ExportSession] = []
 
-    async def announce(self, cluster_id: str | None = None) -> pb.AnnounceResponse:
+    async def announce(
+        self, cluster_id: str | None = None, *, uid: str = "", properties: dict[str, str] | None = None
+    ) -> pb.AnnounceResponse:
+        """Announce (as ``cluster_id``, by default this member's), from the cluster ``uid`` with
+        these ClusterProperties."""
         response: pb.AnnounceResponse = await self.stub.Announce(
             pb.AnnounceRequest(
                 cluster_id=self.cluster_id if cluster_id is None else cluster_id,
                 cluster_set_id=self.hub.config.cluster_set_id,
                 leader_cluster_id=self.hub.config.leader_cluster_id,
+                cluster_uid=uid,
+                properties=properties or {},
             )
         )
         return response
@@ -168,8 +174,8 @@ class MemberFactory:
         self.hub = hub
         self._members: list[Member] = []
 
-    async def __call__(self, cluster_id: str, *, announce: bool = True) -> Member:
-        token = self.hub.tokens.create(f"member-{cluster_id}", cluster_id=cluster_id)
+    async def __call__(self, cluster_id: str, *, announce: bool = True, token_name: str = "") -> Member:
+        token = self.hub.tokens.create(token_name or f"member-{cluster_id}", cluster_id=cluster_id)
         member = Member(self.hub, cluster_id, token)
         self._members.append(member)
         if announce:

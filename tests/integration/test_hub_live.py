@@ -18,9 +18,10 @@ import aiohttp
 import pytest
 
 from hub.app import HubApp
-from hub.rest.dashboard import resources_view
+from hub.rest.dashboard import liveness_view, resources_view
 from hub.rest.live import REFRESH_SECONDS
 from mcapi import names
+from mcapi.cluster_selection import selectors_from_json
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.integration.hub_fixtures import hub_config, rest_session
 from tests.integration.hubclient import MemberFactory, service_export
@@ -278,3 +279,32 @@ async def test_the_view_model_pairs_gateways_and_colours_links_by_reported_healt
     assert gateways["west"]["serviceCIDR"] == "10.97.0.0/16"
     links = {(link["a"], link["b"]): link["health"] for link in view["gatewayLinks"]}
     assert links == {("east", "west"): "healthy", ("east", "south"): "unhealthy", ("south", "west"): "unknown"}
+
+
+async def test_the_view_model_shows_members_properties_and_each_importers_cluster_selection(
+    hub: HubApp, connect: MemberFactory
+) -> None:
+    region = "region.topology.k8s.io"
+    regions = {"east": "us", "west": "eu", "north": "us"}
+    members = {}
+    for cluster, value in regions.items():
+        members[cluster] = member = await connect(cluster, announce=False)
+        await member.announce(uid=f"uid-{cluster}", properties={region: value})
+    same_region = selectors_from_json([{"propertySelector": {"matchProperties": {region: "@SameAsImporter@"}}}])
+    for cluster in ("east", "west"):
+        export = service_export(cluster, "shop", "api")
+        export.service.cluster_selectors.extend(same_region)
+        await members[cluster].export(export)
+
+    live = {m["clusterID"]: m for m in liveness_view(hub)["members"]}
+    assert live["west"]["properties"] == {region: "eu"}
+
+    def selections() -> list[dict[str, Any]]:
+        imported = by_name(resources_view(hub)["serviceImports"]).get("shop-api-service")
+        return imported["selections"] if imported is not None and imported["selective"] else []
+
+    await eventually(lambda: len(selections()) == 2, within=WAIT)
+    assert sorted(selections(), key=lambda s: s["importers"]) == [
+        {"importers": ["east", "north"], "results": [["east"]]},
+        {"importers": ["west"], "results": [["west"]]},
+    ]

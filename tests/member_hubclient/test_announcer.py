@@ -41,7 +41,7 @@ class Stub:
 @asynccontextmanager
 async def announcing(stub: Stub, retry: float = 0.5) -> AsyncIterator[Announcer]:
     settings = AnnounceSettings(retry, retry, retry, 1.0, heartbeat_interval=HEARTBEAT)
-    announcer = Announcer(stub, pb.AnnounceRequest(cluster_id="east"), StateTracker(), settings)  # type: ignore[arg-type]
+    announcer = Announcer(stub, lambda: pb.AnnounceRequest(cluster_id="east"), StateTracker(), settings)  # type: ignore[arg-type]
     task = asyncio.create_task(announcer.run())
     try:
         yield announcer

@@ -39,6 +39,35 @@ service_specs = st.builds(
     traffic_distribution=st.sampled_from(["", "PreferClose"]),
 )
 
+# KEP-5939 cluster selectors (valid ones: the conversions refuse others) and their results.
+property_names = st.one_of(dns_label, dns_label.map(lambda k: f"{k}.topology.k8s.io"))
+property_values = st.one_of(st.just("@SameAsImporter@"), dns_label)
+requirements = st.one_of(
+    st.builds(
+        pb.PropertySelectorRequirement,
+        key=property_names,
+        operator=st.sampled_from(["In", "NotIn"]),
+        values=st.lists(property_values, min_size=1, max_size=2),
+    ),
+    st.builds(pb.PropertySelectorRequirement, key=property_names, operator=st.sampled_from(["Exists", "DoesNotExist"])),
+)
+property_selectors = st.builds(
+    pb.PropertySelector,
+    match_properties=st.dictionaries(property_names, property_values, max_size=2),
+    match_expressions=st.lists(requirements, max_size=2),
+).filter(lambda s: bool(s.match_properties or s.match_expressions))
+cluster_selectors = st.lists(st.builds(pb.ClusterSelector, property_selector=property_selectors), max_size=3)
+cluster_selections = st.lists(
+    st.builds(
+        pb.ClusterSelection,
+        importers=st.lists(dns_label, min_size=1, max_size=3, unique=True),
+        results=st.lists(
+            st.builds(pb.ClusterSelectorResult, clusters=st.lists(dns_label, max_size=3, unique=True)), max_size=3
+        ),
+    ),
+    max_size=3,
+)
+
 endpoint_subsets = st.builds(
     pb.EndpointSubset,
     addresses=st.lists(
@@ -88,6 +117,7 @@ statuses = st.builds(
     verdict=st.sampled_from([pb.VERDICT_ACCEPTED, pb.VERDICT_CONFLICT, pb.VERDICT_REJECTED, pb.VERDICT_INVALID]),
     reason=st.sampled_from(["", "PortConflict", "ConvergeFailure", "InvalidServiceType"]),
     message=text,
+    clusters=st.lists(dns_label, max_size=3, unique=True),
 )
 
 
@@ -101,6 +131,7 @@ def resource_exports(draw: st.DrawFn) -> pb.ResourceExport:
         message.service.CopyFrom(draw(service_specs))
         message.service.exported_labels.update(draw(string_maps))
         message.service.exported_annotations.update(draw(string_maps))
+        message.service.cluster_selectors.extend(draw(cluster_selectors))
     elif payload == "endpoints":
         message.endpoints.CopyFrom(draw(endpoints_specs))
         message.endpoints.SetInParent()
@@ -144,6 +175,8 @@ def resource_imports(draw: st.DrawFn) -> pb.ResourceImport:
         message.service_import.CopyFrom(draw(service_import_specs))
         message.service_import.labels.update(draw(string_maps))
         message.service_import.annotations.update(draw(string_maps))
+        message.service_import.cluster_selectors.extend(draw(cluster_selectors))
+        message.service_import.selections.extend(draw(cluster_selections))
     elif payload == "endpoints":
         message.endpoints.CopyFrom(draw(endpoints_specs))
         message.endpoints.SetInParent()

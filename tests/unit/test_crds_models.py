@@ -83,6 +83,6 @@ def test_model_for_finds_the_class_of_an_api_version_and_kind() -> None:
         crds.model_for("v1", "Pod")
 
 
-def test_label_identity_is_cluster_scoped_and_the_rest_namespaced() -> None:
+def test_label_identity_and_cluster_property_are_cluster_scoped_and_the_rest_namespaced() -> None:
     scoped = {m.KIND for m in crds.ALL_KINDS if not m.NAMESPACED}
-    assert scoped == {"LabelIdentity"}
+    assert scoped == {"LabelIdentity", "ClusterProperty"}

@@ -168,7 +168,20 @@ SAMPLES: dict[type[crds.KubeObject], dict[str, Any]] = {
         "apiVersion": "multicluster.x-k8s.io/v1beta1",
         "kind": "ServiceExport",
         "metadata": {"name": "nginx", "namespace": "default"},
+        "spec": {
+            "clusterSelectors": [
+                {
+                    "propertySelector": {
+                        "matchExpressions": [
+                            {"key": "cluster.clusterset.k8s.io", "operator": "In", "values": ["@SameAsImporter@"]}
+                        ]
+                    }
+                },
+                {"propertySelector": {"matchProperties": {"region.topology.k8s.io": "@SameAsImporter@"}}},
+            ]
+        },
         "status": {
+            "clusters": [{"cluster": "test-cluster-east"}],
             "conditions": [
                 {
                     "type": "Valid",
@@ -178,7 +191,7 @@ SAMPLES: dict[type[crds.KubeObject], dict[str, Any]] = {
                     "lastTransitionTime": "2024-05-01T10:00:00Z",
                     "observedGeneration": 1,
                 }
-            ]
+            ],
         },
     },
     crds.ServiceImportV1alpha1: {
@@ -198,8 +211,58 @@ SAMPLES: dict[type[crds.KubeObject], dict[str, Any]] = {
             "ipFamilies": ["IPv4"],
             "internalTrafficPolicy": "Cluster",
             "trafficDistribution": "PreferClose",
+            "clusterSelectors": [
+                {"propertySelector": {"matchProperties": {"region.topology.k8s.io": "@SameAsImporter@"}}},
+            ],
         },
-        "status": {"clusters": [{"cluster": "test-cluster-east"}], "endpointSliceObjects": "Present"},
+        "status": {
+            "clusters": [{"cluster": "test-cluster-east"}, {"cluster": "test-cluster-west"}],
+            "endpointSliceObjects": "Present",
+            "observedGeneration": 3,
+            "clusterSelectorResults": [{"clusters": ["test-cluster-east"]}],
+        },
+    },
+    crds.ClusterPropertyV1alpha1: {
+        "apiVersion": "about.k8s.io/v1alpha1",
+        "kind": "ClusterProperty",
+        "metadata": {"name": "cluster.clusterset.k8s.io"},
+        "spec": {"value": "test-cluster-east"},
+    },
+    crds.ClusterPropertyV1beta1: {
+        "apiVersion": "about.k8s.io/v1beta1",
+        "kind": "ClusterProperty",
+        "metadata": {"name": "region.topology.k8s.io"},
+        "spec": {"value": "eu-west-1"},
+    },
+    crds.ClusterProfile: {
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+        "kind": "ClusterProfile",
+        "metadata": {
+            "name": "test-cluster-east",
+            "namespace": "antrea-multicluster",
+            "labels": {"x-k8s.io/cluster-manager": "mchub"},
+        },
+        "spec": {"displayName": "test-cluster-east", "clusterManager": {"name": "mchub"}},
+        "status": {
+            "conditions": [
+                {
+                    "type": "ControlPlaneHealthy",
+                    "status": "True",
+                    "reason": "Healthy",
+                    "message": "",
+                    "lastTransitionTime": "2024-05-01T10:00:00Z",
+                }
+            ],
+            "version": {"kubernetes": "v1.28.7"},
+            "properties": [
+                {
+                    "name": "cluster.clusterset.k8s.io",
+                    "value": "test-cluster-east",
+                    "lastObservedTime": "2024-05-01T10:00:00Z",
+                }
+            ],
+            "accessProviders": [{"name": "kubeconfig", "cluster": {"server": "https://172.18.0.3:6443"}}],
+        },
     },
 }
 

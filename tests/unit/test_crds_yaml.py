@@ -116,6 +116,7 @@ def test_gen_crds_check_passes_on_the_checked_in_directory() -> None:
 def test_there_is_one_crd_file_per_group_and_plural() -> None:
     names = set(_checked_in())
     assert names == {
+        "about.k8s.io_clusterproperties.yaml",
         "multicluster.crd.antrea.io_clusterclaims.yaml",
         "multicluster.crd.antrea.io_clusterinfoimports.yaml",
         "multicluster.crd.antrea.io_clustersets.yaml",
@@ -124,6 +125,7 @@ def test_there_is_one_crd_file_per_group_and_plural() -> None:
         "multicluster.crd.antrea.io_memberclusterannounces.yaml",
         "multicluster.crd.antrea.io_resourceexports.yaml",
         "multicluster.crd.antrea.io_resourceimports.yaml",
+        "multicluster.x-k8s.io_clusterprofiles.yaml",
         "multicluster.x-k8s.io_serviceexports.yaml",
         "multicluster.x-k8s.io_serviceimports.yaml",
     }
@@ -165,13 +167,49 @@ def test_short_names_exist_only_for_the_mcs_kinds() -> None:
 
 def test_scopes_and_storage_versions_are_antreas_and_mcs_apis() -> None:
     by_kind = {c["spec"]["names"]["kind"]: c["spec"] for c in _checked_in().values()}
-    assert {k for k, s in by_kind.items() if s["scope"] == "Cluster"} == {"LabelIdentity"}
+    assert {k for k, s in by_kind.items() if s["scope"] == "Cluster"} == {"LabelIdentity", "ClusterProperty"}
     storage = {k: [v["name"] for v in s["versions"] if v["storage"]] for k, s in by_kind.items()}
     served = {k: [v["name"] for v in s["versions"] if v["served"]] for k, s in by_kind.items()}
     assert storage["ClusterSet"] == ["v1alpha2"] and served["ClusterSet"] == ["v1alpha1", "v1alpha2"]
     assert storage["ClusterClaim"] == ["v1alpha2"]
     assert storage["ServiceImport"] == ["v1beta1"] and served["ServiceImport"] == ["v1alpha1", "v1beta1"]
     assert storage["ServiceExport"] == ["v1beta1"] and served["ServiceExport"] == ["v1alpha1", "v1beta1"]
+    assert storage["ClusterProperty"] == ["v1beta1"] and served["ClusterProperty"] == ["v1alpha1", "v1beta1"]
+    assert storage["ClusterProfile"] == ["v1alpha1"] and by_kind["ClusterProfile"]["scope"] == "Namespaced"
+
+
+def test_cluster_selectors_are_alpha_fields_of_v1beta1_only() -> None:
+    by_kind = {c["spec"]["names"]["kind"]: c["spec"] for c in _checked_in().values()}
+    for kind, place in (("ServiceExport", "spec"), ("ServiceImport", "spec")):
+        versions = {v["name"]: v["schema"]["openAPIV3Schema"]["properties"][place] for v in by_kind[kind]["versions"]}
+        assert "clusterSelectors" in versions["v1beta1"]["properties"]
+        assert "clusterSelectors" not in versions["v1alpha1"].get("properties", {})
+        selectors = versions["v1beta1"]["properties"]["clusterSelectors"]
+        assert selectors["maxItems"] == 16 and selectors["description"].startswith("Alpha (KEP-5939)")
+        entry = selectors["items"]
+        assert entry["required"] == ["propertySelector"]
+        requirement = entry["properties"]["propertySelector"]["properties"]["matchExpressions"]["items"]
+        assert requirement["properties"]["operator"]["enum"] == ["In", "NotIn", "Exists", "DoesNotExist"]
+    status = {
+        v["name"]: v["schema"]["openAPIV3Schema"]["properties"]["status"] for v in by_kind["ServiceImport"]["versions"]
+    }
+    assert {"clusterSelectorResults", "observedGeneration"} <= set(status["v1beta1"]["properties"])
+
+
+def test_cluster_profiles_have_the_cluster_inventory_api_shape() -> None:
+    by_kind = {c["spec"]["names"]["kind"]: c["spec"] for c in _checked_in().values()}
+    (version,) = by_kind["ClusterProfile"]["versions"]
+    schema = version["schema"]["openAPIV3Schema"]["properties"]
+    manager = schema["spec"]["properties"]["clusterManager"]
+    assert manager["x-kubernetes-validations"] == [
+        {"message": "ClusterManager is immutable", "rule": "self == oldSelf"}
+    ]
+    status = schema["status"]["properties"]
+    assert set(status) == {"conditions", "version", "properties", "accessProviders", "credentialProviders"}
+    item = status["properties"]["items"]["properties"]
+    assert (item["name"]["maxLength"], item["value"]["maxLength"]) == (253, 1024)
+    assert status["properties"]["x-kubernetes-list-map-keys"] == ["name"]
+    assert status["conditions"]["x-kubernetes-list-map-keys"] == ["type"]
 
 
 def test_kinds_with_a_status_have_a_status_subresource() -> None:

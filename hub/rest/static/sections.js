@@ -52,6 +52,30 @@ export function renderHeader(view) {
   byId("revision").textContent = `store revision ${view.revision} · leader cluster ${cs.leaderClusterID}`;
 }
 
+// A member's ClusterProperties (KEP-2149), one chip each.
+function properties(map) {
+  const entries = Object.entries(map || {}).sort(([a], [b]) => a.localeCompare(b));
+  if (entries.length === 0) return "—";
+  return entries.map(([name, value]) => h("span", { className: "chip neutral", title: name }, `${name}=${value}`));
+}
+
+// Which exporting clusters each importer uses (KEP-5939): per group of importers, each selector's
+// clusters in order; the first with a ready endpoint wins, else every exporter.
+function selection(i) {
+  if (!i.selective) return h("span", { className: "muted" }, "every exporter");
+  if (i.selections.length === 0) return h("span", { className: "muted" }, "pending");
+  return i.selections.map((s) =>
+    h(
+      "div",
+      { "data-testid": `import-${i.name}-selection-${s.importers.join("-")}` },
+      `${s.importers.join(", ")} → `,
+      s.results.map((clusters, n) =>
+        h("span", { className: "chip neutral", title: `selector ${n + 1}` }, clusters.length ? clusters.join(", ") : "none"),
+      ),
+    ),
+  );
+}
+
 export function renderMembers(view) {
   const rows = view.members.map((m) =>
     h(
@@ -69,6 +93,8 @@ export function renderMembers(view) {
       ),
       h("td", { "data-heartbeat": m.lastHeartbeat, title: m.lastHeartbeat }, formatAge(m.heartbeatAgeSeconds)),
       h("td", { className: "muted" }, m.joined ? m.joined.replace("T", " ").replace("Z", " UTC") : "—"),
+      h("td", {}, m.kubernetesVersion || "—"),
+      h("td", { "data-testid": `member-${m.clusterID}-properties` }, properties(m.properties)),
     ),
   );
   fillRows(byId("members"), rows, "No member cluster has joined yet.");
@@ -137,6 +163,7 @@ export function renderImports(view) {
       h("td", {}, ports(i.ports)),
       h("td", {}, i.clusters.map((c) => h("span", { className: "chip neutral" }, c))),
       h("td", {}, i.endpoints === null ? "—" : String(i.endpoints)),
+      h("td", {}, selection(i)),
       h("td", {}, statusChips(`import-${i.name}`, i.clusterStatuses, Object.keys(i.clusterStatuses).sort())),
     ),
   );

@@ -97,28 +97,103 @@ Global___SyncedReason: _TypeAlias = SyncedReason  # noqa: Y015
 class AnnounceRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class PropertiesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     CLUSTER_ID_FIELD_NUMBER: _builtins.int
     CLUSTER_SET_ID_FIELD_NUMBER: _builtins.int
     LEADER_CLUSTER_ID_FIELD_NUMBER: _builtins.int
+    CLUSTER_UID_FIELD_NUMBER: _builtins.int
+    KUBERNETES_VERSION_FIELD_NUMBER: _builtins.int
+    PROPERTIES_FIELD_NUMBER: _builtins.int
+    CONTROL_PLANE_FIELD_NUMBER: _builtins.int
     cluster_id: _builtins.str
     """The caller's cluster ID; it must be the one its token names."""
     cluster_set_id: _builtins.str
     leader_cluster_id: _builtins.str
     """The leader cluster ID the member was configured with."""
+    cluster_uid: _builtins.str
+    """Who the cluster is, whatever ID it claims (its kube-system Namespace's
+    UID). A cluster ID is unique in the ClusterSet and immutable while its
+    cluster is a member (KEP-2149): the hub refuses a second cluster that
+    announces an ID in use (ALREADY_EXISTS) and a member that announces
+    another ID than the one it joined with (FAILED_PRECONDITION). Empty (an
+    older member): neither is checked.
+    """
+    kubernetes_version: _builtins.str
+    """The cluster's Kubernetes version (its API server's /version gitVersion)."""
+    @_builtins.property
+    def properties(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The cluster's ClusterProperties (about.k8s.io, KEP-2149), name -> value:
+        what its ClusterProfile shows and cluster selectors match.
+        """
+
+    @_builtins.property
+    def control_plane(self) -> Global___ControlPlaneHealth:
+        """The health of the cluster's control plane as the member sees it (unset:
+        not checked, an older member).
+        """
+
     def __init__(
         self,
         *,
         cluster_id: _builtins.str = ...,
         cluster_set_id: _builtins.str = ...,
         leader_cluster_id: _builtins.str = ...,
+        cluster_uid: _builtins.str = ...,
+        kubernetes_version: _builtins.str = ...,
+        properties: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        control_plane: Global___ControlPlaneHealth | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["control_plane", b"control_plane"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id", "cluster_set_id", b"cluster_set_id", "leader_cluster_id", b"leader_cluster_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id", "cluster_set_id", b"cluster_set_id", "cluster_uid", b"cluster_uid", "control_plane", b"control_plane", "kubernetes_version", b"kubernetes_version", "leader_cluster_id", b"leader_cluster_id", "properties", b"properties"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___AnnounceRequest: _TypeAlias = AnnounceRequest  # noqa: Y015
+
+@_typing.final
+class ControlPlaneHealth(_message.Message):
+    """ControlPlaneHealth is what the member found asking its API server's /readyz."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEALTHY_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    healthy: _builtins.bool
+    message: _builtins.str
+    """Why not, when not."""
+    def __init__(
+        self,
+        *,
+        healthy: _builtins.bool = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["healthy", b"healthy", "message", b"message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ControlPlaneHealth: _TypeAlias = ControlPlaneHealth  # noqa: Y015
 
 @_typing.final
 class AnnounceResponse(_message.Message):
@@ -240,6 +315,7 @@ class ServiceSpec(_message.Message):
     TRAFFIC_DISTRIBUTION_FIELD_NUMBER: _builtins.int
     EXPORTED_LABELS_FIELD_NUMBER: _builtins.int
     EXPORTED_ANNOTATIONS_FIELD_NUMBER: _builtins.int
+    CLUSTER_SELECTORS_FIELD_NUMBER: _builtins.int
     type: _builtins.str
     """ClusterIP, NodePort, LoadBalancer or ExternalName."""
     cluster_ip: _builtins.str
@@ -265,6 +341,12 @@ class ServiceSpec(_message.Message):
 
     @_builtins.property
     def exported_annotations(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def cluster_selectors(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClusterSelector]:
+        """The ServiceExport's spec.clusterSelectors (KEP-5939, alpha): ordered
+        selections of exporting clusters by their ClusterProperties.
+        """
+
     def __init__(
         self,
         *,
@@ -279,14 +361,168 @@ class ServiceSpec(_message.Message):
         traffic_distribution: _builtins.str = ...,
         exported_labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         exported_annotations: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        cluster_selectors: _abc.Iterable[Global___ClusterSelector] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_ip", b"cluster_ip", "cluster_ips", b"cluster_ips", "exported_annotations", b"exported_annotations", "exported_labels", b"exported_labels", "internal_traffic_policy", b"internal_traffic_policy", "ip_families", b"ip_families", "ports", b"ports", "session_affinity", b"session_affinity", "session_affinity_timeout_seconds", b"session_affinity_timeout_seconds", "traffic_distribution", b"traffic_distribution", "type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_ip", b"cluster_ip", "cluster_ips", b"cluster_ips", "cluster_selectors", b"cluster_selectors", "exported_annotations", b"exported_annotations", "exported_labels", b"exported_labels", "internal_traffic_policy", b"internal_traffic_policy", "ip_families", b"ip_families", "ports", b"ports", "session_affinity", b"session_affinity", "session_affinity_timeout_seconds", b"session_affinity_timeout_seconds", "traffic_distribution", b"traffic_distribution", "type", b"type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ServiceSpec: _TypeAlias = ServiceSpec  # noqa: Y015
+
+@_typing.final
+class ClusterSelector(_message.Message):
+    """ClusterSelector is one entry of a ServiceExport's ordered cluster selectors."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PROPERTY_SELECTOR_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def property_selector(self) -> Global___PropertySelector: ...
+    def __init__(
+        self,
+        *,
+        property_selector: Global___PropertySelector | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["property_selector", b"property_selector"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["property_selector", b"property_selector"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ClusterSelector: _TypeAlias = ClusterSelector  # noqa: Y015
+
+@_typing.final
+class PropertySelector(_message.Message):
+    """PropertySelector is metav1.LabelSelector over ClusterProperties, with
+    match_properties for matchLabels. The value "@SameAsImporter@" (in
+    match_properties, or in the values of In and NotIn) stands for the
+    importing cluster's value of that property.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class MatchPropertiesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    MATCH_PROPERTIES_FIELD_NUMBER: _builtins.int
+    MATCH_EXPRESSIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def match_properties(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def match_expressions(self) -> _containers.RepeatedCompositeFieldContainer[Global___PropertySelectorRequirement]: ...
+    def __init__(
+        self,
+        *,
+        match_properties: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        match_expressions: _abc.Iterable[Global___PropertySelectorRequirement] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_expressions", b"match_expressions", "match_properties", b"match_properties"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PropertySelector: _TypeAlias = PropertySelector  # noqa: Y015
+
+@_typing.final
+class PropertySelectorRequirement(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    OPERATOR_FIELD_NUMBER: _builtins.int
+    VALUES_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    operator: _builtins.str
+    """In, NotIn, Exists or DoesNotExist."""
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        key: _builtins.str = ...,
+        operator: _builtins.str = ...,
+        values: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "operator", b"operator", "values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PropertySelectorRequirement: _TypeAlias = PropertySelectorRequirement  # noqa: Y015
+
+@_typing.final
+class ClusterSelectorResult(_message.Message):
+    """ClusterSelectorResult is what one cluster selector matched: exporting
+    cluster IDs, sorted.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CLUSTERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def clusters(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        clusters: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clusters", b"clusters"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ClusterSelectorResult: _TypeAlias = ClusterSelectorResult  # noqa: Y015
+
+@_typing.final
+class ClusterSelection(_message.Message):
+    """ClusterSelection is the result of an import's cluster selectors for the
+    importing clusters it names (every importer with the same results in one).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IMPORTERS_FIELD_NUMBER: _builtins.int
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def importers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClusterSelectorResult]:
+        """One per cluster selector, in order."""
+
+    def __init__(
+        self,
+        *,
+        importers: _abc.Iterable[_builtins.str] | None = ...,
+        results: _abc.Iterable[Global___ClusterSelectorResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["importers", b"importers", "results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ClusterSelection: _TypeAlias = ClusterSelection  # noqa: Y015
 
 @_typing.final
 class EndpointAddress(_message.Message):
@@ -512,20 +748,29 @@ class ExportStatus(_message.Message):
     VERDICT_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
+    CLUSTERS_FIELD_NUMBER: _builtins.int
     verdict: Global___Verdict.ValueType
     reason: _builtins.str
     """MCS or Antrea reason: PortConflict, TypeConflict, InvalidServiceType..."""
     message: _builtins.str
+    @_builtins.property
+    def clusters(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """A Service export with cluster selectors: the importing clusters whose
+        traffic goes to this export's cluster now (sorted). Empty without
+        selectors (every member imports it).
+        """
+
     def __init__(
         self,
         *,
         verdict: Global___Verdict.ValueType = ...,
         reason: _builtins.str = ...,
         message: _builtins.str = ...,
+        clusters: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "reason", b"reason", "verdict", b"verdict"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clusters", b"clusters", "message", b"message", "reason", b"reason", "verdict", b"verdict"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -863,6 +1108,8 @@ class ServiceImportSpec(_message.Message):
     CLUSTERS_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
     ANNOTATIONS_FIELD_NUMBER: _builtins.int
+    CLUSTER_SELECTORS_FIELD_NUMBER: _builtins.int
+    SELECTIONS_FIELD_NUMBER: _builtins.int
     type: _builtins.str
     """ClusterSetIP or Headless."""
     session_affinity: _builtins.str
@@ -885,6 +1132,17 @@ class ServiceImportSpec(_message.Message):
 
     @_builtins.property
     def annotations(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def cluster_selectors(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClusterSelector]:
+        """The oldest export's cluster selectors (KEP-5939, alpha)."""
+
+    @_builtins.property
+    def selections(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClusterSelection]:
+        """With cluster selectors: their results for every member, each member
+        named in one selection. An importer prefers the clusters of the first
+        result holding a ready endpoint; with none, every exporting cluster.
+        """
+
     def __init__(
         self,
         *,
@@ -898,10 +1156,12 @@ class ServiceImportSpec(_message.Message):
         clusters: _abc.Iterable[_builtins.str] | None = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         annotations: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        cluster_selectors: _abc.Iterable[Global___ClusterSelector] | None = ...,
+        selections: _abc.Iterable[Global___ClusterSelection] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "clusters", b"clusters", "internal_traffic_policy", b"internal_traffic_policy", "ip_families", b"ip_families", "labels", b"labels", "ports", b"ports", "session_affinity", b"session_affinity", "session_affinity_timeout_seconds", b"session_affinity_timeout_seconds", "traffic_distribution", b"traffic_distribution", "type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "cluster_selectors", b"cluster_selectors", "clusters", b"clusters", "internal_traffic_policy", b"internal_traffic_policy", "ip_families", b"ip_families", "labels", b"labels", "ports", b"ports", "selections", b"selections", "session_affinity", b"session_affinity", "session_affinity_timeout_seconds", b"session_affinity_timeout_seconds", "traffic_distribution", b"traffic_distribution", "type", b"type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
