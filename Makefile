@@ -19,7 +19,7 @@ demo: setup
 	$(BIN)/mchub demo
 
 test: setup lint
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider --durations=25
 
 lint: setup
 	$(BIN)/buf lint

@@ -1,7 +1,9 @@
 """Capped exponential backoff with jitter: the one retry pacing of every loop in mchub.
 
 ``Backoff`` is the policy (a delay per count of consecutive failures), shared by work
-queues, informers, the leader elector, the agent's reconciler and the hub's own retries;
+queues, informers, the hub's leadership loop (hub/replicas/leadership.py; the Lease
+elector in kube/leader.py keeps client-go's fixed retry period with jitter), the agent's
+reconciler and the hub's own retries;
 ``Retries`` counts one loop's failures under it (the member's hub session keeps one per
 stream, so members do not reconnect in lockstep, and resets it after a success).
 """

@@ -11,12 +11,16 @@
   browser) is checked at set-up; unmet, the test skips with the reason, or fails under CI=true.
 
 Every real-cluster test works in Namespaces of its own and removes what it made, so tests share
-the clusters without seeing each other. The summary line `real-cluster tests: ...` counts them.
+the clusters without seeing each other. The summary line `real-cluster tests: ...` counts them;
+when this session ran the upstream MCS conformance suite (tests/nodes/test_conformance.py), the
+summary ends with its table, the one the README shows.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +29,8 @@ from tests.needs import check_needs, unmet
 
 _PLANE = RealControlPlane()
 _real_outcomes: dict[str, int] = {}
+_SESSION_STARTED = time.time()
+CONFORMANCE_TABLE = Path(__file__).resolve().parents[1] / "test-artifacts" / "conformance" / "table.md"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -47,6 +53,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _real_outcomes:
         counts = ", ".join(f"{count} {outcome}" for outcome, count in sorted(_real_outcomes.items()))
         terminalreporter.write_line(f"real-cluster tests (kube-apiserver v1.28): {counts}")
+    if CONFORMANCE_TABLE.exists() and CONFORMANCE_TABLE.stat().st_mtime >= _SESSION_STARTED:
+        terminalreporter.write_sep("-", "upstream MCS conformance suite, this run")
+        for line in CONFORMANCE_TABLE.read_text().splitlines():
+            terminalreporter.write_line(line)
 
 
 def pytest_sessionfinish() -> None:
