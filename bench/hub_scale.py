@@ -615,17 +615,19 @@ def plot(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     fig, (ax, rss) = plt.subplots(2, 1, figsize=(8, 7), sharex=True, height_ratios=(2, 1))
     curves = (("raw", "raw grpc.aio (floor)"), ("one_replica", "hub, 1 replica"), ("two_replicas", "hub, 2 replicas"))
-    for key, label in curves:
+    for n, (key, label) in enumerate(curves):
         if key in results:
             series = results[key]["series"]
-            ax.plot([t for t, _ in series], [n / 1e6 for _, n in series], label=label)
+            ax.plot([t for t, _ in series], [d / 1e6 for _, d in series], label=label, color=f"C{n}")
             if memory := results[key].get("rss_series"):
-                rss.plot([t for t, _ in memory], [r / 2**20 for _, r in memory], label=f"{label} (leader)")
+                rss.plot(
+                    [t for t, _ in memory], [r / 2**20 for _, r in memory], label=f"{label} (leader)", color=f"C{n}"
+                )
     rss.set_xlabel("seconds since the first export")
     ax.set_ylabel("import deliveries (millions)")
     rss.set_ylabel("hub RSS (MiB)")
     ax.set_title(
-        f"{results['deliveries']:,} import deliveries to {results['watchers']} watching members, {results['watch']} "
+        f"{results['deliveries']:,} import deliveries to {results['watchers']} watching members, {results['watch']}\n"
         f"({results['cores']} cores, load {results['load']})"
     )
     for axes in (ax, rss):
@@ -707,7 +709,8 @@ def report(results: dict[str, Any]) -> str:
         lines.append(
             f"  hub, 2 replicas {two['seconds']:6.1f} s {two['deliveries_per_second']:>10,.0f} deliveries/s  "
             f"ratio to 1 replica {results.get('ratio_two_to_one_replica', 0):.2f}  "
-            f"RSS {' + '.join(f'{r / mib:.0f}' for r in two['hub_rss_bytes'])} MiB; {two['watch_resumes']} resumes"
+            f"RSS {' + '.join(f'{r / mib:.0f}' for r in two['hub_rss_bytes'])} MiB; "
+            f"{two['messages_per_delivery']:.4f} messages per delivery; {two['watch_resumes']} resumes"
         )
     for key, label in (("one_replica", "1 replica"), ("two_replicas", "2 replicas")):
         if run := results.get(key):
