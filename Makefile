@@ -61,7 +61,8 @@ conformance: setup
 
 bench: setup
 	$(BIN)/python bench/hub_fanout.py --json bench/results/hub_fanout.json
-	$(BIN)/python bench/hub_scale.py --memory-exports 100000 --json bench/results/hub_scale.json --plot bench/results/hub_scale.png
+	$(BIN)/python bench/hub_scale.py --watch single --memory-exports 100000 --json bench/results/hub_scale_100.json --plot bench/results/hub_scale_100.png
+	$(BIN)/python bench/hub_scale.py --members 1000 --json bench/results/hub_scale_1000.json --plot bench/results/hub_scale_1000.png
 	$(BIN)/python bench/propagation.py --json bench/results/propagation.json
 	$(BIN)/python bench/datapath.py > bench/results/datapath.json
 	$(BIN)/python bench/clusterset_dns.py --json bench/results/dns.json

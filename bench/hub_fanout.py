@@ -1,18 +1,24 @@
-"""Hub throughput: import fan-out to many subscribers, and durable ingest.
+"""Hub throughput: import fan-out to many subscribers, and durable ingest, each beside its floor.
 
-Prints, from one run on this machine:
-- imports delivered per second to N subscribers through the hub (a member
-  exports Services; every subscriber's WatchImports receives the imports),
-  next to raw grpc.aio fan-out of same-size messages to the same number of
-  subscribers, and the ratio;
-- durable ingest: exports acknowledged per second on one Export stream
-  (every acknowledgement is after an fsync'd SQLite commit), next to a raw
-  grpc.aio echo stream with the same messages, and the ratio.
+Every figure comes from runs of several seconds, repeated and interleaved with their floors
+(floor, hub, floor, hub, ...: the machine is shared, its speed moves within minutes), and is
+reported as the median and range of the runs; a ratio is taken per pair, the hub run with the
+floor run just before it. Counts that do not vary with load are printed beside them.
 
-Servers run in a child process; the subscribers and the producer run here,
-the same way for the hub and for the raw baseline.
+- fan-out: imports delivered per second to N subscribers through the hub (a member exports
+  Services; every subscriber's WatchImports, one change per message, receives the imports),
+  next to raw grpc.aio fan-out of the same-size messages to as many subscribers; messages and
+  bytes per delivery, counted at the subscribers; server CPU per delivery;
+- durable ingest: exports acknowledged per second on one Export stream (every answer after the
+  commit holding its export is fsynced; commits made meanwhile share an fsync), next to a raw
+  grpc.aio echo stream of the same requests; transactions, SQL statements and fsyncs per export
+  (the hub's own counters, /metrics); server CPU per export or per echo.
 
-Usage: python bench/hub_fanout.py [--subscribers 100] [--services 500] [--ingest 3000] [--json FILE]
+Servers run in a child process (TLS and bearer tokens for the hub and the floors alike); the
+subscribers and the producer run here, the same way for both.
+
+Usage: python bench/hub_fanout.py [--subscribers 100] [--services 1000] [--ingest 20000]
+       [--repeats 3] [--json FILE]
 """
 
 from __future__ import annotations
@@ -20,15 +26,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
+import ssl
+import statistics
 import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import grpc
+from prometheus_client.parser import text_string_to_metric_families
 
 from hub.auth.tokens import TokenStore
 from hub.engine.index import Index
@@ -131,6 +143,12 @@ class RawServer:
             await asyncio.sleep(0)
         return b"ok"
 
+    async def broadcast(self, request: bytes, context: Any) -> bytes:
+        """One message (the request, as it is) to every subscriber: a probe of propagation."""
+        for queue in self.queues:
+            queue.put_nowait(request)
+        return b"ok"
+
     async def echo(self, requests: AsyncIterator[bytes], context: Any) -> AsyncIterator[bytes]:
         async for item in requests:
             yield item
@@ -143,6 +161,7 @@ async def serve_raw(tls_dir: Path, payloads: list[bytes] | None = None) -> None:
     handlers = {
         "Subscribe": grpc.unary_stream_rpc_method_handler(raw.subscribe),
         "Burst": grpc.unary_unary_rpc_method_handler(raw.burst),
+        "Broadcast": grpc.unary_unary_rpc_method_handler(raw.broadcast),
         "Echo": grpc.stream_stream_rpc_method_handler(raw.echo),
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(RAW_SERVICE, handlers),))
@@ -178,6 +197,71 @@ async def stop_child(process: asyncio.subprocess.Process) -> None:
             await process.wait()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+@dataclass
+class Hub:
+    """A hub in a child process (`mchub hub`, SQLite store in `data`)."""
+
+    data: Path
+    process: asyncio.subprocess.Process
+    target: str
+    rest_url: str
+
+    @property
+    def ca(self) -> bytes:
+        return (self.data / "tls" / "ca.crt").read_bytes()
+
+    async def counters(self) -> dict[str, float]:
+        """The hub's counters (`/metrics`), by sample name."""
+        context = ssl.create_default_context(cafile=str(self.data / "tls" / "ca.crt"))
+        token = (self.data / "admin.token").read_text().strip()
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"{self.rest_url}/metrics", ssl=context, headers={"Authorization": f"Bearer {token}"}) as r,
+        ):
+            text = await r.text()
+        return {
+            sample.name: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if not sample.labels
+        }
+
+    async def stop(self) -> None:
+        await stop_child(self.process)
+
+
+async def start_hub(data: Path, *extra: str) -> Hub:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "mchub_cli.main", "--log-level", "WARNING", "hub",
+        "--data-dir", str(data), "--grpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0", *extra,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, cwd=ROOT,
+    )  # fmt: skip
+    assert process.stdout is not None
+    target = rest = ""
+    while not (target and rest):
+        line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+        if not line:
+            raise RuntimeError("the hub exited before it served")
+        if match := re.search(r"gRPC on (\S+)", line):
+            target = match.group(1)
+        if match := re.search(r"REST on (\S+)", line):
+            rest = match.group(1)
+    return Hub(data, process, target, rest)
+
+
 # ---- measurements ------------------------------------------------------------
 
 
@@ -187,6 +271,25 @@ def channel_for(target: str, ca: bytes, token: str) -> grpc.aio.Channel:
     return grpc.aio.secure_channel(target, creds)
 
 
+@dataclass
+class Tally:
+    """What a set of subscribers received: messages and their bytes."""
+
+    messages: int = 0
+    bytes: int = 0
+
+    def figures(self, delivered: int, seconds: float, server_cpu: float) -> dict[str, float]:
+        """A fan-out run's figures: rate, and per delivery the messages, bytes and server CPU."""
+        return {
+            "delivered": delivered,
+            "seconds": seconds,
+            "per_second": delivered / seconds,
+            "messages_per_delivery": self.messages / delivered,
+            "bytes_per_delivery": self.bytes / delivered,
+            "server_cpu_us_per_delivery": 1e6 * server_cpu / delivered,
+        }
+
+
 async def hub_fanout(subscribers: int, services: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="mchub-bench-") as tmp:
         data = Path(tmp)
@@ -194,13 +297,10 @@ async def hub_fanout(subscribers: int, services: int) -> dict[str, float]:
         tokens = {f"m{i:03d}": store.create(f"member-m{i:03d}", cluster_id=f"m{i:03d}") for i in range(subscribers)}
         producer_token = store.create("member-producer", cluster_id="producer")
         store.close()
-        process, target = await start_child(
-            sys.executable, "-m", "mchub_cli.main", "--log-level", "WARNING", "hub",
-            "--data-dir", str(data), "--grpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0",
-        )  # fmt: skip
-        ca = (data / "tls" / "ca.crt").read_bytes()
-        channels = [channel_for(target, ca, tokens[f"m{i:03d}"]) for i in range(subscribers)]
-        producer = channel_for(target, ca, producer_token)
+        hub = await start_hub(data)
+        channels = [channel_for(hub.target, hub.ca, tokens[f"m{i:03d}"]) for i in range(subscribers)]
+        producer = channel_for(hub.target, hub.ca, producer_token)
+        tally = Tally()
         try:
             expected = services * 2  # a ServiceImport and an Endpoints import per Service
             counts = [0] * subscribers
@@ -221,6 +321,8 @@ async def hub_fanout(subscribers: int, services: int) -> dict[str, float]:
                         if synced_count == subscribers:
                             synced.set()
                     elif kind == "upsert":
+                        tally.messages += 1
+                        tally.bytes += event.ByteSize()
                         counts[i] += 1
                         if counts[i] == expected:
                             finished += 1
@@ -233,33 +335,36 @@ async def hub_fanout(subscribers: int, services: int) -> dict[str, float]:
             stub = pb_grpc.CommonAreaServiceStub(producer)
             await stub.Announce(pb.AnnounceRequest(cluster_id="producer", cluster_set_id="test-clusterset"))
             call = stub.Export()
-            start = time.perf_counter()
+            cpu, start = cpu_seconds(hub.process.pid), time.perf_counter()
             for i in range(services):
                 await call.write(pb.ExportRequest(sequence=i + 1, upsert=service_export("producer", i)))
-            await asyncio.wait_for(done.wait(), 300)
+            await asyncio.wait_for(done.wait(), 600)
             elapsed = time.perf_counter() - start
+            cpu = cpu_seconds(hub.process.pid) - cpu
             call.cancel()
             for task in watchers:
                 task.cancel()
-            delivered = expected * subscribers
-            return {"hub_imports_delivered": delivered, "hub_seconds": elapsed, "hub_per_second": delivered / elapsed}
+            return tally.figures(expected * subscribers, elapsed, cpu)
         finally:
             for channel in [*channels, producer]:
                 await channel.close()
-            await stop_child(process)
+            await hub.stop()
+
+
+def producer_token(data: Path) -> str:
+    store = TokenStore(data / "tokens.db")
+    try:
+        return store.create("member-producer", cluster_id="producer")
+    finally:
+        store.close()
 
 
 async def hub_ingest(count: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="mchub-bench-") as tmp:
         data = Path(tmp)
-        store = TokenStore(data / "tokens.db")
-        token = store.create("member-producer", cluster_id="producer")
-        store.close()
-        process, target = await start_child(
-            sys.executable, "-m", "mchub_cli.main", "--log-level", "WARNING", "hub",
-            "--data-dir", str(data), "--grpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0",
-        )  # fmt: skip
-        channel = channel_for(target, (data / "tls" / "ca.crt").read_bytes(), token)
+        token = producer_token(data)
+        hub = await start_hub(data)
+        channel = channel_for(hub.target, hub.ca, token)
         try:
             stub = pb_grpc.CommonAreaServiceStub(channel)
             await stub.Announce(pb.AnnounceRequest(cluster_id="producer", cluster_set_id="test-clusterset"))
@@ -270,7 +375,8 @@ async def hub_ingest(count: int) -> dict[str, float]:
                 for i, export in enumerate(exports):
                     await call.write(pb.ExportRequest(sequence=i + 1, upsert=export))
 
-            start = time.perf_counter()
+            before = await hub.counters()
+            cpu, start = cpu_seconds(hub.process.pid), time.perf_counter()
             writing = asyncio.create_task(writer())
             acked = 0
             while acked < count:
@@ -278,12 +384,26 @@ async def hub_ingest(count: int) -> dict[str, float]:
                 assert answer.status.verdict == pb.VERDICT_ACCEPTED, answer
                 acked += 1
             elapsed = time.perf_counter() - start
+            cpu = cpu_seconds(hub.process.pid) - cpu
             await writing
             call.cancel()
-            return {"ingest_exports": count, "ingest_seconds": elapsed, "ingest_per_second": count / elapsed}
+            after = await hub.counters()
+
+            def per_export(name: str) -> float:
+                return (after.get(name, 0.0) - before.get(name, 0.0)) / count
+
+            return {
+                "exports": count,
+                "seconds": elapsed,
+                "per_second": count / elapsed,
+                "transactions_per_export": per_export("mchub_store_transactions_total"),
+                "statements_per_export": per_export("mchub_store_statements_total"),
+                "fsyncs_per_export": per_export("mchub_store_syncs_total"),
+                "server_cpu_us_per_export": 1e6 * cpu / count,
+            }
         finally:
             await channel.close()
-            await stop_child(process)
+            await hub.stop()
 
 
 async def raw_child(tls_dir: Path) -> tuple[asyncio.subprocess.Process, str, bytes]:
@@ -296,114 +416,175 @@ async def raw_fanout(subscribers: int, messages: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="mchub-bench-") as tmp:
         process, target, ca = await raw_child(Path(tmp))
         channels = [channel_for(target, ca, "mch_raw") for _ in range(subscribers)]
-        return await _raw_fanout(process, channels, subscribers, messages)
+        try:
+            done = asyncio.Event()
+            finished = 0
+            subscribed = 0
+            all_subscribed = asyncio.Event()
+            tally = Tally()
 
+            async def subscribe(i: int) -> None:
+                nonlocal finished, subscribed
+                call = channels[i].unary_stream(f"/{RAW_SERVICE}/Subscribe")(b"")
+                got = 0
+                async for item in call:
+                    if item == b"subscribed":
+                        subscribed += 1
+                        if subscribed == subscribers:
+                            all_subscribed.set()
+                        continue
+                    got += 1
+                    tally.messages += 1
+                    tally.bytes += len(item)
+                    if got == messages:
+                        finished += 1
+                        if finished == subscribers:
+                            done.set()
+                        call.cancel()
+                        return
 
-async def _raw_fanout(
-    process: asyncio.subprocess.Process, channels: list[grpc.aio.Channel], subscribers: int, messages: int
-) -> dict[str, float]:
-    try:
-        done = asyncio.Event()
-        finished = 0
-        subscribed = 0
-        all_subscribed = asyncio.Event()
-
-        async def subscribe(i: int) -> None:
-            nonlocal finished, subscribed
-            call = channels[i].unary_stream(f"/{RAW_SERVICE}/Subscribe")(b"")
-            got = 0
-            async for item in call:
-                if item == b"subscribed":
-                    subscribed += 1
-                    if subscribed == subscribers:
-                        all_subscribed.set()
-                    continue
-                got += 1
-                if got == messages:
-                    finished += 1
-                    if finished == subscribers:
-                        done.set()
-                    call.cancel()
-                    return
-
-        tasks = [asyncio.create_task(subscribe(i)) for i in range(subscribers)]
-        await asyncio.wait_for(all_subscribed.wait(), 60)
-        start = time.perf_counter()
-        await channels[0].unary_unary(f"/{RAW_SERVICE}/Burst")(str(messages).encode())
-        await asyncio.wait_for(done.wait(), 300)
-        elapsed = time.perf_counter() - start
-        for task in tasks:
-            task.cancel()
-        delivered = messages * subscribers
-        return {"raw_delivered": delivered, "raw_seconds": elapsed, "raw_per_second": delivered / elapsed}
-    finally:
-        for channel in channels:
-            await channel.close()
-        await stop_child(process)
+            tasks = [asyncio.create_task(subscribe(i)) for i in range(subscribers)]
+            await asyncio.wait_for(all_subscribed.wait(), 60)
+            cpu, start = cpu_seconds(process.pid), time.perf_counter()
+            await channels[0].unary_unary(f"/{RAW_SERVICE}/Burst")(str(messages).encode())
+            await asyncio.wait_for(done.wait(), 600)
+            elapsed = time.perf_counter() - start
+            cpu = cpu_seconds(process.pid) - cpu
+            for task in tasks:
+                task.cancel()
+            return tally.figures(messages * subscribers, elapsed, cpu)
+        finally:
+            for channel in channels:
+                await channel.close()
+            await stop_child(process)
 
 
 async def raw_echo(count: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="mchub-bench-") as tmp:
         process, target, ca = await raw_child(Path(tmp))
-        return await _raw_echo(process, channel_for(target, ca, "mch_raw"), count)
+        channel = channel_for(target, ca, "mch_raw")
+        try:
+            call = channel.stream_stream(f"/{RAW_SERVICE}/Echo")()
+            payload = pb.ExportRequest(sequence=1, upsert=service_export("producer", 1)).SerializeToString()
 
+            async def writer() -> None:
+                for _ in range(count):
+                    await call.write(payload)
 
-async def _raw_echo(process: asyncio.subprocess.Process, channel: grpc.aio.Channel, count: int) -> dict[str, float]:
-    try:
-        call = channel.stream_stream(f"/{RAW_SERVICE}/Echo")()
-        payload = pb.ExportRequest(sequence=1, upsert=service_export("producer", 1)).SerializeToString()
-
-        async def writer() -> None:
+            cpu, start = cpu_seconds(process.pid), time.perf_counter()
+            writing = asyncio.create_task(writer())
             for _ in range(count):
-                await call.write(payload)
+                await call.read()
+            elapsed = time.perf_counter() - start
+            cpu = cpu_seconds(process.pid) - cpu
+            await writing
+            call.cancel()
+            return {
+                "messages": count,
+                "seconds": elapsed,
+                "per_second": count / elapsed,
+                "server_cpu_us_per_message": 1e6 * cpu / count,
+            }
+        finally:
+            await channel.close()
+            await stop_child(process)
 
-        start = time.perf_counter()
-        writing = asyncio.create_task(writer())
-        for _ in range(count):
-            await call.read()
-        elapsed = time.perf_counter() - start
-        await writing
-        call.cancel()
-        return {"raw_echo_per_second": count / elapsed}
-    finally:
-        await channel.close()
-        await stop_child(process)
+
+def spread(values: list[float]) -> dict[str, float]:
+    """Median and range of repeated runs."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-async def main(args: argparse.Namespace) -> dict[str, float]:
-    results: dict[str, float] = {"subscribers": args.subscribers, "message_bytes": len(sample_import_event())}
-    results.update(await raw_fanout(args.subscribers, args.services * 2))
-    results.update(await hub_fanout(args.subscribers, args.services))
-    results["fanout_ratio_hub_to_raw"] = results["hub_per_second"] / results["raw_per_second"]
-    results.update(await raw_echo(args.ingest))
-    results.update(await hub_ingest(args.ingest))
-    results["ingest_ratio_hub_to_raw_echo"] = results["ingest_per_second"] / results["raw_echo_per_second"]
+def summary(pairs: list[tuple[dict[str, float], dict[str, float]]]) -> dict[str, Any]:
+    """Runs of (floor, hub) pairs: each side's rate and the per-pair ratio, as median and range."""
+    return {
+        "floor_per_second": spread([floor["per_second"] for floor, _ in pairs]),
+        "hub_per_second": spread([hub["per_second"] for _, hub in pairs]),
+        "ratio": spread([hub["per_second"] / floor["per_second"] for floor, hub in pairs]),
+        "runs": [{"floor": floor, "hub": hub} for floor, hub in pairs],
+    }
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "subscribers": args.subscribers,
+        "services": args.services,
+        "ingest_exports": args.ingest,
+        "repeats": args.repeats,
+        "message_bytes": len(sample_import_event()),
+        "cores": os.cpu_count(),
+        "load_at_start": os.getloadavg()[0],
+    }
+    fanout: list[tuple[dict[str, float], dict[str, float]]] = []
+    ingest: list[tuple[dict[str, float], dict[str, float]]] = []
+    for _ in range(args.repeats):
+        if "fanout" in args.only:
+            fanout.append(
+                (
+                    await raw_fanout(args.subscribers, args.services * 2),
+                    await hub_fanout(args.subscribers, args.services),
+                )
+            )
+        if "ingest" in args.only:
+            ingest.append((await raw_echo(args.ingest), await hub_ingest(args.ingest)))
+    if fanout:
+        results["fanout"] = summary(fanout)
+    if ingest:
+        results["ingest"] = summary(ingest)
+    results["load_at_end"] = os.getloadavg()[0]
     return results
 
 
-def report(results: dict[str, float]) -> str:
-    return "\n".join(
-        [
-            f"fan-out to {int(results['subscribers'])} subscribers ({int(results['message_bytes'])}-byte events):",
-            f"  hub      {results['hub_per_second']:>10,.0f} imports delivered/s "
-            f"({int(results['hub_imports_delivered']):,} in {results['hub_seconds']:.2f} s)",
-            f"  raw gRPC {results['raw_per_second']:>10,.0f} messages/s "
-            f"({int(results['raw_delivered']):,} in {results['raw_seconds']:.2f} s)",
-            f"  ratio    {results['fanout_ratio_hub_to_raw']:.2f} (hub / raw)",
-            "durable ingest on one Export stream:",
-            f"  hub      {results['ingest_per_second']:>10,.0f} exports/s acknowledged after fsync "
-            f"({int(results['ingest_exports']):,} in {results['ingest_seconds']:.2f} s)",
-            f"  raw gRPC {results['raw_echo_per_second']:>10,.0f} messages/s echoed (no storage)",
-            f"  ratio    {results['ingest_ratio_hub_to_raw_echo']:.2f} (hub / raw)",
+def _rate(s: dict[str, float]) -> str:
+    return f"{s['median']:>9,.0f}/s ({s['min']:,.0f}-{s['max']:,.0f})"
+
+
+def _median(runs: list[dict[str, Any]], side: str, key: str) -> float:
+    return statistics.median(run[side][key] for run in runs)
+
+
+def report(results: dict[str, Any]) -> str:
+    lines = [
+        f"{results['repeats']} runs of each, interleaved with their floors; median (range). "
+        f"{results['cores']} cores, load {results['load_at_start']:.1f} at start, {results['load_at_end']:.1f} at end"
+    ]
+    if fanout := results.get("fanout"):
+        runs = fanout["runs"]
+        lines += [
+            f"fan-out to {results['subscribers']} subscribers, one change per message "
+            f"({results['services'] * 2 * results['subscribers']:,} deliveries a run):",
+            f"  hub      {_rate(fanout['hub_per_second'])} imports delivered; "
+            f"{_median(runs, 'hub', 'messages_per_delivery'):.2f} messages and "
+            f"{_median(runs, 'hub', 'bytes_per_delivery'):.0f} bytes per delivery; "
+            f"{_median(runs, 'hub', 'server_cpu_us_per_delivery'):.1f} us hub CPU per delivery",
+            f"  raw gRPC {_rate(fanout['floor_per_second'])} messages; "
+            f"{_median(runs, 'floor', 'bytes_per_delivery'):.0f} bytes per message; "
+            f"{_median(runs, 'floor', 'server_cpu_us_per_delivery'):.1f} us server CPU per message",
+            f"  ratio    {fanout['ratio']['median']:.2f} ({fanout['ratio']['min']:.2f}-{fanout['ratio']['max']:.2f})",
         ]
-    )
+    if ingest := results.get("ingest"):
+        runs = ingest["runs"]
+        lines += [
+            f"durable ingest on one Export stream ({results['ingest_exports']:,} exports a run):",
+            f"  hub      {_rate(ingest['hub_per_second'])} exports acknowledged after fsync; per export "
+            f"{_median(runs, 'hub', 'transactions_per_export'):.3f} transactions, "
+            f"{_median(runs, 'hub', 'statements_per_export'):.2f} statements, "
+            f"{_median(runs, 'hub', 'fsyncs_per_export'):.3f} fsyncs, "
+            f"{_median(runs, 'hub', 'server_cpu_us_per_export'):.0f} us hub CPU",
+            f"  raw gRPC {_rate(ingest['floor_per_second'])} messages echoed (no storage); "
+            f"{_median(runs, 'floor', 'server_cpu_us_per_message'):.0f} us server CPU per message",
+            f"  ratio    {ingest['ratio']['median']:.2f} ({ingest['ratio']['min']:.2f}-{ingest['ratio']['max']:.2f})",
+        ]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--subscribers", type=int, default=100)
-    parser.add_argument("--services", type=int, default=500, help="Services exported (2 imports each)")
-    parser.add_argument("--ingest", type=int, default=3000, help="exports for the ingest measurement")
+    parser.add_argument("--services", type=int, default=1000, help="Services exported per fan-out run (2 imports each)")
+    parser.add_argument("--ingest", type=int, default=20000, help="exports per ingest run")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each, interleaved with their floors")
+    parser.add_argument("--only", default="fanout,ingest", help="measurements to run (fanout,ingest)")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--serve-raw", type=Path, help=argparse.SUPPRESS)
     cli = parser.parse_args()
@@ -412,6 +593,5 @@ if __name__ == "__main__":
         sys.exit(0)
     figures = asyncio.run(main(cli))
     print(report(figures))
-    print(json.dumps(figures, sort_keys=True))
     if cli.json:
-        cli.json.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+        cli.json.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")

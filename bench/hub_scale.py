@@ -1,22 +1,32 @@
-"""Hub scale: 1,000,000 import deliveries, one replica and two watch-serving replicas.
+"""Hub scale: many watching members, import deliveries, propagation, one and two watch-serving replicas.
 
-10 exporting members export 5,000 Services (a Service and an Endpoints export each: 10,000
-exports, 500 Services per member) on one Export stream each; the hub merges them into 10,000
-imports; 100 watching members (lightweight gRPC clients, TLS and a bearer token each, in two
-processes) receive every one of them: 10,000 x 100 = 1,000,000 import deliveries. Timed from
-the first export until every watcher holds every import.
+10 exporting members export N Services (a Service and an Endpoints export each: 2N exports) on
+one Export stream each; the hub merges them into 2N imports; M watching members (lightweight
+gRPC clients, TLS and a bearer token each, in child processes of 250 at nice 10) receive every
+one of them: 2N x M import deliveries (the defaults, 5,000 Services and 100 members: 1,000,000;
+`--members 1000 --services 5000`: 10,000,000). Watchers ask for batched WatchImports, as members
+do (`--watch single`: one change per message, the hub's earlier comparison). Timed from the first
+export until every watcher holds every import.
 
 Prints and writes (JSON, and a PNG of deliveries over time):
-- one replica: seconds to converge, deliveries/s, the hub's RSS at the end and per 10,000 exports;
-- the floor: the same 10,000 messages (the bytes the hub sends) fanned out to the same 100
-  clients by a raw grpc.aio server (bench/hub_fanout.py's), and the ratio;
+- one replica: seconds to converge, deliveries/s, the hub's CPU and RSS, RSS per watching member
+  (after they are synced, before the exports) and per 10,000 exports; counts that do not vary
+  with load: messages and bytes per delivery (at the watchers), store transactions, SQL
+  statements and fsyncs per export (the hub's /metrics);
+- the floor, measured in the same run: the hub's messages for the same imports, batched as the
+  hub batched them in this run (its changes per message), fanned out to as many clients by a raw
+  grpc.aio server (bench/hub_fanout.py's), and the ratio;
 - two replicas serving watches: the SQLite leader plus a follower process reading its change
   log (`mchub hub --follow`), watchers split between them, exports to the leader; the ratio to
   one replica;
+- propagation: after the burst, `--probes` Services exported one at a time by one member, each
+  timed from its export to the first and to the last watcher holding its ServiceImport (p50 and
+  p99), through the hub and through the raw floor (the same messages broadcast);
 - with --memory-exports N: the hub's RSS as N exports arrive (no watchers), and per 10,000.
 
-Usage: python bench/hub_scale.py [--services 5000] [--watchers 100] [--exporters 10]
-       [--memory-exports 100000] [--json FILE] [--plot FILE]
+Usage: python bench/hub_scale.py [--members 100] [--services 5000] [--watch batched|single]
+       [--exporters 10] [--probes 20] [--only one,raw,two] [--memory-exports 100000]
+       [--json FILE] [--plot FILE]
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,24 +48,33 @@ import grpc
 import matplotlib
 import matplotlib.pyplot as plt
 from hub_fanout import (
+    Hub,
     channel_for,
+    cpu_seconds,
     endpoints_export,
     import_events,
+    rss_bytes,
     serve_raw,
     service_export,
     start_child,
+    start_hub,
     stop_child,
 )
 
 from hub.auth.tokens import TokenStore
+from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve()
 RAW_SERVICE = "bench.Raw"
-WATCHER_PROCESSES = 2
+# Watching members per child process, unless --watcher-processes says how many processes.
+WATCHERS_PER_PROCESS = 250
 PROGRESS_EVERY = 0.25
+# The probes of propagation: Services of this namespace, exported by this member.
+PROBE_NAMESPACE = "probe"
+PROBE_EXPORTER = "e00"
 
 
 def workload(exporters: int, services: int) -> dict[str, list[pb.ResourceExport]]:
@@ -70,41 +90,54 @@ def workload(exporters: int, services: int) -> dict[str, list[pb.ResourceExport]
     return out
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 # ---- the watching members (child processes) ------------------------------------
+
+
+def is_probe(import_name: str) -> bool:
+    return import_name.startswith(f"{PROBE_NAMESPACE}-")
 
 
 async def watchers_child(spec_file: Path) -> None:
     """Watch with every (target, cluster, token) of the spec; report progress on stdout.
 
     At a lower priority than the servers (nice 10), for the hub and the raw floor alike: the
-    watchers stand for members on other machines, and must not take the server's core."""
+    watchers stand for members on other machines, and must not take the server's core.
+
+    Lines: `ready` once every watcher is synced; `progress TIME HELD` while the burst comes;
+    `done TIME RESUMES MESSAGES BYTES` when every watcher holds every import of the burst (the
+    messages and bytes that carried it); then `held NAME FIRST LAST` each time every watcher
+    holds a probe import (the first and the last to receive it), until the process is stopped."""
     os.nice(10)
     spec = json.loads(spec_file.read_text())
     ca = Path(spec["ca"]).read_bytes()
     expected: int = spec["expected"]
     raw: bool = spec["raw"]
-    counts = [0] * len(spec["watchers"])
-    resumes = [0]  # streams cut off (slow watcher) or refused (follower not serving yet), then resumed
-    synced = 0
+    batched: bool = spec["batched"]
+    watchers = len(spec["watchers"])
+    counts = [0] * watchers
+    tally = {"resumes": 0, "messages": 0, "bytes": 0, "synced": 0, "finished": 0}
     done, all_synced = asyncio.Event(), asyncio.Event()
-    finished = 0
+    # Probe import name -> (time the first watcher received it, watchers holding it).
+    probes: dict[str, tuple[float, int]] = {}
+
+    def received(n: int, held: set[str], import_name: str) -> None:
+        if is_probe(import_name):
+            if import_name.endswith("-service") and import_name not in held:
+                held.add(import_name)
+                first, holding = probes.get(import_name, (time.time(), 0))
+                probes[import_name] = (first, holding + 1)
+                if holding + 1 == watchers:
+                    print(f"held {import_name} {first:.6f} {time.time():.6f}", flush=True)
+            return
+        held.add(import_name)
+        before, counts[n] = counts[n], len(held)
+        if before < expected <= counts[n]:
+            tally["finished"] += 1
+            if tally["finished"] == watchers:
+                done.set()
 
     async def watch(n: int, target: str, cluster: str, token: str) -> None:
         """As a member does: resume from the last (epoch, revision) when the stream ends."""
-        nonlocal synced, finished
         channel = channel_for(target, ca, token)
         held: set[str] = set()
         epoch, revision, was_synced = "", 0, False
@@ -115,12 +148,14 @@ async def watchers_child(spec_file: Path) -> None:
                         call: Any = channel.unary_stream(f"/{RAW_SERVICE}/Subscribe")(b"")
                     else:
                         stub = pb_grpc.CommonAreaServiceStub(channel)
-                        request = pb.WatchImportsRequest(cluster_id=cluster, epoch=epoch, revision=revision)
+                        request = pb.WatchImportsRequest(
+                            cluster_id=cluster, epoch=epoch, revision=revision, batched=batched
+                        )
                         call = stub.WatchImports(request)
                     async for message in call:
                         if raw and message == b"subscribed":
-                            synced += 1
-                            if synced == len(counts):
+                            tally["synced"] += 1
+                            if tally["synced"] == watchers:
                                 all_synced.set()
                             continue
                         event = pb.WatchImportsResponse.FromString(message) if raw else message
@@ -128,23 +163,23 @@ async def watchers_child(spec_file: Path) -> None:
                         epoch, revision = event.epoch, max(revision, event.revision)
                         if kind == "synced" and not was_synced:
                             was_synced = True
-                            synced += 1
-                            if synced == len(counts):
+                            tally["synced"] += 1
+                            if tally["synced"] == watchers:
                                 all_synced.set()
-                        elif kind == "upsert":
-                            held.add(event.upsert.import_name)
-                            counts[n] = len(held)
-                            if counts[n] == expected:
-                                finished += 1
-                                if finished == len(counts):
-                                    done.set()
-                                call.cancel()
-                                return
+                        elif kind in ("upsert", "changes"):
+                            if not done.is_set():
+                                tally["messages"] += 1
+                                tally["bytes"] += len(message) if raw else event.ByteSize()
+                            if kind == "upsert":
+                                received(n, held, event.upsert.import_name)
+                            for change in event.changes.changes:
+                                if change.HasField("upsert"):
+                                    received(n, held, change.upsert.import_name)
                     raise RuntimeError("the stream ended")
                 except grpc.aio.AioRpcError as exc:  # a follower not serving yet, or a watch cut off
                     if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED) or raw:
                         raise
-                    resumes[0] += 1
+                    tally["resumes"] += 1
                     await asyncio.sleep(0.2 if not was_synced else 0.05)
         finally:
             await channel.close()
@@ -157,19 +192,26 @@ async def watchers_child(spec_file: Path) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), PROGRESS_EVERY)
     print(f"progress {time.time():.3f} {sum(counts)}", flush=True)
-    print(f"done {time.time():.3f} {resumes[0]}", flush=True)
+    print(f"done {time.time():.3f} {tally['resumes']} {tally['messages']} {tally['bytes']}", flush=True)
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
 @dataclass
 class WatcherGroup:
-    """The watcher processes of one measurement and the deliveries they reported over time."""
+    """The watcher processes of one measurement and what they reported."""
 
     processes: list[asyncio.subprocess.Process] = field(default_factory=list)
     # Per process: (wall time, imports its watchers hold), as the process reported it.
     reports: list[list[tuple[float, int]]] = field(default_factory=list)
     finished_at: list[float] = field(default_factory=list)
     resumes: int = 0
+    # Messages and bytes that carried the burst, over every watcher.
+    messages: int = 0
+    bytes: int = 0
+    # Probe import -> (first, last receipt) per process that reported it.
+    held: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    _readers: list[asyncio.Task[None]] = field(default_factory=list)
+    _news: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def start(self, specs: list[dict[str, Any]], tmp: Path) -> None:
         for n, spec in enumerate(specs):
@@ -183,27 +225,52 @@ class WatcherGroup:
             self.reports.append([])
         for process in self.processes:
             assert process.stdout is not None
-            line = (await asyncio.wait_for(process.stdout.readline(), 300)).decode()
+            line = (await asyncio.wait_for(process.stdout.readline(), 600)).decode()
             if line.strip() != "ready":
                 raise RuntimeError(f"watchers did not get ready: {line!r}")
+        self._readers = [asyncio.create_task(self._read(n, p)) for n, p in enumerate(self.processes)]
 
     async def wait_done(self, within: float) -> float:
-        """Collect progress until every process is done; the wall time the last one finished."""
-        async with asyncio.timeout(within):
-            await asyncio.gather(*(self._read(n, p) for n, p in enumerate(self.processes)))
+        """Until every process holds the burst; the wall time the last one finished."""
+        await self._until(lambda: len(self.finished_at) == len(self.processes), within)
         return max(self.finished_at)
+
+    async def wait_held(self, import_name: str, within: float) -> tuple[float, float]:
+        """Until every watcher holds the probe import; the first and the last receipt."""
+        await self._until(lambda: len(self.held.get(import_name, [])) == len(self.processes), within)
+        times = self.held[import_name]
+        return min(t for t, _ in times), max(t for _, t in times)
+
+    async def _until(self, condition: Callable[[], bool], within: float) -> None:
+        async with asyncio.timeout(within):
+            while not condition():
+                for reader in self._readers:
+                    if reader.done():
+                        reader.result()  # a process that ended early: its error
+                await self._news.wait()
+
+    def _notify(self) -> None:
+        self._news.set()
+        self._news = asyncio.Event()
 
     async def _read(self, n: int, process: asyncio.subprocess.Process) -> None:
         assert process.stdout is not None
-        while line := (await process.stdout.readline()).decode():
-            words = line.split()
-            if words[0] == "progress":
-                self.reports[n].append((float(words[1]), int(words[2])))
-            elif words[0] == "done":
-                self.finished_at.append(float(words[1]))
-                self.resumes += int(words[2])
-                return
-        raise RuntimeError("a watcher process ended early")
+        try:
+            while line := (await process.stdout.readline()).decode():
+                words = line.split()
+                if words[0] == "progress":
+                    self.reports[n].append((float(words[1]), int(words[2])))
+                elif words[0] == "done":
+                    self.finished_at.append(float(words[1]))
+                    self.resumes += int(words[2])
+                    self.messages += int(words[3])
+                    self.bytes += int(words[4])
+                elif words[0] == "held":
+                    self.held.setdefault(words[1], []).append((float(words[2]), float(words[3])))
+                self._notify()
+            raise RuntimeError("a watcher process ended early")
+        finally:
+            self._notify()
 
     @property
     def series(self) -> list[tuple[float, int]]:
@@ -216,6 +283,8 @@ class WatcherGroup:
         return out
 
     async def stop(self) -> None:
+        for reader in self._readers:
+            reader.cancel()
         for process in self.processes:
             await stop_child(process)
 
@@ -243,9 +312,7 @@ async def export_all(target: str, ca: bytes, tokens: dict[str, str], work: dict[
 
             writing = asyncio.create_task(writer())
             for _ in exports:
-                answer = await call.read()
-                if answer.status.verdict != pb.VERDICT_ACCEPTED:
-                    raise RuntimeError(f"export not accepted: {answer}")
+                accepted(await call.read())
             await writing
             call.cancel()
         finally:
@@ -254,21 +321,107 @@ async def export_all(target: str, ca: bytes, tokens: dict[str, str], work: dict[
     await asyncio.gather(*(one(c, e) for c, e in work.items()))
 
 
+def accepted(answer: Any) -> None:
+    if answer.status.verdict != pb.VERDICT_ACCEPTED:
+        raise RuntimeError(f"export not accepted: {answer}")
+
+
 def make_tokens(data: Path, exporters: list[str], watchers: int) -> tuple[dict[str, str], list[tuple[str, str]]]:
     store = TokenStore(data / "tokens.db")
     try:
         exporting = {c: store.create(f"member-{c}", cluster_id=c) for c in exporters}
-        watching = [(f"w{n:03d}", store.create(f"member-w{n:03d}", cluster_id=f"w{n:03d}")) for n in range(watchers)]
+        watching = [(f"w{n:04d}", store.create(f"member-w{n:04d}", cluster_id=f"w{n:04d}")) for n in range(watchers)]
     finally:
         store.close()
     return exporting, watching
 
 
-async def start_hub(data: Path, *extra: str) -> tuple[asyncio.subprocess.Process, str]:
-    return await start_child(
-        sys.executable, "-m", "mchub_cli.main", "--log-level", "WARNING", "hub",
-        "--data-dir", str(data), "--grpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0", *extra,
-    )  # fmt: skip
+def watcher_processes(args: argparse.Namespace) -> int:
+    return int(args.watcher_processes or max(2, -(-args.watchers // WATCHERS_PER_PROCESS)))
+
+
+def probe_pair(k: int) -> tuple[pb.ResourceExport, pb.ResourceExport]:
+    """Probe k: an Endpoints and a Service export of Service `probe/p{k}` of PROBE_EXPORTER."""
+    # Addresses of their own (the workload's Services number fewer than 50,000).
+    endpoints, service = endpoints_export(PROBE_EXPORTER, 50_000 + k), service_export(PROBE_EXPORTER, 50_000 + k)
+    for export, name_of in ((endpoints, names.endpoints_export_name), (service, names.service_export_name)):
+        export.namespace, export.name = PROBE_NAMESPACE, f"p{k}"
+        export.export_name = name_of(PROBE_EXPORTER, PROBE_NAMESPACE, f"p{k}")
+    return endpoints, service
+
+
+def probe_import(k: int) -> str:
+    return names.service_import_name(PROBE_NAMESPACE, f"p{k}")
+
+
+def latencies(samples: list[tuple[float, float]]) -> dict[str, float]:
+    """p50 and p99 (ms) of the first and of the last watcher's receipt after the export."""
+    firsts, lasts = sorted(f for f, _ in samples), sorted(last for _, last in samples)
+
+    def at(values: list[float], q: float) -> float:
+        return 1000 * values[min(len(values) - 1, int(q * len(values)))] if values else 0.0
+
+    return {
+        "first_p50_ms": at(firsts, 0.5),
+        "first_p99_ms": at(firsts, 0.99),
+        "last_p50_ms": at(lasts, 0.5),
+        "last_p99_ms": at(lasts, 0.99),
+    }
+
+
+async def hub_probes(hub: Hub, token: str, group: WatcherGroup, count: int) -> list[tuple[float, float]]:
+    """One Service exported at a time, each after the last reached every watcher: seconds from
+    the Service's export (its Endpoints acknowledged before) to the first and the last watcher."""
+    channel = channel_for(hub.target, hub.ca, token)
+    samples = []
+    try:
+        call = pb_grpc.CommonAreaServiceStub(channel).Export()
+        for k in range(count):
+            endpoints, service = probe_pair(k)
+            await call.write(pb.ExportRequest(sequence=2 * k + 1, upsert=endpoints))
+            accepted(await call.read())
+            start = time.time()
+            await call.write(pb.ExportRequest(sequence=2 * k + 2, upsert=service))
+            first, last = await group.wait_held(probe_import(k), 60)
+            samples.append((first - start, last - start))
+            accepted(await call.read())
+        call.cancel()
+    finally:
+        await channel.close()
+    return samples
+
+
+async def raw_probes(
+    channel: grpc.aio.Channel, group: WatcherGroup, count: int, batched: bool
+) -> list[tuple[float, float]]:
+    """The same through the raw server: the messages the hub sends for probe k, broadcast."""
+    samples = []
+    broadcast = channel.unary_unary(f"/{RAW_SERVICE}/Broadcast")
+    for k in range(count):
+        messages = import_events(list(probe_pair(k)))
+        if batched:
+            messages = batch_events(messages, len(messages))
+        start = time.time()
+        for message in messages:
+            await broadcast(message)
+        first, last = await group.wait_held(probe_import(k), 60)
+        samples.append((first - start, last - start))
+    return samples
+
+
+def batch_events(events: list[bytes], size: int) -> list[bytes]:
+    """Single-form import events as batched ones (Changes) of `size` changes, as the hub packs them."""
+    out = []
+    for first in range(0, len(events), size):
+        singles = [pb.WatchImportsResponse.FromString(e) for e in events[first : first + size]]
+        message = pb.WatchImportsResponse(epoch=singles[-1].epoch, revision=singles[-1].revision)
+        message.changes.changes.extend(pb.ImportChange(revision=e.revision, upsert=e.upsert) for e in singles)
+        out.append(message.SerializeToString())
+    return out
+
+
+def per(total: float, count: int) -> float:
+    return total / count if count else 0.0
 
 
 async def hub_run(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
@@ -278,35 +431,43 @@ async def hub_run(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
         data = Path(tmp) / "hub"
         data.mkdir()
         exporting, watching = make_tokens(data, list(work), args.watchers)
-        leader, target = await start_hub(data)
-        idle = rss_bytes(leader.pid)
-        hubs = [(leader, target)]
+        leader = await start_hub(data)
+        idle = rss_bytes(leader.process.pid)
+        hubs = [leader]
         group = WatcherGroup()
+        rss_series: list[tuple[float, int]] = []
         try:
             if replicas == 2:
-                hubs.append(await start_hub(data, "--follow", "--leader-address", target))
+                hubs.append(await start_hub(data, "--follow", "--leader-address", leader.target))
             ca_path = data / "tls" / "ca.crt"
             specs = [
                 {
                     "ca": str(ca_path),
                     "expected": expected,
                     "raw": False,
-                    "watchers": [(hubs[n % len(hubs)][1], c, t) for c, t in part],
+                    "batched": args.watch == "batched",
+                    "watchers": [(hubs[n % len(hubs)].target, c, t) for c, t in part],
                 }
-                for n, part in enumerate(split(watching, WATCHER_PROCESSES))
+                for n, part in enumerate(split(watching, watcher_processes(args)))
             ]
             await group.start(specs, Path(tmp))
-            cpu_before = [cpu_seconds(p.pid) for p, _ in hubs]
+            watching_rss = rss_bytes(leader.process.pid)
+            counters = await leader.counters()
+            cpu_before = [cpu_seconds(h.process.pid) for h in hubs]
             start = time.time()
-            await export_all(target, ca_path.read_bytes(), exporting, work)
+            sampling = asyncio.create_task(sample_rss(leader.process.pid, rss_series))
+            await export_all(leader.target, ca_path.read_bytes(), exporting, work)
             exported = time.time()
             end = await group.wait_done(args.timeout)
-            rss = [rss_bytes(p.pid) for p, _ in hubs]
-            cpu = [cpu_seconds(p.pid) - before for (p, _), before in zip(hubs, cpu_before, strict=True)]
+            sampling.cancel()
+            rss = [rss_bytes(h.process.pid) for h in hubs]
+            cpu = [cpu_seconds(h.process.pid) - before for h, before in zip(hubs, cpu_before, strict=True)]
+            written = {k: v - counters.get(k, 0.0) for k, v in (await leader.counters()).items()}
+            probes = await hub_probes(leader, exporting[PROBE_EXPORTER], group, args.probes)
         finally:
             await group.stop()
-            for process, _ in hubs:
-                await stop_child(process)
+            for hub in hubs:
+                await hub.stop()
     delivered = expected * args.watchers
     seconds = end - start
     return {
@@ -317,46 +478,72 @@ async def hub_run(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
         "exports_acknowledged_seconds": exported - start,
         "deliveries_per_second": delivered / seconds,
         "watch_resumes": group.resumes,
+        "messages_per_delivery": per(group.messages, delivered),
+        "bytes_per_delivery": per(group.bytes, delivered),
+        "changes_per_message": per(delivered, group.messages),
+        "store_transactions_per_export": per(written.get("mchub_store_transactions_total", 0.0), expected),
+        "store_statements_per_export": per(written.get("mchub_store_statements_total", 0.0), expected),
+        "store_fsyncs_per_export": per(written.get("mchub_store_syncs_total", 0.0), expected),
         "hub_rss_bytes": rss,
         # CPU each hub process spent: with a core per replica (and the members elsewhere) the
         # fan-out would take about the largest of these.
         "hub_cpu_seconds": cpu,
+        "hub_cpu_us_per_delivery": 1e6 * cpu[0] / delivered,
         "hub_rss_idle_bytes": idle,
-        "rss_per_10000_exports_bytes": (rss[0] - idle) / (expected / 10_000),
+        "hub_rss_per_watcher_bytes": (watching_rss - idle) / max(1, args.watchers),
+        "rss_per_10000_exports_bytes": (rss[0] - watching_rss) / (expected / 10_000),
+        "propagation": latencies(probes),
         "series": sorted((t - start, n) for t, n in group.series if t >= start),
+        "rss_series": [(t - start, r) for t, r in rss_series],
     }
 
 
-async def raw_run(args: argparse.Namespace) -> dict[str, Any]:
+async def sample_rss(pid: int, into: list[tuple[float, int]]) -> None:
+    """The process's RSS every PROGRESS_EVERY seconds, until cancelled."""
+    while True:
+        into.append((time.time(), rss_bytes(pid)))
+        await asyncio.sleep(PROGRESS_EVERY)
+
+
+async def raw_run(args: argparse.Namespace, batch: int) -> dict[str, Any]:
+    """The floor: the hub's messages for the workload, `batch` imports a message (1: one each),
+    fanned out by raw grpc.aio to as many watchers, and the same probes."""
     work = workload(args.exporters, args.services)
-    messages = sum(len(e) for e in work.values())
+    imports = sum(len(e) for e in work.values())
     with tempfile.TemporaryDirectory(prefix="mchub-scale-") as tmp:
         tls = Path(tmp) / "tls"
         process, target = await start_child(
-            sys.executable, str(HERE), "--serve-raw", str(tls),
+            sys.executable, str(HERE), "--serve-raw", str(tls), "--raw-batch", str(batch),
             "--services", str(args.services), "--exporters", str(args.exporters),
         )  # fmt: skip
         group = WatcherGroup()
         try:
-            watchers = [(target, f"w{n:03d}", "mch_raw") for n in range(args.watchers)]
+            watchers = [(target, f"w{n:04d}", "mch_raw") for n in range(args.watchers)]
             specs = [
-                {"ca": str(tls / "ca.crt"), "expected": messages, "raw": True, "watchers": part}
-                for part in split(watchers, WATCHER_PROCESSES)
+                {"ca": str(tls / "ca.crt"), "expected": imports, "raw": True, "batched": batch > 1, "watchers": part}
+                for part in split(watchers, watcher_processes(args))
             ]
             await group.start(specs, Path(tmp))
             channel = channel_for(target, (tls / "ca.crt").read_bytes(), "mch_raw")
-            start = time.time()
-            await channel.unary_unary(f"/{RAW_SERVICE}/Burst")(str(messages).encode())
+            cpu_before, start = cpu_seconds(process.pid), time.time()
+            await channel.unary_unary(f"/{RAW_SERVICE}/Burst")(str(-(-imports // batch)).encode())
             end = await group.wait_done(args.timeout)
+            cpu = cpu_seconds(process.pid) - cpu_before
+            probes = await raw_probes(channel, group, args.probes, batch > 1)
             await channel.close()
         finally:
             await group.stop()
             await stop_child(process)
-    delivered = messages * args.watchers
+    delivered = imports * args.watchers
     return {
         "deliveries": delivered,
+        "imports_per_message": batch,
         "seconds": end - start,
         "deliveries_per_second": delivered / (end - start),
+        "messages_per_delivery": per(group.messages, delivered),
+        "bytes_per_delivery": per(group.bytes, delivered),
+        "server_cpu_us_per_delivery": 1e6 * cpu / delivered,
+        "propagation": latencies(probes),
         "series": sorted((t - start, n) for t, n in group.series if t >= start),
     }
 
@@ -369,7 +556,8 @@ async def memory_run(args: argparse.Namespace) -> dict[str, Any]:
         data = Path(tmp) / "hub"
         data.mkdir()
         exporting, _ = make_tokens(data, list(work), 0)
-        process, target = await start_hub(data)
+        hub = await start_hub(data)
+        process, target = hub.process, hub.target
         ca = (data / "tls" / "ca.crt").read_bytes()
         steps: list[tuple[int, int]] = [(0, rss_bytes(process.pid))]
         try:
@@ -383,16 +571,16 @@ async def memory_run(args: argparse.Namespace) -> dict[str, Any]:
             snapshot = await snapshot_seconds(target, ca, exporting)
             after_snapshot = rss_bytes(process.pid)
         finally:
-            await stop_child(process)
+            await hub.stop()
         # And once more after a restart: the index is loaded from the store, not built up.
         started = time.perf_counter()
-        process, target = await start_hub(data)
+        hub = await start_hub(data)
         try:
-            await snapshot_seconds(target, ca, exporting)  # serving: the index is loaded
+            await snapshot_seconds(hub.target, ca, exporting)  # serving: the index is loaded
             restart = time.perf_counter() - started
-            after_restart = rss_bytes(process.pid)
+            after_restart = rss_bytes(hub.process.pid)
         finally:
-            await stop_child(process)
+            await hub.stop()
     growth = (steps[-1][1] - steps[1][1]) / max(1, (steps[-1][0] - steps[1][0]) / 10_000)
     return {
         "exports": steps[-1][0],
@@ -425,20 +613,26 @@ async def snapshot_seconds(target: str, ca: bytes, tokens: dict[str, str]) -> fl
 
 def plot(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, (ax, rss) = plt.subplots(2, 1, figsize=(8, 7), sharex=True, height_ratios=(2, 1))
     curves = (("raw", "raw grpc.aio (floor)"), ("one_replica", "hub, 1 replica"), ("two_replicas", "hub, 2 replicas"))
-    for key, label in curves:
+    for n, (key, label) in enumerate(curves):
         if key in results:
             series = results[key]["series"]
-            ax.plot([t for t, _ in series], [n / 1e6 for _, n in series], label=label)
-    ax.set_xlabel("seconds since the first export")
+            ax.plot([t for t, _ in series], [d / 1e6 for _, d in series], label=label, color=f"C{n}")
+            if memory := results[key].get("rss_series"):
+                rss.plot(
+                    [t for t, _ in memory], [r / 2**20 for _, r in memory], label=f"{label} (leader)", color=f"C{n}"
+                )
+    rss.set_xlabel("seconds since the first export")
     ax.set_ylabel("import deliveries (millions)")
+    rss.set_ylabel("hub RSS (MiB)")
     ax.set_title(
-        f"{results['deliveries']:,} import deliveries to {results['watchers']} watchers "
+        f"{results['deliveries']:,} import deliveries to {results['watchers']} watching members, {results['watch']}\n"
         f"({results['cores']} cores, load {results['load']})"
     )
-    ax.grid(alpha=0.3)
-    ax.legend()
+    for axes in (ax, rss):
+        axes.grid(alpha=0.3)
+        axes.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -446,18 +640,25 @@ def plot(results: dict[str, Any], path: Path) -> None:
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {
         "watchers": args.watchers,
+        "watch": args.watch,
         "exporters": args.exporters,
         "services": args.services,
         "exports": args.services * 2,
         "deliveries": args.services * 2 * args.watchers,
+        "probes": args.probes,
         "cores": os.cpu_count(),
         "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
     only = set(args.only.split(","))
-    if "raw" in only:
-        results["raw"] = await raw_run(args)
     if "one" in only:
         results["one_replica"] = await hub_run(args, 1)
+    if "raw" in only:
+        # Batched as the hub batched this run's deliveries (its changes per message), or as asked.
+        batch = 1
+        if args.watch == "batched":
+            measured = results.get("one_replica", {}).get("changes_per_message", 0)
+            batch = args.raw_batch or max(1, round(measured)) or 1
+        results["raw"] = await raw_run(args, batch)
     if "two" in only:
         results["two_replicas"] = await hub_run(args, 2)
     one, two, raw = (results.get(k, {}) for k in ("one_replica", "two_replicas", "raw"))
@@ -471,32 +672,59 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def _propagation(run: dict[str, Any]) -> str:
+    p = run["propagation"]
+    return (
+        f"first watcher p50 {p['first_p50_ms']:.1f} ms p99 {p['first_p99_ms']:.1f} ms, "
+        f"every watcher p50 {p['last_p50_ms']:.1f} ms p99 {p['last_p99_ms']:.1f} ms"
+    )
+
+
 def report(results: dict[str, Any]) -> str:
     mib = 1024 * 1024
     lines = [
         f"{results['deliveries']:,} import deliveries: {results['exports']:,} exports from {results['exporters']} "
-        f"members to {results['watchers']} watchers ({results['cores']} cores, load {results['load']})",
+        f"members to {results['watchers']} watching members, {results['watch']} "
+        f"({results['cores']} cores, load {results['load']} -> {results['load_after']})",
     ]
     if raw := results.get("raw"):
         lines.append(
-            f"  raw grpc.aio    {raw['seconds']:5.1f} s {raw['deliveries_per_second']:>9,.0f} deliveries/s (floor)"
+            f"  raw grpc.aio    {raw['seconds']:6.1f} s {raw['deliveries_per_second']:>10,.0f} deliveries/s (floor; "
+            f"{raw['imports_per_message']} imports a message, {raw['bytes_per_delivery']:.0f} bytes per delivery, "
+            f"{raw['server_cpu_us_per_delivery']:.2f} us server CPU per delivery)"
         )
     if one := results.get("one_replica"):
-        lines.append(
-            f"  hub, 1 replica  {one['seconds']:5.1f} s {one['deliveries_per_second']:>9,.0f} deliveries/s  "
-            f"ratio to raw {results.get('ratio_hub_to_raw', 0):.2f}  RSS {one['hub_rss_bytes'][0] / mib:.0f} MiB "
-            f"(+{one['rss_per_10000_exports_bytes'] / mib:.0f} MiB over idle per 10,000 exports)"
-        )
+        lines += [
+            f"  hub, 1 replica  {one['seconds']:6.1f} s {one['deliveries_per_second']:>10,.0f} deliveries/s  "
+            f"ratio to raw {results.get('ratio_hub_to_raw', 0):.2f}  RSS {one['hub_rss_bytes'][0] / mib:.0f} MiB",
+            f"    per delivery: {one['messages_per_delivery']:.4f} messages, {one['bytes_per_delivery']:.0f} bytes, "
+            f"{one['hub_cpu_us_per_delivery']:.2f} us hub CPU; per export: "
+            f"{one['store_transactions_per_export']:.3f} store transactions, "
+            f"{one['store_statements_per_export']:.3f} statements, {one['store_fsyncs_per_export']:.3f} fsyncs",
+            f"    memory: {one['hub_rss_per_watcher_bytes'] / 1024:.0f} KiB per watching member, "
+            f"{one['rss_per_10000_exports_bytes'] / mib:.0f} MiB per 10,000 exports; "
+            f"{one['watch_resumes']} watch resumes",
+        ]
     if two := results.get("two_replicas"):
         lines.append(
-            f"  hub, 2 replicas {two['seconds']:5.1f} s {two['deliveries_per_second']:>9,.0f} deliveries/s  "
+            f"  hub, 2 replicas {two['seconds']:6.1f} s {two['deliveries_per_second']:>10,.0f} deliveries/s  "
             f"ratio to 1 replica {results.get('ratio_two_to_one_replica', 0):.2f}  "
-            f"RSS {' + '.join(f'{r / mib:.0f}' for r in two['hub_rss_bytes'])} MiB"
+            f"RSS {' + '.join(f'{r / mib:.0f}' for r in two['hub_rss_bytes'])} MiB; "
+            f"{two['messages_per_delivery']:.4f} messages per delivery; {two['watch_resumes']} resumes"
         )
     for key, label in (("one_replica", "1 replica"), ("two_replicas", "2 replicas")):
         if run := results.get(key):
             cpu = " + ".join(f"{c:.1f}" for c in run["hub_cpu_seconds"])
             lines.append(f"  hub CPU, {label}: {cpu} s")
+    if results["probes"]:
+        lines.append(f"  propagation, {results['probes']} Services one at a time, export to watchers holding it:")
+        for key, label in (
+            ("raw", "raw grpc.aio"),
+            ("one_replica", "hub, 1 replica"),
+            ("two_replicas", "hub, 2 replicas"),
+        ):
+            if run := results.get(key):
+                lines.append(f"    {label:16}{_propagation(run)}")
     if "memory" in results:
         memory = results["memory"]
         lines.append(
@@ -512,11 +740,16 @@ def report(results: dict[str, Any]) -> str:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--services", type=int, default=5000, help="Services exported (2 exports, 2 imports each)")
-    parser.add_argument("--watchers", type=int, default=100)
+    parser.add_argument("--members", "--watchers", dest="watchers", type=int, default=100, help="watching members")
+    parser.add_argument("--watch", choices=("batched", "single"), default="batched",
+                        help="batched WatchImports, as members watch, or one change per message")  # fmt: skip
     parser.add_argument("--exporters", type=int, default=10)
+    parser.add_argument("--watcher-processes", type=int, default=0, help=f"default: one per {WATCHERS_PER_PROCESS}")
+    parser.add_argument("--probes", type=int, default=20, help="Services exported one at a time to time propagation")
+    parser.add_argument("--raw-batch", type=int, default=0, help="imports per raw message (default: as the hub)")
     parser.add_argument("--memory-exports", type=int, default=0, help="also measure RSS up to this many exports")
     parser.add_argument("--timeout", type=float, default=900.0)
-    parser.add_argument("--only", default="raw,one,two", help="measurements to run (raw,one,two)")
+    parser.add_argument("--only", default="one,raw,two", help="measurements to run (one,raw,two)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--plot", type=Path)
     parser.add_argument("--watchers-child", type=Path, help=argparse.SUPPRESS)
@@ -527,6 +760,8 @@ if __name__ == "__main__":
         sys.exit(0)
     if cli.serve_raw:
         events = import_events([e for exports in workload(cli.exporters, cli.services).values() for e in exports])
+        if cli.raw_batch > 1:
+            events = batch_events(events, cli.raw_batch)
         asyncio.run(serve_raw(cli.serve_raw, events))
         sys.exit(0)
     figures = asyncio.run(main(cli))

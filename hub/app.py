@@ -394,7 +394,7 @@ class HubApp:
     async def _bookmark_loop(self) -> None:
         while True:
             await asyncio.sleep(self.config.bookmark_interval)
-            self.engine.imports_bus.publish_all(ImportBatch(self.engine.watch_revision, []))
+            self.engine.imports_bus.publish_all(ImportBatch(self.engine.published_revision, []))
 
 
 if TYPE_CHECKING:

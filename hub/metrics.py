@@ -3,16 +3,37 @@
 from __future__ import annotations
 
 from collections import Counter as Tally
+from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client.metrics_core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from hub.clusterset.status import member_health
+from hub.store.base import StoreCounts
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 if TYPE_CHECKING:
     from hub.engine import Engine
+
+
+class _StoreCounts(Collector):
+    """The store's own counts (Store.counts), as of the last refresh."""
+
+    def __init__(self) -> None:
+        self.counts: StoreCounts | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        counts = self.counts
+        if counts is None:
+            return
+        transactions = "Store transactions committed (each write of the hub is one)"
+        syncs = "fsyncs that made commits durable (one serves every commit made before it)"
+        yield CounterMetricFamily("mchub_store_transactions", transactions, counts.transactions)
+        yield CounterMetricFamily("mchub_store_statements", "SQL statements those transactions ran", counts.statements)
+        yield CounterMetricFamily("mchub_store_syncs", syncs, counts.syncs)
 
 
 class HubMetrics:
@@ -41,6 +62,8 @@ class HubMetrics:
         )
         self.auth_failures = Counter("mchub_auth_failures_total", "Calls refused for a bad token", registry=r)
         self.store_revision = Gauge("mchub_store_revision", "Revision of the last committed write", registry=r)
+        self._store_counts = _StoreCounts()
+        r.register(self._store_counts)
 
     def refresh(self, engine: Engine, now: datetime, disconnect_after: float) -> None:
         """The gauges, from what `engine` holds now (the counters count as calls come)."""
@@ -49,6 +72,7 @@ class HubMetrics:
         self.members_total.set(len(health))
         self.members_connected.set(sum(1 for h in health if h.connected))
         self.store_revision.set(engine.revision)
+        self._store_counts.counts = engine.store.counts()
         export_kinds: Tally[str] = Tally(kind for _, (kind, _) in index.exports.facets())
         import_kinds: Tally[str] = Tally(kind for _, (kind, _) in index.imports.facets())
         # Every kind is set, so a kind that dropped to zero reads 0, not its last count.

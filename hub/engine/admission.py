@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from hub.auth.identity import Identity
 from hub.config import HubConfig
@@ -33,6 +33,16 @@ log = logging.getLogger(__name__)
 
 # A refusal lists at most this many of an export's problems (and counts the rest).
 _PROBLEMS_SHOWN = 8
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """What an upsert of several exports did: the answer of each export admitted, the refusal of
+    the one after them (None: all were), and the revision to wait for before answering."""
+
+    responses: list[pb.ExportResponse]
+    refusal: HubError | None
+    revision: int
 
 
 def _problems_text(problems: list[str]) -> str:
@@ -81,7 +91,14 @@ class Admission:
     async def upsert_many(
         self, who: Identity, items: list[tuple[pb.ResourceExport, int]]
     ) -> tuple[list[pb.ExportResponse], HubError | None]:
-        """Upsert several exports as ONE durable write (one fsync), answering each.
+        """Upsert several exports as ONE durable write, answering each (admit_many, once durable)."""
+        admitted = await self.admit_many(who, items)
+        await self._ledger.published(admitted.revision)
+        return admitted.responses, admitted.refusal
+
+    async def admit_many(self, who: Identity, items: list[tuple[pb.ResourceExport, int]]) -> Admitted:
+        """Upsert several exports as ONE write, answering each; the answers may be sent once
+        `published(revision)` returned. Meanwhile the next write can be decided (hub.engine.ledger).
 
         Items are admitted in order; at the first one refused, those before it
         are still written and answered and the refusal is returned beside
@@ -106,18 +123,23 @@ class Admission:
                 admitted, refusal = admitted[: fitted.kept], fitted.refusal
             latest, batch, revision = fitted.planned.latest, fitted.planned.batch, 0
             if batch is not None:
-                revision = await ledger.commit_and_publish(batch, answered=set(latest))
+                revision = await ledger.write(batch, answered=set(latest))
+            # The verdicts the write gave, and the stored ones of exports it left as they were.
+            written_status = {e.export_name: e.status for e in batch.put_exports} if batch is not None else {}
             responses = []
             for export, sequence in admitted:
-                stored = ledger.index.exports.get(export.export_name)
-                status = stored.status if stored is not None else pb.ExportStatus()
+                status = written_status.get(export.export_name)
+                if status is None:
+                    stored = ledger.index.exports.get(export.export_name)
+                    status = stored.status if stored is not None else pb.ExportStatus()
                 written = revision if export.export_name in latest else 0
                 responses.append(
                     pb.ExportResponse(
                         sequence=sequence, export_name=export.export_name, status=status, revision=written
                     )
                 )
-            return responses, refusal
+            # The answers tell what the index holds, which may be an earlier write not durable yet.
+            return Admitted(responses, refusal, ledger.revision)
 
     def _as_written_by(self, who: Identity, export: pb.ResourceExport) -> pb.ResourceExport:
         """The export as stored: an admin's policy that names no cluster carries the leader's ID."""
@@ -182,6 +204,7 @@ class Admission:
     def _to_write(self, exports: Sequence[pb.ResourceExport]) -> dict[str, pb.ResourceExport]:
         """The admitted exports as stored, by name, leaving out those back to what is stored."""
         latest: dict[str, pb.ResourceExport] = {}
+        now = self._clock()
         for export in exports:
             existing = self._ledger.index.exports.get(export.export_name)
             if existing is not None and _same_payload(existing, export):
@@ -193,7 +216,7 @@ class Admission:
             if existing is not None:
                 new.create_time.CopyFrom(existing.create_time)
             else:
-                new.create_time.FromDatetime(self._clock())
+                new.create_time.FromDatetime(now)
             latest[export.export_name] = new
         return latest
 

@@ -18,7 +18,7 @@ from typing import Generic, Never, TypeVar, cast, overload
 
 from hub.auth.identity import Identity
 from hub.config import HubConfig
-from hub.engine.admission import Admission
+from hub.engine.admission import Admission, Admitted
 from hub.engine.clock import Clock, utc_now
 from hub.engine.ending import ClusterSetEnd, Ending
 from hub.engine.index import Index
@@ -81,8 +81,11 @@ class Engine:
     store = _Committed[Store]()
     index = _Committed[Index]()
     revision = _Committed[int]()
-    # The revision watchers are told (snapshots, bookmarks): Store.watch_revision.
+    # The revision of a snapshot of the index (Store.watch_revision): tell it only once
+    # `published(revision)` returned.
     watch_revision = _Committed[int]()
+    # The watch revision every change up to which was published (bookmarks).
+    published_revision = _Committed[int]()
     epoch = _Committed[str]()
     # Every commit's import changes, to every watch (topic "").
     imports_bus = _Committed[Bus[ImportBatch]]()
@@ -97,6 +100,11 @@ class Engine:
     def ended(self) -> str:
         """Why the ClusterSet ended ("" while it is served): until it is made again, members are refused."""
         return self._ending.reason
+
+    async def published(self, revision: int) -> None:
+        """Until every write up to `revision` is durable and published (hub.engine.ledger): what
+        reads the index to tell a member (a snapshot) waits for it."""
+        await self._ledger.published(revision)
 
     def close_watches(self) -> None:
         """End every watch and Export stream (they resume wherever they reconnect)."""
@@ -130,6 +138,10 @@ class Engine:
     ) -> tuple[list[pb.ExportResponse], HubError | None]:
         """Upsert several exports as one durable write (hub.engine.admission)."""
         return await self._admission.upsert_many(who, items)
+
+    async def admit_many(self, who: Identity, items: list[tuple[pb.ResourceExport, int]]) -> Admitted:
+        """upsert_many without waiting for durability: answer once `published(revision)` returned."""
+        return await self._admission.admit_many(who, items)
 
     async def delete(self, who: Identity, export_name: str, sequence: int = 0) -> pb.ExportResponse:
         return await self._admission.delete(who, export_name, sequence)

@@ -1,12 +1,19 @@
 """Commit and publish: what the hub has committed, and the one way it changes.
 
 The ledger holds the index (the store's state in memory), the revision, the epoch, and the
-buses watchers and Export streams listen on. A write is committed to the store (which fsyncs
-before `commit` returns), then the index and the revision follow it, then what it changed is
+buses watchers and Export streams listen on. A write is committed to the store, then the index
+and the revision follow it, then, once the store says it is durable, what it changed is
 published: its import changes to every watcher, the verdicts it changed to their owners. A
-verdict is therefore never sent for a write that a crash could lose, and watchers see
-revisions in commit order. One writer at a time: the deciding parts hold `lock` from what
+verdict or an import is therefore never sent for a write that a crash could lose, and watchers
+see revisions in commit order. One writer at a time: the deciding parts hold `lock` from what
 they read to what they commit.
+
+A store that stages (sqlite: Store.stages) commits at once and makes commits durable in groups:
+`write` then returns as soon as the write is committed and in the index, and the caller gives
+the lock up before it waits for `published`, so the next write is decided and committed while
+this one syncs, and one fsync makes many writes durable. Until then the index holds a write
+nobody has been told of: what reads the index to tell someone (a watch's snapshot) waits for
+`published` of the revision it read.
 
 A replica that follows the leader writes nothing: it moves the ledger to the leader's
 history instead (`rebase`, `advance`), and publishes the same way.
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -70,6 +78,19 @@ class Advance:
     members: dict[str, MemberRecord | None] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class _Publication:
+    """What a staged write publishes once durable."""
+
+    revision: int
+    # The store's watch revision once it was committed (Store.watch_revision).
+    watch_revision: int
+    batch: WriteBatch
+    # The exports it puts as they were before it (their owners hear of verdicts that changed).
+    previous: dict[str, pb.ResourceExport | None]
+    answered: frozenset[str] | set[str]
+
+
 class Ledger:
     """The engine's committed state. Its fields are read by the engine's parts (outside the
     engine, through Engine's read-only attributes) and changed only by the methods below."""
@@ -80,18 +101,24 @@ class Ledger:
         self.lock = asyncio.Lock()
         self.index = Index()
         self.revision = 0
-        # What watchers are told (snapshots, bookmarks): Store.watch_revision, kept with the index.
+        # The revision of a snapshot of the index (Store.watch_revision), kept with it.
         self.watch_revision = 0
         self.epoch = ""
         self.imports_bus: Bus[ImportBatch] = Bus(watch_queue_limit, lambda batch: len(batch.changes) or 1)
         # Topic: the owner key (a cluster ID, ADMIN_OWNER for the admin); items: unsolicited verdicts.
         self.verdicts_bus: Bus[pb.ExportResponse] = Bus(watch_queue_limit)
+        # The watch revision (as watch_revision) of the last write published: every change up to
+        # it was published, so a watcher may be told it holds it (bookmarks).
+        self.published_revision = 0
+        # Staged writes not durable yet, oldest first (a store that stages).
+        self._unpublished: deque[_Publication] = deque()
+        store.watch_durable(self._durable)
 
     async def load(self) -> None:
         """Open the store and hold what it holds."""
         snap = await self.store.open()
         self.index = Index.from_snapshot(snap)
-        self.revision = self.watch_revision = snap.revision
+        self.revision = self.watch_revision = self.published_revision = snap.revision
         self.epoch = snap.epoch
         log.info(
             "hub index loaded",
@@ -106,30 +133,60 @@ class Ledger:
     # ---- the leader's writes -------------------------------------------------
 
     async def commit(self, batch: WriteBatch) -> int:
-        """Commit a write nobody watches (an announce); the revision it took."""
-        return await _to_the_end(self._commit_now(batch))
+        """Commit a write nobody watches (an announce), durably; the revision it took."""
+        return await self.commit_and_publish(batch)
 
     async def commit_and_publish(self, batch: WriteBatch, answered: frozenset[str] | set[str] = frozenset()) -> int:
-        """Commit a write, then publish what it changed; `answered`: exports whose verdict the
-        caller is told in its answer (their owners are not told again)."""
-        return await _to_the_end(self._commit_and_publish_now(batch, answered))
+        """Commit a write and publish what it changed, once durable; `answered`: exports whose
+        verdict the caller is told in its answer (their owners are not told again)."""
+        revision = await self.write(batch, answered)
+        await self.published(revision)
+        return revision
+
+    async def write(self, batch: WriteBatch, answered: frozenset[str] | set[str] = frozenset()) -> int:
+        """Commit a write (the caller holds `lock`) and have the index follow it; what it changed
+        is published once it is durable. Returns its revision: tell no one of the write (answer,
+        verdict) before `published(revision)` returned."""
+        previous = {e.export_name: self.index.exports.get(e.export_name) for e in batch.put_exports}
+        if not self.store.stages:
+            revision = await _to_the_end(self._commit_now(batch))
+            self._publish(_Publication(revision, self.watch_revision, batch, previous, answered))
+            return revision
+        revision = self.store.stage(batch)
+        self._follow(batch, revision)
+        self._unpublished.append(_Publication(revision, self.watch_revision, batch, previous, answered))
+        return revision
+
+    async def published(self, revision: int) -> None:
+        """Until the write of `revision` (and every one before) is durable and published."""
+        await self.store.synced(revision)
+        self._durable(self.store.durable_revision)
 
     async def _commit_now(self, batch: WriteBatch) -> int:
         revision = await self.store.commit(batch)
+        self._follow(batch, revision)
+        return revision
+
+    def _follow(self, batch: WriteBatch, revision: int) -> None:
+        """The index and the revision follow a committed write."""
         self.index.apply(batch)
         self.revision, self.watch_revision = revision, self.store.watch_revision
         self._reports.forget(batch)
-        return revision
 
-    async def _commit_and_publish_now(self, batch: WriteBatch, answered: frozenset[str] | set[str]) -> int:
-        previous = {e.export_name: self.index.exports.get(e.export_name) for e in batch.put_exports}
-        revision = await self._commit_now(batch)
+    def _durable(self, revision: int) -> None:
+        """The store made every write up to `revision` durable: publish them, in order."""
+        while self._unpublished and self._unpublished[0].revision <= revision:
+            self._publish(self._unpublished.popleft())
+
+    def _publish(self, write: _Publication) -> None:
+        revision, batch = write.revision, write.batch
         changes = [ImportChange(revision, imp.import_name, imp) for imp in batch.put_imports]
         changes += [ImportChange(revision, name, None) for name in batch.delete_imports]
         if changes:
             self.imports_bus.publish(ImportBatch(revision, changes, self.epoch))
-        self._announce_verdicts((e for e in batch.put_exports if e.export_name not in answered), previous, revision)
-        return revision
+        exports = (e for e in batch.put_exports if e.export_name not in write.answered)
+        self._announce_verdicts(exports, write.previous, revision)
+        self.published_revision = max(self.published_revision, write.watch_revision)
 
     def _announce_verdicts(
         self,
@@ -152,7 +209,7 @@ class Ledger:
     def rebase(self, snap: Snapshot) -> None:
         """From here on the ledger holds `snap` (its epoch at its revision); open watches resume."""
         self.index = Index.from_snapshot(snap)
-        self.revision = self.watch_revision = snap.revision
+        self.revision = self.watch_revision = self.published_revision = snap.revision
         self.epoch = snap.epoch
         # Watchers of the former history resume; a revision before the base answers with a snapshot.
         self.imports_bus.overflow_all()
@@ -178,6 +235,6 @@ class Ledger:
                 index.imports.pop(change.import_name, None)
             else:
                 index.imports[change.import_name] = change.resource
-        self.revision = self.watch_revision = revision
+        self.revision = self.watch_revision = self.published_revision = revision
         if changes:
             self.imports_bus.publish(ImportBatch(revision, list(changes), self.epoch))

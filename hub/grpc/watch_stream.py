@@ -3,9 +3,10 @@
 The stream subscribes to the engine's imports bus first, then reads what it starts from:
 a snapshot of the imports delivered to the watcher (consistent with its revision: read
 without awaiting), or, asked for a revision of the engine's epoch, the changes since then
-from the store's change log. Then it sends what the bus brings, one change per message or in
-batches (hub.watch.batches), bookmarks for the ticks, and ends when its subscription
-overflows: the watcher fell behind (it resumes), or the hub is shutting down.
+from the store's change log; either is sent once every write it holds is durable. Then it
+sends what the bus brings, one change per message or in batches (hub.watch.batches),
+bookmarks for the ticks, and ends when its subscription overflows: the watcher fell behind
+(it resumes), or the hub is shutting down.
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ class ImportWatch:
                 except (RevisionCompacted, RevisionInFuture):
                     reason = pb.SYNCED_REASON_REVISION_COMPACTED
                 else:
+                    # The change log holds commits not durable yet, too: none is sent before it is.
+                    await engine.published(max((c.revision for c in changes), default=0))
                     yield pb.WatchImportsResponse(epoch=engine.epoch, revision=request.revision, resumed=pb.Resumed())
                     by_revision: dict[int, list[Any]] = {}
                     for change in changes:
@@ -99,9 +102,11 @@ class ImportWatch:
                     for response in self._deltas(batches, request.revision):
                         yield response
                     return
-        # A snapshot, read without awaiting so it is consistent with its revision.
-        revision = engine.watch_revision
+        # A snapshot, read without awaiting so it is consistent with its revision, and sent once
+        # every write it holds is durable.
+        revision, staged = engine.watch_revision, engine.revision
         imports = engine.index.imports_for(self._audience)
+        await engine.published(staged)
         if self._limit is not None:
             for response in batched_snapshot(imports, engine.epoch, revision, self._limit):
                 yield response

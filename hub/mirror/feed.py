@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hub.store.base import ImportChange, Snapshot, Store, WriteBatch
+from hub.store.base import ImportChange, Snapshot, Store, StoreCounts, WriteBatch
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -103,6 +105,37 @@ class FeedingStore(Store):
     def __init__(self, inner: Store, feed: ChangeFeed) -> None:
         self.inner = inner
         self.feed = feed
+        # Staged commits not durable yet, oldest first: noted once they are.
+        self._staged: deque[tuple[int, WriteBatch]] = deque()
+        inner.watch_durable(self._durable)
+
+    @property
+    def stages(self) -> bool:
+        return self.inner.stages
+
+    def stage(self, batch: WriteBatch) -> int:
+        revision = self.inner.stage(batch)
+        if not batch.is_empty():
+            self._staged.append((revision, batch))
+        return revision
+
+    async def synced(self, revision: int) -> None:
+        await self.inner.synced(revision)
+
+    @property
+    def durable_revision(self) -> int:
+        return self.inner.durable_revision
+
+    def watch_durable(self, listener: Callable[[int], None]) -> None:
+        self.inner.watch_durable(listener)
+
+    def counts(self) -> StoreCounts | None:
+        return self.inner.counts()
+
+    def _durable(self, revision: int) -> None:
+        while self._staged and self._staged[0][0] <= revision:
+            staged_revision, batch = self._staged.popleft()
+            self.feed.note_batch(batch, staged_revision)
 
     @property
     def epoch(self) -> str:
@@ -133,6 +166,10 @@ class FeedingStore(Store):
         await self.inner.close()
 
     async def commit(self, batch: WriteBatch) -> int:
+        if self.inner.stages:
+            revision = self.stage(batch)
+            await self.synced(revision)
+            return revision
         revision = await self.inner.commit(batch)
         if not batch.is_empty():
             self.feed.note_batch(batch, revision)

@@ -3,7 +3,8 @@
 The leader owns the data dir (its lock, its writer); a follower opens a second, query-only
 connection to `hub.db` (WAL: readers never wait for the writer) and polls the change log. The
 database keeps the epoch and the revision, so the follower serves the leader's own history:
-a member resumes across the two with exactly the changes it missed.
+a member resumes across the two with exactly the changes it missed. The leader commits before it
+fsyncs (hub.store.sqlite_sync), so the follower fsyncs the log itself before it serves what it read.
 
 Members and exports (only the REST views show them) are re-read after the revision moved,
 at most every `refresh_interval` seconds and at most a twentieth of the time (a re-read of 100,000
@@ -24,6 +25,7 @@ from hub.store.base import EpochMismatch, ImportChange, MemberRecord, RevisionCo
 from hub.store.sqlite import DB_FILE
 from hub.store.sqlite_codec import export_body
 from hub.store.sqlite_reader import SnapshotReader
+from hub.store.sqlite_sync import sync_log
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,10 @@ class SqliteFollowSource:
                 yield Rebase(snap)
                 epoch, revision = snap.epoch, snap.revision
                 continue
+            if current > revision:
+                # The leader tells nobody of a commit before it is durable; its log may hold one
+                # that is not yet, so the follower makes what it read durable before serving it.
+                await asyncio.to_thread(sync_log, str(self._path))
             by_revision: dict[int, list[ImportChange]] = {}
             for change in changes:
                 by_revision.setdefault(change.revision, []).append(change)

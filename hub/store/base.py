@@ -15,6 +15,7 @@ Store owns three facts the wire depends on:
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -131,6 +132,15 @@ class WriteBatch:
 
 
 @dataclass(frozen=True)
+class StoreCounts:
+    """What a store did since it opened, in counts that do not vary with load."""
+
+    transactions: int
+    statements: int
+    syncs: int  # fsyncs that made commits durable (one may serve many transactions)
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """The whole durable state at one revision."""
 
@@ -187,6 +197,40 @@ class Store(abc.ABC):
         deleted is appended to the change log at the new revision. An empty
         batch writes nothing and returns the current revision.
         """
+
+    # ---- commits in two steps (stores that can: `stages`) ------------------------------------
+    #
+    # `stage` commits at once, visibly to the store's readers, and `synced` waits until that
+    # commit is durable: a store that makes many commits durable with one fsync (sqlite) lets
+    # the hub commit the next write while the last one syncs. Nothing a staged commit wrote may
+    # be told to anyone before `synced` returned for its revision.
+
+    @property
+    def stages(self) -> bool:
+        """Whether this store commits in two steps (`stage`, then `synced`); else only `commit`."""
+        return False
+
+    def stage(self, batch: WriteBatch) -> int:
+        """Apply the batch atomically now, not yet durably; return its new revision (as `commit`)."""
+        raise NotImplementedError(f"{type(self).__name__} commits in one step: use commit")
+
+    async def synced(self, revision: int) -> None:
+        """Until every commit up to `revision` is durable (at once for a store that does not stage)."""
+        return None
+
+    @property
+    def durable_revision(self) -> int:
+        """The newest revision known durable."""
+        return self.revision
+
+    def watch_durable(self, listener: Callable[[int], None]) -> None:
+        """Have `listener(revision)` called on the event loop each time `durable_revision` moves
+        (a store that does not stage never calls it: its commits are durable when they return)."""
+        return None
+
+    def counts(self) -> StoreCounts | None:
+        """Transactions, statements and fsyncs since open (None: this store does not count them)."""
+        return None
 
     @abc.abstractmethod
     async def snapshot(self) -> Snapshot:

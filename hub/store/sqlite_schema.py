@@ -150,11 +150,16 @@ def read_meta(conn: sqlite3.Connection) -> Meta:
     return Meta(schema_version=row[0], epoch=row[1], revision=row[2], compacted_through=row[3])
 
 
-def connect(path: str, *, query_only: bool) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), WAL, fsync on commit.
+_SYNCHRONOUS = {"FULL": "FULL", "NORMAL": "NORMAL"}
 
-    `synchronous=FULL` in WAL mode fsyncs the WAL on every commit, so a
-    commit that returned survives a process kill and a power loss.
+
+def connect(path: str, *, query_only: bool, synchronous: str = "FULL") -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), WAL.
+
+    `synchronous=FULL` in WAL mode fsyncs the WAL on every commit, so a commit that returned
+    survives a process kill and a power loss. The store's writer commits with `NORMAL` (the WAL
+    is written, not fsynced) and has its syncer fsync the WAL for many commits at once
+    (sqlite_sync); checkpoints stay safe either way.
     """
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
@@ -162,7 +167,7 @@ def connect(path: str, *, query_only: bool) -> sqlite3.Connection:
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
         if mode is None or str(mode[0]).lower() != "wal":
             raise DatabaseUnreadable(f"{path}: sqlite refused WAL journal mode (got {mode!r})")
-        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[synchronous]}")
         if query_only:
             conn.execute("PRAGMA query_only = ON")
     except sqlite3.DatabaseError as err:

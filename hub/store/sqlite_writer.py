@@ -1,22 +1,33 @@
-"""The sqlite store's writer: one thread owns the write connection.
+"""The sqlite store's writer: one connection, batches written where they are asked, committed in groups.
 
-Batches queue up while a commit is being fsynced; the thread then commits
-every queued batch in one sqlite transaction (group commit), each batch in
-its own savepoint and with its own revision. One fsync thus acknowledges
-many batches, and a batch that fails rolls back alone. Callers get a
-concurrent Future resolved only after the transaction is durable.
+A batch is written at once, with its own revision, in a savepoint of the open transaction, on the
+thread that stages it (the hub's event loop): a batch that fails is undone alone. ``commit``
+commits the open transaction, every batch staged since the last one; the store commits at once
+when no fsync is under way and otherwise when it ends (sqlite_sync), so a burst of writes is one
+transaction and one fsync, a lone write its own. The connection runs with ``synchronous=NORMAL``:
+COMMIT writes the WAL but does not fsync it; the syncer does, and no one may be told of a batch
+before that.
+
+Why on the loop and not on a thread of its own: every statement releases the GIL while sqlite
+works and must take it back; a writer thread beside a busy event loop waited up to the
+interpreter's switch interval (5 ms) for each, so a commit of a few statements took tens of
+milliseconds under load. On the loop the statements cost their CPU time only, and the one wait
+the loop cannot afford, the fsync, happens elsewhere.
+
+A COMMIT that fails loses the batches it carried although the hub already holds them: the writer
+is then broken, every later batch fails (CommitFailed), and the hub must be restarted to read
+what the disk holds. Checkpoints (copying the WAL into the database file) are left to the syncer
+(``wal_autocheckpoint=0`` here): an automatic one would run inside a commit, fsyncing on the loop.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import logging
-import queue
 import sqlite3
-import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import NoReturn
 
 from hub.store.base import StoreError, WriteBatch
 from hub.store.sqlite_codec import encode_export, encode_import, encode_member
@@ -24,9 +35,31 @@ from hub.store.sqlite_schema import Meta, connect, ensure_schema
 
 log = logging.getLogger(__name__)
 
-# How many queued requests one transaction may carry; bounds the latency a
-# large group adds to its first request.
-MAX_GROUP: Final = 256
+_PUT_EXPORT = (
+    "INSERT INTO exports (export_name, cluster_id, kind, namespace, name, revision, body)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (export_name) DO UPDATE SET"
+    " cluster_id = excluded.cluster_id, kind = excluded.kind, namespace = excluded.namespace,"
+    " name = excluded.name, revision = excluded.revision, body = excluded.body"
+)
+_PUT_IMPORT = (
+    "INSERT INTO imports (import_name, kind, namespace, name, revision, body)"
+    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (import_name) DO UPDATE SET"
+    " kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,"
+    " revision = excluded.revision, body = excluded.body"
+)
+_PUT_MEMBER = (
+    "INSERT INTO members (cluster_id, cluster_set_id, leader_cluster_id, joined,"
+    " last_heartbeat, revision, inventory) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (cluster_id) DO UPDATE"
+    " SET cluster_set_id = excluded.cluster_set_id,"
+    " leader_cluster_id = excluded.leader_cluster_id, joined = excluded.joined,"
+    " last_heartbeat = excluded.last_heartbeat, revision = excluded.revision,"
+    " inventory = excluded.inventory"
+)
+_LOG_CHANGE = "INSERT INTO import_changes (revision, import_name, body) VALUES (?, ?, ?)"
+
+
+# What one transaction does on the connection; it returns a revision.
+_Work = Callable[[sqlite3.Connection], int]
 
 
 class CommitFailed(StoreError):
@@ -34,156 +67,143 @@ class CommitFailed(StoreError):
 
 
 @dataclass
-class _Commit:
-    batch: WriteBatch
-    future: concurrent.futures.Future[int]
-
-
-@dataclass
-class _Compact:
-    keep_after: int
-    future: concurrent.futures.Future[int]
-
-
-_Request = _Commit | _Compact
-
-
-@dataclass
 class _Counters:
-    """What the writer thread knows of the database; rolled back with it."""
+    """What the writer knows of the database; rolled back with it."""
 
     revision: int
     compacted_through: int
     log_length: int
 
 
-class _Stop:
-    """Sentinel asking the writer thread to finish."""
-
-
-_STOP: Final = _Stop()
-
-
 class BatchWriter:
-    """Commits WriteBatches and compactions on a dedicated thread."""
+    """Commits WriteBatches and compactions, each in a transaction of its own (see the module doc)."""
 
     def __init__(self, path: str, *, compact_keep: int) -> None:
         self._path = path
         self._compact_keep = compact_keep
-        self._queue: queue.SimpleQueue[_Request | _Stop] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._conn: sqlite3.Connection | None = None
         self._counters = _Counters(revision=0, compacted_through=0, log_length=0)
-        # Read by the event loop; only ever moves forward, after a durable commit.
-        self._committed_revision = 0
+        self._committed = 0
+        # A transaction is open: batches were staged since the last commit.
+        self._open = False
+        self._broken: CommitFailed | None = None
+        # Transactions committed, and the statements they ran: counts that do not vary with load.
+        self.transactions = 0
+        self.statements = 0
+
+    @property
+    def revision(self) -> int:
+        """The revision of the last batch staged (committed or not yet)."""
+        return self._counters.revision
 
     @property
     def committed_revision(self) -> int:
-        return self._committed_revision
+        """The revision of the last batch committed (durable or not yet)."""
+        return self._committed
 
-    def start(self) -> concurrent.futures.Future[Meta]:
-        """Start the thread; the future resolves once the schema is checked."""
-        ready: concurrent.futures.Future[Meta] = concurrent.futures.Future()
-        self._thread = threading.Thread(target=self._run, args=(ready,), name="hub-store-writer", daemon=True)
-        self._thread.start()
-        return ready
+    @property
+    def uncommitted(self) -> bool:
+        """Whether a transaction is open: something was staged since the last commit."""
+        return self._open
 
-    def submit(self, batch: WriteBatch) -> concurrent.futures.Future[int]:
-        future: concurrent.futures.Future[int] = concurrent.futures.Future()
-        self._queue.put(_Commit(batch, future))
-        return future
-
-    def submit_compact(self, keep_after: int) -> concurrent.futures.Future[int]:
-        future: concurrent.futures.Future[int] = concurrent.futures.Future()
-        self._queue.put(_Compact(keep_after, future))
-        return future
-
-    def stop(self) -> None:
-        """Finish the queued requests, close the connection, join the thread (blocking)."""
-        if self._thread is None:
-            return
-        self._queue.put(_STOP)
-        self._thread.join()
-        self._thread = None
-
-    def _run(self, ready: concurrent.futures.Future[Meta]) -> None:
+    def open(self) -> Meta:
+        """Connect and check (or create) the schema; blocking."""
+        conn = connect(self._path, query_only=False, synchronous="NORMAL")
         try:
-            conn = connect(self._path, query_only=False)
-        except BaseException as err:
-            ready.set_exception(err)
-            return
-        try:
-            try:
-                meta = ensure_schema(conn, self._path)
-                (log_length,) = conn.execute("SELECT COUNT(*) FROM import_changes").fetchone()
-            except BaseException as err:
-                ready.set_exception(err)
-                return
-            self._counters = _Counters(meta.revision, meta.compacted_through, log_length)
-            self._committed_revision = meta.revision
-            ready.set_result(meta)
-            self._serve(conn)
-        finally:
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+            meta = ensure_schema(conn, self._path)
+            (log_length,) = conn.execute("SELECT COUNT(*) FROM import_changes").fetchone()
+        except BaseException:
             conn.close()
-            self._refuse_leftovers()
+            raise
+        self._conn = conn
+        self._counters = _Counters(meta.revision, meta.compacted_through, log_length)
+        self._committed = meta.revision
+        return meta
 
-    def _refuse_leftovers(self) -> None:
-        """Fail requests queued behind the stop sentinel, so no caller waits forever."""
-        while True:
-            try:
-                request = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if not isinstance(request, _Stop) and request.future.set_running_or_notify_cancel():
-                request.future.set_exception(CommitFailed("the store was closed before this request ran"))
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
-    def _serve(self, conn: sqlite3.Connection) -> None:
-        while True:
-            first = self._queue.get()
-            if isinstance(first, _Stop):
-                return
-            group: list[_Request] = [first]
-            stopping = False
-            while len(group) < MAX_GROUP:
-                try:
-                    queued = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if isinstance(queued, _Stop):
-                    stopping = True
-                    break
-                group.append(queued)
-            self._commit_group(conn, group)
-            if stopping:
-                return
+    def stage(self, batch: WriteBatch) -> int:
+        """Write the batch as the next revision in the open transaction (begun if none is) and
+        return that revision; `commit` commits it. InvalidRecord or CommitFailed when it cannot be
+        written: then nothing of it was, and the batches staged before it stand."""
+        return self._in_savepoint(lambda conn: self._apply_batch(conn, batch))
 
-    def _commit_group(self, conn: sqlite3.Connection, group: list[_Request]) -> None:
-        # A caller cancelled before its turn gets nothing written.
-        live = [request for request in group if request.future.set_running_or_notify_cancel()]
-        if not live:
-            return
-        before = dataclasses.replace(self._counters)
-        applied: list[tuple[_Request, int]] = []
+    def compact(self, keep_after: int) -> int:
+        """Drop change-log entries with revision <= keep_after (in the open transaction); return
+        the compaction point."""
+        return self._in_savepoint(lambda conn: self._compact(conn, keep_after))
+
+    def commit(self) -> int:
+        """Commit the open transaction, if any; return the revision committed. CommitFailed: the
+        batches it carried are lost, and the writer is broken (see the module doc)."""
+        conn = self._usable()
+        if not self._open:
+            return self._committed
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            for request in live:
-                result = self._apply_alone(conn, request)
-                if result is not None:
-                    applied.append((request, result))
             self._bound_log(conn)
-            conn.execute("COMMIT")
+            self._run(conn, "COMMIT")
         except Exception as err:
             self._rollback(conn)
+            self._break(f"the store could not commit: {err}")
+        self._open = False
+        self._committed = self._counters.revision
+        self.transactions += 1
+        return self._committed
+
+    def _in_savepoint(self, work: _Work) -> int:
+        conn = self._usable()
+        before = dataclasses.replace(self._counters)
+        statements = self.statements
+        try:
+            if not self._open:
+                self._run(conn, "BEGIN IMMEDIATE")
+                self._open = True
+            self._run(conn, "SAVEPOINT batch")
+            try:
+                result = work(conn)
+            except BaseException:
+                conn.execute("ROLLBACK TO batch")
+                conn.execute("RELEASE batch")
+                raise
+            self._run(conn, "RELEASE batch")
+        except Exception as err:
             self._counters = before
-            log.error("store commit failed", extra={"batches": len(applied), "error": str(err)})
-            failure = CommitFailed(f"the store could not commit: {err}")
-            # Requests that failed alone already carry their own error.
-            for request in live:
-                if not request.future.done():
-                    request.future.set_exception(failure)
-            return
-        self._committed_revision = self._counters.revision
-        for request, result in applied:
-            request.future.set_result(result)
+            self.statements = statements
+            if self._open and not conn.in_transaction:
+                # sqlite rolled the whole transaction back (disk full, I/O error): batches
+                # staged before this one are gone too.
+                self._break(f"the store lost its open transaction: {err}")
+            if isinstance(err, StoreError):
+                raise
+            log.error("store write failed", extra={"error": str(err)})
+            raise CommitFailed(f"the store could not write: {err}") from err
+        return result
+
+    def _usable(self) -> sqlite3.Connection:
+        if self._broken is not None:
+            raise self._broken
+        if self._conn is None:
+            raise CommitFailed("the store is not open")
+        return self._conn
+
+    def _break(self, reason: str) -> NoReturn:
+        log.error("store broken: restart the hub", extra={"error": reason})
+        self._open = False
+        self._broken = CommitFailed(f"{reason}; restart the hub")
+        raise self._broken
+
+    def _run(self, conn: sqlite3.Connection, sql: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
+        self.statements += 1
+        return conn.execute(sql, params)
+
+    def _run_many(self, conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object, ...]]) -> None:
+        if rows:
+            self.statements += 1
+            conn.executemany(sql, rows)
 
     @staticmethod
     def _rollback(conn: sqlite3.Connection) -> None:
@@ -195,85 +215,36 @@ class BatchWriter:
             # the next BEGIN starts clean either way.
             log.warning("store rollback failed", extra={"error": str(err)})
 
-    def _apply_alone(self, conn: sqlite3.Connection, request: _Request) -> int | None:
-        """Apply one request in a savepoint; on failure undo it alone and fail its future."""
-        before = dataclasses.replace(self._counters)
-        conn.execute("SAVEPOINT request")
-        try:
-            if isinstance(request, _Commit):
-                result = self._apply_batch(conn, request.batch)
-            else:
-                result = self._compact(conn, request.keep_after)
-        except Exception as err:
-            conn.execute("ROLLBACK TO request")
-            conn.execute("RELEASE request")
-            self._counters = before
-            request.future.set_exception(err)
-            return None
-        conn.execute("RELEASE request")
-        return result
-
     def _apply_batch(self, conn: sqlite3.Connection, batch: WriteBatch) -> int:
         # Order inside a batch: the fields' order (puts, then deletes), so a
-        # name both put and deleted in one batch ends deleted.
+        # name both put and deleted in one batch ends deleted. Every row is encoded
+        # (and refused, InvalidRecord) before anything is written.
         revision = self._counters.revision + 1
-        for export in batch.put_exports:
-            e = encode_export(export)
-            conn.execute(
-                "INSERT INTO exports (export_name, cluster_id, kind, namespace, name, revision, body)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (export_name) DO UPDATE SET"
-                " cluster_id = excluded.cluster_id, kind = excluded.kind, namespace = excluded.namespace,"
-                " name = excluded.name, revision = excluded.revision, body = excluded.body",
-                (e.export_name, e.cluster_id, e.kind, e.namespace, e.name, revision, e.body),
-            )
-        for export_name in batch.delete_exports:
-            conn.execute("DELETE FROM exports WHERE export_name = ?", (export_name,))
-        for resource in batch.put_imports:
-            i = encode_import(resource)
-            conn.execute(
-                "INSERT INTO imports (import_name, kind, namespace, name, revision, body)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (import_name) DO UPDATE SET"
-                " kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,"
-                " revision = excluded.revision, body = excluded.body",
-                (i.import_name, i.kind, i.namespace, i.name, revision, i.body),
-            )
-            self._log_change(conn, revision, i.import_name, i.body)
+        exports = [encode_export(e) for e in batch.put_exports]
+        imports = [encode_import(i) for i in batch.put_imports]
+        members = [encode_member(m) for m in batch.put_members]
+        export_rows = [(e.export_name, e.cluster_id, e.kind, e.namespace, e.name, revision, e.body) for e in exports]
+        self._run_many(conn, _PUT_EXPORT, export_rows)
+        self._run_many(conn, "DELETE FROM exports WHERE export_name = ?", [(n,) for n in batch.delete_exports])
+        import_rows = [(i.import_name, i.kind, i.namespace, i.name, revision, i.body) for i in imports]
+        self._run_many(conn, _PUT_IMPORT, import_rows)
+        changes: list[tuple[object, ...]] = [(revision, i.import_name, i.body) for i in imports]
         for import_name in batch.delete_imports:
-            deleted = conn.execute("DELETE FROM imports WHERE import_name = ?", (import_name,))
+            deleted = self._run(conn, "DELETE FROM imports WHERE import_name = ?", (import_name,))
             # Deleting an absent import changes nothing a watcher could see.
             if deleted.rowcount > 0:
-                self._log_change(conn, revision, import_name, None)
-        for member in batch.put_members:
-            m = encode_member(member)
-            conn.execute(
-                "INSERT INTO members (cluster_id, cluster_set_id, leader_cluster_id, joined,"
-                " last_heartbeat, revision, inventory) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (cluster_id)"
-                " DO UPDATE SET cluster_set_id = excluded.cluster_set_id,"
-                " leader_cluster_id = excluded.leader_cluster_id, joined = excluded.joined,"
-                " last_heartbeat = excluded.last_heartbeat, revision = excluded.revision,"
-                " inventory = excluded.inventory",
-                (
-                    m.cluster_id,
-                    m.cluster_set_id,
-                    m.leader_cluster_id,
-                    m.joined,
-                    m.last_heartbeat,
-                    revision,
-                    m.inventory,
-                ),
-            )
-        for cluster_id in batch.delete_members:
-            conn.execute("DELETE FROM members WHERE cluster_id = ?", (cluster_id,))
-        conn.execute("UPDATE meta SET revision = ?", (revision,))
+                changes.append((revision, import_name, None))
+        self._run_many(conn, _LOG_CHANGE, changes)
+        self._counters.log_length += len(changes)
+        member_rows = [
+            (m.cluster_id, m.cluster_set_id, m.leader_cluster_id, m.joined, m.last_heartbeat, revision, m.inventory)
+            for m in members
+        ]
+        self._run_many(conn, _PUT_MEMBER, member_rows)
+        self._run_many(conn, "DELETE FROM members WHERE cluster_id = ?", [(c,) for c in batch.delete_members])
+        self._run(conn, "UPDATE meta SET revision = ?", (revision,))
         self._counters.revision = revision
         return revision
-
-    def _log_change(self, conn: sqlite3.Connection, revision: int, import_name: str, body: bytes | None) -> None:
-        conn.execute(
-            "INSERT INTO import_changes (revision, import_name, body) VALUES (?, ?, ?)",
-            (revision, import_name, body),
-        )
-        self._counters.log_length += 1
 
     def _compact(self, conn: sqlite3.Connection, keep_after: int) -> int:
         """Drop change-log entries with revision <= keep_after; return the compaction point."""
@@ -282,8 +253,8 @@ class BatchWriter:
         target = min(keep_after, self._counters.revision)
         if target <= self._counters.compacted_through:
             return self._counters.compacted_through
-        dropped = conn.execute("DELETE FROM import_changes WHERE revision <= ?", (target,)).rowcount
-        conn.execute("UPDATE meta SET compacted_through = ?", (target,))
+        dropped = self._run(conn, "DELETE FROM import_changes WHERE revision <= ?", (target,)).rowcount
+        self._run(conn, "UPDATE meta SET compacted_through = ?", (target,))
         self._counters.compacted_through = target
         self._counters.log_length -= dropped
         return target
@@ -294,7 +265,8 @@ class BatchWriter:
             return
         # The newest entry that must go; every entry of its revision and older
         # goes with it, so a watcher never resumes into half a revision.
-        row = conn.execute(
+        row = self._run(
+            conn,
             "SELECT revision FROM import_changes ORDER BY revision DESC, seq DESC LIMIT 1 OFFSET ?",
             (self._compact_keep,),
         ).fetchone()

@@ -18,10 +18,12 @@ import pytest
 from google.protobuf import timestamp_pb2
 
 from hub.store.base import MemberRecord, RevisionCompacted, Store, WriteBatch
-from hub.store.sqlite import DB_FILE, DataDirLocked, SchemaVersionTooNew, SqliteStore
+from hub.store.sqlite import DB_FILE, DataDirLocked, InvalidRecord, SchemaVersionTooNew, SqliteStore, SyncFailed
 from hub.store.sqlite_schema import DatabaseUnreadable
 from mcapi import names
+from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.contract import samples
+from tests.contract.fsync_gate import FsyncGate, fsyncs_fixture  # noqa: F401 (the fixture `fsyncs`)
 from tests.contract.sqlite_crash_writer import batch_number
 from tests.contract.store_contract import StoreContract
 
@@ -264,3 +266,68 @@ class TestSqliteStore(StoreContract):
             assert [change.revision for change in changes] == list(range(1, snapshot.revision + 1))
         finally:
             await store.close()
+
+
+class TestGroupCommit:
+    """A staged batch is told durable only after an fsync that began after it was committed,
+    and batches staged while an fsync is under way share the next one."""
+
+    async def test_a_batch_is_durable_only_once_its_fsync_returned(
+        self, sqlite_store: SqliteStore, fsyncs: FsyncGate
+    ) -> None:
+        told: list[int] = []
+        sqlite_store.watch_durable(told.append)
+        fsyncs.held = True
+        revision = sqlite_store.stage(batch_number(1))
+        synced = asyncio.create_task(sqlite_store.synced(revision))
+        await asyncio.sleep(0.1)
+        assert fsyncs.started == 1
+        assert not synced.done() and told == [] and sqlite_store.durable_revision < revision
+        # Committed already: readers see it before it is durable.
+        assert (await sqlite_store.snapshot()).revision == revision
+
+        fsyncs.release.set()
+        await asyncio.wait_for(synced, 5)
+        assert told == [revision] and sqlite_store.durable_revision == revision
+
+    async def test_batches_staged_during_an_fsync_are_one_transaction_and_one_fsync(
+        self, sqlite_store: SqliteStore, fsyncs: FsyncGate
+    ) -> None:
+        before = sqlite_store.counts()
+        assert before is not None
+        fsyncs.held = True
+        first = sqlite_store.stage(batch_number(0))
+        await asyncio.wait_for(fsyncs.holding.wait(), 5)  # the first batch's fsync is under way
+        revisions = [sqlite_store.stage(batch_number(n)) for n in range(1, 51)]
+        assert revisions == list(range(first + 1, first + 51))
+        fsyncs.release.set()
+        await asyncio.wait_for(sqlite_store.synced(revisions[-1]), 5)
+
+        after = sqlite_store.counts()
+        assert after is not None
+        assert after.transactions - before.transactions == 2
+        assert after.syncs - before.syncs == 2
+        snapshot = await sqlite_store.snapshot()
+        assert snapshot.revision == revisions[-1] and len(snapshot.exports) == 51
+
+    async def test_a_failed_fsync_fails_the_waiters_and_every_later_write(
+        self, sqlite_store: SqliteStore, fsyncs: FsyncGate
+    ) -> None:
+        fsyncs.failing = True
+        revision = sqlite_store.stage(batch_number(1))
+        with pytest.raises(SyncFailed):
+            await asyncio.wait_for(sqlite_store.synced(revision), 5)
+        with pytest.raises(SyncFailed):
+            sqlite_store.stage(batch_number(2))
+        with pytest.raises(SyncFailed):
+            await sqlite_store.commit(batch_number(3))
+
+    async def test_a_batch_that_cannot_be_stored_fails_alone(self, sqlite_store: SqliteStore) -> None:
+        good = sqlite_store.stage(batch_number(1))
+        nameless = pb.ResourceExport(cluster_id="east")  # no export name: refused by the codec
+        with pytest.raises(InvalidRecord):
+            sqlite_store.stage(WriteBatch(put_exports=[nameless]))
+        after = sqlite_store.stage(batch_number(2))
+        await sqlite_store.synced(after)
+        snapshot = await sqlite_store.snapshot()
+        assert after == good + 1 and snapshot.revision == after and len(snapshot.exports) == 2

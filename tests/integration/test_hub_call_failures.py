@@ -51,7 +51,7 @@ METHODS: dict[str, tuple[Callable[[HubApp], tuple[object, str]], Call]] = {
     "Leave": (lambda hub: (hub.engine, "leave"), _leave),
     "ReportImportStatus": (lambda hub: (hub.engine, "report_import_statuses"), _report),
     "ReportImportStatuses": (lambda hub: (hub.engine, "report_import_statuses"), _reports),
-    "Export": (lambda hub: (hub.engine, "upsert_many"), _export),
+    "Export": (lambda hub: (hub.engine, "admit_many"), _export),
     "WatchImports": (lambda hub: (hub.engine.index, "imports_for"), _watch),
 }
 FAILURES: dict[str, tuple[Exception, grpc.StatusCode, str]] = {

@@ -1,8 +1,8 @@
 """A caller that goes away mid-write never leaves the hub's index behind its store.
 
-The SQLite store finishes a batch its writer has taken even when nobody awaits
-it any more; the hub must then still apply it to the index, bump its revision
-and tell watchers, and keep the engine lock until it did.
+The SQLite store commits a batch at once and makes it durable with its next fsync, whether or
+not anybody still awaits it; the hub must then still have applied it to the index, bumped its
+revision and, once it is durable, told watchers.
 """
 
 from __future__ import annotations
@@ -16,57 +16,36 @@ from hub.app import HubApp
 from hub.auth.identity import Identity
 from hub.config import HubConfig
 from hub.engine import Engine
-from hub.store.base import WriteBatch
 from hub.store.sqlite import SqliteStore
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from tests.contract.fsync_gate import FsyncGate, fsyncs_fixture  # noqa: F401 (the fixture `fsyncs`)
 from tests.integration.hub_fixtures import hub_config
 from tests.integration.hubclient import MemberFactory, read_until_synced, service_export
 
 
-class GatedStore(SqliteStore):
-    """A SQLite store whose commits, once `gated`, are taken by the writer at once but
-    answered only when `release` is set (an fsync that takes a while)."""
-
-    def __init__(self, data_dir: Path) -> None:
-        super().__init__(data_dir)
-        self.gated = False
-        self.taken = asyncio.Event()
-        self.release = asyncio.Event()
-        self.in_flight: list[asyncio.Future[int]] = []
-
-    async def commit(self, batch: WriteBatch) -> int:
-        write = asyncio.ensure_future(super().commit(batch))
-        if not self.gated:
-            return await write
-        self.in_flight.append(write)
-        self.taken.set()
-        await self.release.wait()
-        return await write
-
-
 async def test_an_upsert_cancelled_while_its_write_is_in_flight_still_reaches_the_index_and_watchers(
-    tmp_path: Path,
+    tmp_path: Path, fsyncs: FsyncGate
 ) -> None:
     config = HubConfig(data_dir=tmp_path)
-    store = GatedStore(tmp_path)
+    store = SqliteStore(tmp_path)
     engine = Engine(store, config)
     await engine.start()
     east = Identity(cluster_id="east")
     await engine.announce(east, pb.AnnounceRequest(cluster_id="east", cluster_set_id=config.cluster_set_id))
     try:
         with engine.imports_bus.subscribe() as watcher:
-            store.gated = True
+            fsyncs.held = True
             upsert = asyncio.create_task(engine.upsert(east, service_export("east", "default", "web")))
-            await store.taken.wait()
+            await fsyncs.holding.wait()
+            assert watcher.queue.empty()  # not durable yet: nobody was told
             upsert.cancel()
-            # Another writer queues behind the cancelled one on the engine lock.
+            # Another writer commits behind the cancelled one, and syncs with the next fsync.
             announce = asyncio.create_task(
                 engine.announce(east, pb.AnnounceRequest(cluster_id="east", cluster_set_id=config.cluster_set_id))
             )
-            store.release.set()
+            fsyncs.release.set()
             await asyncio.gather(upsert, return_exceptions=True)
-            await asyncio.gather(*store.in_flight)
             await announce
 
             durable = await store.snapshot()
@@ -81,9 +60,9 @@ async def test_an_upsert_cancelled_while_its_write_is_in_flight_still_reaches_th
 
 
 async def test_an_export_stream_cancelled_mid_write_still_delivers_the_import(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsyncs: FsyncGate
 ) -> None:
-    store = GatedStore(tmp_path / "hub")
+    store = SqliteStore(tmp_path / "hub")
     app = HubApp(hub_config(tmp_path / "hub"), store=store)
     await app.start()
     factory = MemberFactory(app)
@@ -101,13 +80,12 @@ async def test_an_export_stream_cancelled_mid_write_still_delivers_the_import(
         _, synced = await read_until_synced(stream)
 
         session = east.export_session()
-        store.gated = True
+        fsyncs.held = True
         await session.call.write(pb.ExportRequest(sequence=1, upsert=service_export("east", "default", "web")))
-        await store.taken.wait()
+        await fsyncs.holding.wait()
         session.call.cancel()  # the member goes away while the hub fsyncs
         await asyncio.wait_for(stream_ended.wait(), 5)  # the hub has seen the stream end
-        store.release.set()
-        await asyncio.gather(*store.in_flight)
+        fsyncs.release.set()
 
         wanted = names.service_import_name("default", "web")
         async with asyncio.timeout(5):

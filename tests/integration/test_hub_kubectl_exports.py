@@ -340,8 +340,9 @@ async def test_the_leaders_rbac_decides_who_may_export_a_policy(leader: Leader, 
 
 
 class ControlledStore(SqliteStore):
-    """A SQLite store whose commits of chosen exports fail (``failing``) or wait (``gated``), and
-    which notes when each export's commit was tried."""
+    """A SQLite store whose writes of chosen exports fail (``failing``) or, once written, wait
+    for durability (``gated``: until ``release``), and which notes when each export's write was
+    tried."""
 
     def __init__(self, data_dir: Path) -> None:
         super().__init__(data_dir)
@@ -350,17 +351,25 @@ class ControlledStore(SqliteStore):
         self.taken = asyncio.Event()
         self.release = asyncio.Event()
         self.tries: dict[str, list[float]] = {}
+        # The revision of the first export written while gated: waits for it are held.
+        self._held: int | None = None
 
-    async def commit(self, batch: WriteBatch) -> int:
+    def stage(self, batch: WriteBatch) -> int:
         exports = [e.export_name for e in batch.put_exports] + list(batch.delete_exports)
         for name in exports:
             self.tries.setdefault(name, []).append(time.monotonic())
         if self.failing.intersection(exports):
-            raise CommitFailed("the store could not commit: database or disk is full")
-        if self.gated and exports:
+            raise CommitFailed("the store could not write: database or disk is full")
+        revision = super().stage(batch)
+        if self.gated and exports and self._held is None:
+            self._held = revision
+        return revision
+
+    async def synced(self, revision: int) -> None:
+        if self.gated and self._held is not None and revision >= self._held:
             self.taken.set()
             await self.release.wait()
-        return await super().commit(batch)
+        await super().synced(revision)
 
 
 @dataclass

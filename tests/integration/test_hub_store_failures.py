@@ -21,10 +21,10 @@ class FailingStore(SqliteStore):
 
     failing = False
 
-    async def commit(self, batch: WriteBatch) -> int:
+    def stage(self, batch: WriteBatch) -> int:
         if self.failing and not batch.is_empty():
-            raise CommitFailed("the store could not commit: database or disk is full")
-        return await super().commit(batch)
+            raise CommitFailed("the store could not write: database or disk is full")
+        return super().stage(batch)
 
 
 @pytest.fixture
