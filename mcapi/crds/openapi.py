@@ -60,7 +60,10 @@ class _Rewriter:
             if key in _DROPPED_KEYS:
                 continue
             if key == "properties":
-                out[key] = {name: self.rewrite(sub, f"{path}.{name}") for name, sub in value.items()}
+                # An empty map is dropped: the API server drops it from a CRD it stores, and a
+                # rendered CRD that keeps it is "configured" on every kubectl apply, never unchanged.
+                if value:
+                    out[key] = {name: self.rewrite(sub, f"{path}.{name}") for name, sub in value.items()}
             elif key == "items":
                 out[key] = self.rewrite(value, f"{path}[]")
             elif key == "additionalProperties":
