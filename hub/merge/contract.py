@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
+from hub.merge.global_addressing import Addressing, GlobalCIDR
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 # Exports that merge together share a key; see grouping.group_key.
@@ -22,6 +24,8 @@ class MergeConfig:
     """
 
     strict_ports: bool = False
+    # The ClusterSet's global CIDR (hub.merge.global_addressing); None: no global addressing.
+    global_cidr: GlobalCIDR | None = None
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ class MergeContext:
     config: MergeConfig
     # Label identity IDs held by imports outside the group being merged.
     used_label_ids: AbstractSet[int] = frozenset()
+    # Every member's global block and verdict, stamped into ClusterInfo imports.
+    addressing: Mapping[str, Addressing] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

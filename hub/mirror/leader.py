@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from hub.clusterset.end import EndRecord
 from hub.clusterset.identity import ClusterSetIdentity
-from hub.clusterset.status import clusterset_status, with_mismatches
+from hub.clusterset.status import clusterset_status, with_global_addressing, with_mismatches
 from hub.config import HubConfig, MirrorConfig
 from hub.leader_cluster.clusterset_cr import LeaderClusterSetWatch
 from hub.leader_cluster.import_outcomes import ImportOutcomeWriter, ReportSource
@@ -135,6 +135,7 @@ class LeaderCluster:
         app = self.app
         status = clusterset_status(list(app.engine.index.members.values()), app.now(), app.config.disconnect_after)
         status = with_mismatches(status, self.clusterset.identity.mismatches, app.now())
+        status = with_global_addressing(status, app.engine.global_addressing(), app.config.global_addressing, app.now())
         await self.status.write(status, name=self.clusterset.name, current=current)
 
     async def _status_loop(self) -> None:

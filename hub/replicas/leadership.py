@@ -10,7 +10,7 @@ from typing import Protocol
 
 from hub.auth.tokenreview import TokenReviewAuthenticator
 from hub.clusterset.identity import ClusterSetIdentity
-from hub.clusterset.status import clusterset_status, with_mismatches
+from hub.clusterset.status import clusterset_status, with_global_addressing, with_mismatches
 from hub.config import HubConfig, KubeStoreConfig
 from hub.engine import Engine
 from hub.leader_cluster.clusterset_cr import LeaderClusterSetWatch
@@ -167,6 +167,10 @@ class KubeLeadership:
         members = list(self.app.engine.index.members.values())
         status = clusterset_status(members, self.app.now(), self.app.config.disconnect_after)
         status = with_mismatches(status, self.clusterset.identity.mismatches, self.app.now())
+        engine = self.app.engine
+        status = with_global_addressing(
+            status, engine.global_addressing(), self.app.config.global_addressing, self.app.now()
+        )
         await self.status.write(status, name=self.clusterset.name, current=self.clusterset.current)
 
     async def stop(self) -> None:

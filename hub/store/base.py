@@ -75,6 +75,8 @@ class MemberRecord:
     # UTC, timezone-aware.
     joined: datetime
     last_heartbeat: datetime
+    # The member's block of the ClusterSet's global CIDR ("" when none: hub.merge.global_addressing).
+    global_cidr: str = ""
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ from mcapi.crds.clusterset import MemberClusterAnnounce
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 ANNOTATION_JOINED = "multicluster.antrea.io/joined"
+# The member's block of the ClusterSet's global CIDR (absent: none), an mchub extension.
+ANNOTATION_GLOBAL_CIDR = "mchub.antrea.io/global-cidr"
 # Every ResourceImport the hub writes says which history wrote it: "<epoch>/<revision>/<changes>",
 # where <changes> counts the import changes of that revision, so a follower replica (hub.replicas.kube_source)
 # knows when it has seen a revision whole. A delete first stamps the CR with DELETING set, then
@@ -141,6 +143,8 @@ def member_to_cr(member: object, namespace: str) -> dict[str, Any]:
             annotations={
                 names.ANNOTATION_TOUCH_TS: _rfc3339(member.last_heartbeat),
                 ANNOTATION_JOINED: _rfc3339(member.joined),
+                # Always written ("" for none): the store writes members with a merge patch.
+                ANNOTATION_GLOBAL_CIDR: member.global_cidr,
             },
         ),
         cluster_id=member.cluster_id,
@@ -171,6 +175,7 @@ def member_from_cr(obj: dict[str, Any]) -> MemberRecord:
         leader_cluster_id=str(obj.get("leaderClusterID", "")),
         joined=_parse_time(joined),
         last_heartbeat=_parse_time(heartbeat),
+        global_cidr=str(annotations.get(ANNOTATION_GLOBAL_CIDR) or ""),
     )
 
 

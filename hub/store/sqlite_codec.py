@@ -61,6 +61,7 @@ class MemberRow:
     leader_cluster_id: str
     joined: str
     last_heartbeat: str
+    global_cidr: str = ""
 
 
 def encode_export(export: pb.ResourceExport) -> ExportRow:
@@ -123,6 +124,7 @@ def encode_member(member: MemberRecord) -> MemberRow:
         leader_cluster_id=member.leader_cluster_id,
         joined=_utc_iso(member.joined, "joined", member.cluster_id),
         last_heartbeat=_utc_iso(member.last_heartbeat, "last_heartbeat", member.cluster_id),
+        global_cidr=member.global_cidr,
     )
 
 
@@ -133,6 +135,7 @@ def decode_member(row: MemberRow) -> MemberRecord:
         leader_cluster_id=row.leader_cluster_id,
         joined=datetime.fromisoformat(row.joined),
         last_heartbeat=datetime.fromisoformat(row.last_heartbeat),
+        global_cidr=row.global_cidr,
     )
 
 

@@ -51,7 +51,8 @@ CREATE TABLE members (
     leader_cluster_id TEXT    NOT NULL,
     joined            TEXT    NOT NULL,
     last_heartbeat    TEXT    NOT NULL,
-    revision          INTEGER NOT NULL
+    revision          INTEGER NOT NULL,
+    global_cidr       TEXT    NOT NULL DEFAULT ''
 );
 -- One row per import put (body set) or delete (body NULL), seq keeping the
 -- order of changes inside one revision. No semicolons in comments: the
@@ -110,7 +111,9 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> Meta:
             meta = read_meta(conn)
             if meta.schema_version > SCHEMA_VERSION:
                 raise SchemaVersionTooNew(path, meta.schema_version, SCHEMA_VERSION)
-            # Older versions would be migrated here; version 1 is the first.
+            # Added columns keep version 1: an older mchub reads and writes the table as before.
+            if "global_cidr" not in member_columns(conn):
+                conn.execute("ALTER TABLE members ADD COLUMN global_cidr TEXT NOT NULL DEFAULT ''")
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -130,6 +133,10 @@ def _create(conn: sqlite3.Connection) -> None:
         " VALUES (1, ?, ?, 0, 0, ?)",
         (SCHEMA_VERSION, new_epoch(), datetime.now(UTC).isoformat()),
     )
+
+
+def member_columns(conn: sqlite3.Connection) -> set[str]:
+    return {str(row[1]) for row in conn.execute("PRAGMA table_info(members)")}
 
 
 def read_meta(conn: sqlite3.Connection) -> Meta:

@@ -247,11 +247,20 @@ class BatchWriter:
             m = encode_member(member)
             conn.execute(
                 "INSERT INTO members (cluster_id, cluster_set_id, leader_cluster_id, joined,"
-                " last_heartbeat, revision) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (cluster_id) DO UPDATE"
-                " SET cluster_set_id = excluded.cluster_set_id,"
+                " last_heartbeat, global_cidr, revision) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (cluster_id)"
+                " DO UPDATE SET cluster_set_id = excluded.cluster_set_id,"
                 " leader_cluster_id = excluded.leader_cluster_id, joined = excluded.joined,"
-                " last_heartbeat = excluded.last_heartbeat, revision = excluded.revision",
-                (m.cluster_id, m.cluster_set_id, m.leader_cluster_id, m.joined, m.last_heartbeat, revision),
+                " last_heartbeat = excluded.last_heartbeat, global_cidr = excluded.global_cidr,"
+                " revision = excluded.revision",
+                (
+                    m.cluster_id,
+                    m.cluster_set_id,
+                    m.leader_cluster_id,
+                    m.joined,
+                    m.last_heartbeat,
+                    m.global_cidr,
+                    revision,
+                ),
             )
         for cluster_id in batch.delete_members:
             conn.execute("DELETE FROM members WHERE cluster_id = ?", (cluster_id,))
