@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from kube.client import KubeClient
-from kube.resources import ENDPOINTS, SERVICE_EXPORTS
+from kube.resources import ENDPOINTS
+from mcapi.resources import SERVICE_EXPORTS
 from mchub_cli.localset import LocalClusterSet
 from tests.e2e.mcs import (
     consistently,

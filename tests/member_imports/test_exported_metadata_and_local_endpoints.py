@@ -12,9 +12,10 @@ import pytest
 
 from kube.client import KubeClient
 from kube.informer import Informer
-from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SERVICE_IMPORTS
+from kube.resources import ENDPOINT_SLICES, ENDPOINTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from mcapi.resources import SERVICE_IMPORTS
 from member.hubclient import Upsert
 from member.imports.services import ANNOTATION_EXPORTED_ANNOTATIONS, ANNOTATION_EXPORTED_LABELS
 from tests.member_imports.conftest import CLUSTER_ID, Appliers, eventually
