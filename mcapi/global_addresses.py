@@ -13,7 +13,7 @@ what the agent on the Gateway reads (its egress address, and the Pod addresses i
 Keys, each readable with kubectl:
 
 * ``globalCIDR``: the block ("" when none); ``globallyAddressed``: "true" or "false";
-* ``egressIP``: the block's first host address;
+* ``egressIP``: the block's first host address, while globally addressed ("" otherwise);
 * ``services``: one ``<namespace>/<name>=<global IP>`` per line;
 * ``pods``: one ``<pod IP>=<global IP>`` per line.
 """
@@ -99,7 +99,7 @@ class GlobalAddresses:
         return {
             KEY_BLOCK: self.block,
             KEY_GLOBALLY_ADDRESSED: "true" if self.globally_addressed else "false",
-            KEY_EGRESS_IP: self.egress_ip,
+            KEY_EGRESS_IP: self.egress_ip if self.globally_addressed else "",
             KEY_SERVICES: _lines(self.services),
             KEY_PODS: _lines(self.pods),
         }

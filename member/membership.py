@@ -37,6 +37,7 @@ from mcapi.config import MultiClusterConfig
 from member.config import MemberOptions
 from member.exports.controller import ServiceExportController
 from member.gateway.controller import GatewayController
+from member.global_addresses.addressing import GlobalAddressing
 from member.hubclient import ConnectionState, HubEndpoint, HubSession, HubSessionConfig
 from member.identities import LabelIdentityController
 from member.imports import ImportApplier
@@ -98,6 +99,7 @@ class ClusterSetMembership:
             joined = self._parts(spec, endpoint)
             await joined.parts.start()
             self._joined = joined
+            self._on_state_change(joined.session.state)  # an announce answered while the parts started
             log.info("member joined", extra={"clusterSet": spec.ref, "clusterID": spec.cluster_id})
 
     def _parts(self, spec: JoinSpec, endpoint: HubEndpoint) -> Joined:
@@ -120,6 +122,10 @@ class ClusterSetMembership:
             workers=options.export_workers,
             registry=registry,
             sync_timeout=options.sync_timeout,
+            global_addressing=GlobalAddressing(
+                client, options.namespace, self.config.endpoint_ip_type, sync_timeout=options.sync_timeout
+            ),
+            recorder=self.recorder,
         )
         gateway = GatewayController(
             client,
@@ -211,5 +217,9 @@ class ClusterSetMembership:
         self._link_listeners.append(listener)
 
     def _on_state_change(self, state: ConnectionState) -> None:
+        joined = self._joined
+        if joined is not None and state.connected:
+            # The hub's verdict on this member's ranges, with every announce.
+            joined.exports.set_global_addressing(state.global_cidr, state.globally_addressed)
         for listener in self._link_listeners:
             listener()

@@ -22,6 +22,8 @@ class ConnectionState:
     last_error: why not, as a sentence for a condition message ("" when connected).
     needs_operator: the hub refused who we are (token, ClusterSet ID); retrying alone won't fix it.
     epoch, heartbeat_interval: as the hub last said in AnnounceResponse.
+    global_cidr, globally_addressed: the member's global block and verdict, as the hub last said
+    in AnnounceResponse (hub.merge.global_addressing).
     exports_synced: the Export stream's sync bracket completed on the current stream.
     imports_synced: the watch delivered Synced or Resumed on the current stream.
     since: when `connected` last flipped.
@@ -32,6 +34,8 @@ class ConnectionState:
     needs_operator: bool = False
     epoch: str = ""
     heartbeat_interval: float = 0.0
+    global_cidr: str = ""
+    globally_addressed: bool = False
     exports_synced: bool = False
     imports_synced: bool = False
     since: datetime = dataclasses.field(default_factory=lambda: datetime.now(UTC))
@@ -68,10 +72,18 @@ class StateTracker:
             except Exception:  # a listener's bug must not stop the session
                 log.exception("state listener failed")
 
-    def announced(self, epoch: str, heartbeat_interval: float) -> None:
+    def announced(
+        self, epoch: str, heartbeat_interval: float, global_cidr: str = "", globally_addressed: bool = False
+    ) -> None:
         self.joined.set()
         self.update(
-            connected=True, last_error="", needs_operator=False, epoch=epoch, heartbeat_interval=heartbeat_interval
+            connected=True,
+            last_error="",
+            needs_operator=False,
+            epoch=epoch,
+            heartbeat_interval=heartbeat_interval,
+            global_cidr=global_cidr,
+            globally_addressed=globally_addressed,
         )
 
     def lost(self, message: str, *, needs_operator: bool = False) -> None:
