@@ -52,8 +52,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--global-block-prefix",
-        type=int,
-        default=int(os.environ.get("MCHUB_GLOBAL_BLOCK_PREFIX") or DEFAULT_BLOCK_PREFIX),
+        default=os.environ.get("MCHUB_GLOBAL_BLOCK_PREFIX") or str(DEFAULT_BLOCK_PREFIX),
         help=f"prefix length of each member's global block (default $MCHUB_GLOBAL_BLOCK_PREFIX, "
         f"else {DEFAULT_BLOCK_PREFIX}: 4096 addresses)",
     )
@@ -135,6 +134,13 @@ def _store(args: argparse.Namespace) -> StoreConfig:
     )
 
 
+def _block_prefix(text: str) -> int:
+    try:
+        return int(str(text).strip().lstrip("/"))
+    except ValueError:
+        raise HubConfigError(f"global block prefix {text!r} is not a prefix length (a number like 20)") from None
+
+
 def _config(args: argparse.Namespace) -> HubConfig:
     return HubConfig(
         data_dir=args.data_dir,
@@ -148,7 +154,7 @@ def _config(args: argparse.Namespace) -> HubConfig:
         leader_cluster_id=args.leader_cluster_id,
         strict_ports=args.strict_ports,
         global_cidr=args.global_cidr,
-        global_block_prefix=args.global_block_prefix,
+        global_block_prefix=_block_prefix(args.global_block_prefix),
         namespace=args.namespace,
         store=_store(args),
         leader_address=args.leader_address,
