@@ -11,7 +11,7 @@ from playwright.async_api import Page, expect
 from hub.app import HubApp
 from tests.browser.conftest import ARTIFACTS, NO_CHROMIUM
 from tests.browser.test_dashboard import cluster_info_export, sign_in
-from tests.integration.hub_fixtures import hub_config
+from tests.integration.hub_fixtures import running_hub
 from tests.integration.hubclient import MemberFactory
 from tests.needs import needs
 
@@ -21,12 +21,8 @@ pytestmark = [pytest.mark.browser, needs(NO_CHROMIUM)]
 @pytest.fixture
 async def hub(tmp_path: Path) -> AsyncIterator[HubApp]:
     """The page's hub: with a global CIDR of /20 blocks."""
-    app = HubApp(hub_config(tmp_path / "hub", global_cidr="242.0.0.0/16", global_block_prefix=20))
-    await app.start()
-    try:
+    async with running_hub(tmp_path / "hub", global_cidr="242.0.0.0/16", global_block_prefix=20) as app:
         yield app
-    finally:
-        await app.stop()
 
 
 async def test_the_gateways_table_shows_who_is_reached_through_nat_and_who_directly(

@@ -11,8 +11,6 @@ sees east's egress address. North is reached at its own addresses.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -23,7 +21,6 @@ from typing import Any
 import pytest
 
 from agent.config import AgentConfig
-from agent.main import KubeAgent
 from kube.client import KubeClient
 from kube.conditions import find_condition
 from kube.errors import NotFound
@@ -32,6 +29,7 @@ from mcapi import global_addresses
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 from mcapi.resources import CLUSTER_INFO_IMPORTS
 from tests.datapath.driver import FAST_HEALTH
+from tests.datapath.kube_agents import start_agents
 from tests.datapath.topology import ClusterNs, Topology, build_topology, destroy_topology
 from tests.datapath.traffic import eventually_seen_source, peer_reporting_server
 from tests.integration.hubrunner import HubRunner
@@ -58,7 +56,6 @@ class OverlapSet:
 @pytest.fixture
 async def overlap_set(tmp_path: Path) -> AsyncIterator[OverlapSet]:
     topo = await build_topology(same_ranges={"west": "east"})
-    tasks: list[asyncio.Task[None]] = []
     async with AsyncExitStack() as stack:
         stack.push_async_callback(destroy_topology, topo)
         hubs = HubRunner(tmp_path / "hub", overrides={"global_cidr": GLOBAL_CIDR, "global_block_prefix": 20})
@@ -74,20 +71,8 @@ async def overlap_set(tmp_path: Path) -> AsyncIterator[OverlapSet]:
             await joined.wait_connected()
             for node in cluster.nodes:
                 await create_node(joined.client, node.name, node.underlay_ip, pod_cidr=node.pod_cidr)
-                agent = KubeAgent(
-                    joined.client, node.name, AGENT_CONFIG, netns=node.netns, key_path=tmp_path / f"{node.name}.key"
-                )
-                tasks.append(asyncio.create_task(agent.run(cleanup_on_stop=True), name=f"agent-{node.name}"))
+            await start_agents(stack, joined.client, cluster, AGENT_CONFIG, tmp_path)
             members[cluster.cluster_id] = joined
-
-        async def stop_agents() -> None:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-
-        stack.push_async_callback(stop_agents)  # runs first: agents clean up before the namespaces go
         yield OverlapSet(topo, members)
 
 

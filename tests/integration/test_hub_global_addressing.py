@@ -13,29 +13,17 @@ import pytest
 from hub.app import HubApp
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from tests.integration.hub_fixtures import hub_config, rest_session
+from tests.integration.hub_fixtures import rest_session, running_hub
 from tests.integration.hubclient import Member, MemberFactory, endpoints_export, read_until_synced, service_export
 
 GLOBAL_CIDR = "242.0.0.0/18"  # four /20 blocks
 
 
 @pytest.fixture
-async def global_hub(tmp_path: Path) -> AsyncIterator[HubApp]:
-    app = HubApp(hub_config(tmp_path / "hub", global_cidr=GLOBAL_CIDR, global_block_prefix=20))
-    await app.start()
-    try:
+async def hub(tmp_path: Path) -> AsyncIterator[HubApp]:
+    """This module's hub: with a global CIDR of four /20 blocks."""
+    async with running_hub(tmp_path / "hub", global_cidr=GLOBAL_CIDR, global_block_prefix=20) as app:
         yield app
-    finally:
-        await app.stop()
-
-
-@pytest.fixture
-async def members(global_hub: HubApp) -> AsyncIterator[MemberFactory]:
-    factory = MemberFactory(global_hub)
-    try:
-        yield factory
-    finally:
-        await factory.close()
 
 
 def cluster_info(cluster: str, service_cidr: str, pod_cidr: str, gateway_ip: str) -> pb.ResourceExport:
@@ -62,9 +50,9 @@ async def join_three(members: MemberFactory) -> dict[str, Member]:
 
 
 async def test_every_member_gets_a_block_and_only_the_overlapping_ones_are_globally_addressed(
-    global_hub: HubApp, members: MemberFactory
+    hub: HubApp, connect: MemberFactory
 ) -> None:
-    joined = await join_three(members)
+    joined = await join_three(connect)
     answers = {name: await m.announce() for name, m in joined.items()}
     assert {n: a.global_cidr for n, a in answers.items()} == {
         "east": "242.0.0.0/20",
@@ -80,8 +68,8 @@ async def test_every_member_gets_a_block_and_only_the_overlapping_ones_are_globa
     north = snapshot[names.cluster_info_import_name("north")].cluster_info
     assert (north.global_cidr, north.globally_addressed) == ("242.0.32.0/20", False)
 
-    async with rest_session(global_hub) as http:
-        headers = {"Authorization": f"Bearer {global_hub.admin_token}"}
+    async with rest_session(hub) as http:
+        headers = {"Authorization": f"Bearer {hub.admin_token}"}
         async with http.get("/api/v1/members", headers=headers) as response:
             items = (await response.json())["items"]
         async with http.get("/api/v1/clusterset", headers=headers) as response:
@@ -96,9 +84,9 @@ async def test_every_member_gets_a_block_and_only_the_overlapping_ones_are_globa
 
 
 async def test_the_verdict_follows_the_overlap_when_a_member_leaves_and_its_block_is_freed(
-    global_hub: HubApp, members: MemberFactory
+    hub: HubApp, connect: MemberFactory
 ) -> None:
-    joined = await join_three(members)
+    joined = await join_three(connect)
     watch = joined["north"].watch()
     await read_until_synced(watch)
     left = await joined["west"].stub.Leave(pb.LeaveRequest(cluster_id="west"))
@@ -112,37 +100,32 @@ async def test_the_verdict_follows_the_overlap_when_a_member_leaves_and_its_bloc
             break
     assert not (await joined["east"].announce()).globally_addressed
     # West's block is free again: the next member to join takes it.
-    newcomer = await members("south")
+    newcomer = await connect("south")
     assert (await newcomer.announce()).global_cidr == "242.0.16.0/20"
 
 
 async def test_blocks_survive_a_restart_of_the_hub(tmp_path: Path) -> None:
-    config = hub_config(tmp_path / "hub", global_cidr=GLOBAL_CIDR)
-    app = HubApp(config)
-    await app.start()
-    factory = MemberFactory(app)
-    try:
-        token = (await join_three(factory))["west"].token
-        blocks = {m.cluster_id: m.global_cidr for m in app.engine.index.members.values()}
-        assert blocks["west"] == "242.0.16.0/20"
-    finally:
-        await factory.close()
-        await app.stop()
-    app = HubApp(config)
-    await app.start()
-    again = Member(app, "west", token)
-    try:
-        answer = await again.announce()
-        assert answer.global_cidr == blocks["west"] and answer.globally_addressed
-    finally:
-        await again.close()
-        await app.stop()
+    async with running_hub(tmp_path / "restarted", global_cidr=GLOBAL_CIDR) as app:
+        factory = MemberFactory(app)
+        try:
+            token = (await join_three(factory))["west"].token
+            blocks = {m.cluster_id: m.global_cidr for m in app.engine.index.members.values()}
+            assert blocks["west"] == "242.0.16.0/20"
+        finally:
+            await factory.close()
+    async with running_hub(tmp_path / "restarted", global_cidr=GLOBAL_CIDR) as app:
+        again = Member(app, "west", token)
+        try:
+            answer = await again.announce()
+            assert answer.global_cidr == blocks["west"] and answer.globally_addressed
+        finally:
+            await again.close()
 
 
 async def test_global_addresses_of_another_block_are_refused_and_of_its_own_accepted(
-    global_hub: HubApp, members: MemberFactory
+    hub: HubApp, connect: MemberFactory
 ) -> None:
-    joined = await join_three(members)
+    joined = await join_three(connect)
     west = joined["west"]
     block = (await west.announce()).global_cidr
     assert block == "242.0.16.0/20"
@@ -161,8 +144,8 @@ async def test_global_addresses_of_another_block_are_refused_and_of_its_own_acce
     assert [a.global_ip for s in imported.endpoints.subsets for a in s.addresses] == ["242.0.16.2"]
 
 
-async def test_a_member_cannot_stamp_its_own_cluster_info(global_hub: HubApp, members: MemberFactory) -> None:
-    east = await members("east")
+async def test_a_member_cannot_stamp_its_own_cluster_info(hub: HubApp, connect: MemberFactory) -> None:
+    east = await connect("east")
     stamped = cluster_info("east", "10.96.0.0/16", "10.1.0.0/16", "198.18.0.11")
     stamped.cluster_info.globally_addressed = True
     with pytest.raises(grpc.aio.AioRpcError) as refused:
