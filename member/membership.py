@@ -17,7 +17,8 @@ A part that fails to start stops, with those started before it, and the join is 
 stops the exporters first, so that nothing changes the exports any more. Withdrawing (the
 ClusterSet was deleted, or the member's identity changed) then takes back every export and waits
 (bounded) until the hub acknowledged, removes the Gateways, tells the hub that the member leaves
-(rpc Leave: it drops the member's announce) and removes the imported objects. The rest stops in
+(rpc Leave: it drops the member's announce) and removes the imported objects (and the shadow
+Services and record of a globally addressed member's global addresses). The rest stops in
 reverse: the session, then the importer.
 """
 
@@ -194,6 +195,7 @@ class ClusterSetMembership:
         try:
             if withdraw:
                 await joined.gateway.remove_gateways()
+                await joined.exports.remove_global_addresses()
             # Withdrawing is leaving the ClusterSet: the hub is told (rpc Leave) once the
             # withdrawals were answered, and drops this member's announce.
             await joined.session.stop(leave=withdraw)

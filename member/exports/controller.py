@@ -167,6 +167,11 @@ class ServiceExportController:
 
     # ---- global addressing ---------------------------------------------------------
 
+    async def remove_global_addresses(self) -> None:
+        """The shadow Services and the record of global addresses go (leaving; after stop())."""
+        if self._global is not None:
+            await self._global.remove_all()
+
     def set_global_addressing(self, block: str, globally_addressed: bool) -> None:
         """The hub's verdict (AnnounceResponse); every ServiceExport follows when it changed."""
         if self._global is None or not self._global.set_verdict(block, globally_addressed):

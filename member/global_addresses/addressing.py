@@ -24,11 +24,12 @@ addresses they had, and nothing churns.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass, replace
 from ipaddress import IPv4Network
 
-from kube.apply import LiveSource, NameTaken, delete_if_owned, ensure
+from kube.apply import LiveSource, NameTaken, delete_if_owned, delete_object, ensure
 from kube.client import KubeClient, WatchEvent
 from kube.errors import NotFound
 from kube.informer import Informer
@@ -229,6 +230,15 @@ class GlobalAddressing:
             if owner and meta.get("namespace"):
                 found.append((str(meta["namespace"]), str(owner)))
         return found
+
+    async def remove_all(self) -> None:
+        """Delete every shadow Service and the record (leaving the ClusterSet; call after stop())."""
+        listed = await self._client.list_all(SERVICES, label_selector=LABEL_SHADOW_OF)
+        for obj in listed.items:
+            await delete_object(self._client, SERVICES, obj)
+        with contextlib.suppress(NotFound):
+            await self._client.delete(CONFIG_MAPS, CONFIGMAP, self._namespace)
+        self._book, self._recorded = None, None
 
     # ---- the record ----------------------------------------------------------------
 

@@ -167,3 +167,25 @@ async def test_a_restarted_member_exports_the_same_global_addresses(hub: HubApp,
     await east.member.exports.wait_idle()
     after = hub.engine.index.exports[name]
     assert after.endpoints == before.endpoints  # the same addresses: importers see no change
+
+
+async def test_leaving_the_clusterset_takes_the_shadow_services_and_the_record_along(
+    hub: HubApp, members: MemberFactory
+) -> None:
+    east = await join(members, "east", "198.18.0.11")
+    await join(members, "west", "198.18.0.12")
+    await addressed(east)
+    await east.create_service(NS, "web", spec=WEB)
+    await east.create_endpoints(NS, "web", ["10.1.0.5"])
+    await east.export(NS, "web")
+    await eventually(lambda: shadow(east, "web"), what="the shadow Service")
+    await east.delete_cluster_set(hub)
+
+    async def gone() -> bool:
+        try:
+            await east.client.get(CONFIG_MAPS, global_addresses.CONFIGMAP, MEMBER_NAMESPACE)
+        except NotFound:
+            return await shadow(east, "web") is None
+        return False
+
+    await eventually(gone, what="the shadow Service and mchub-global-addresses gone with the member")
