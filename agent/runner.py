@@ -165,6 +165,7 @@ class DatapathAgent:
 
     async def stop(self, *, cleanup: bool) -> None:
         """Stop retries, resyncs and probing; with ``cleanup`` remove everything the agent created."""
+        self._generation += 1  # a converge loop that missed its cancellation ends at its next turn
         await self._stop_converging()
         await cancel_and_wait(self._health_task)
         if cleanup:

@@ -82,8 +82,11 @@ async def run_command(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
+    # asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation that arrives
+    # as the command ends, and the agent being stopped then never stops (seen in CI).
     try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), time_limit)
+        async with asyncio.timeout(time_limit):
+            out, err = await proc.communicate(stdin)
     except TimeoutError as exc:
         proc.kill()
         await proc.wait()

@@ -115,7 +115,8 @@ class WireGuardDaemons:
         if child is not None and child.returncode is None:
             child.terminate()
             try:
-                await asyncio.wait_for(child.wait(), _STOP_DEADLINE)
+                async with asyncio.timeout(_STOP_DEADLINE):
+                    await child.wait()
             except TimeoutError:
                 child.kill()
                 await child.wait()

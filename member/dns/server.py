@@ -158,7 +158,8 @@ class DnsServer:
             metrics.tcp_connections.dec()
             writer.close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(writer.wait_closed(), 1.0)
+                async with asyncio.timeout(1.0):
+                    await writer.wait_closed()
 
     async def _answer_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
