@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import pytest
 
@@ -88,6 +90,26 @@ def envtest_nodes(node_clusterset: NodeClusterSet) -> EnvtestNodes:
     if node_clusterset.envtest is None:
         pytest.skip("failing a node on purpose needs envtest's nodes, not MCHUB_E2E_CLUSTERS")
     return node_clusterset.envtest
+
+
+@dataclass
+class Members:
+    """The ClusterSet and its three members, as a module's tests use them."""
+
+    clusterset: NodeClusterSet
+    east: Cluster
+    west: Cluster
+    north: Cluster
+
+    @classmethod
+    def of(cls, clusterset: NodeClusterSet) -> Self:
+        return cls(clusterset, *(clusterset.cluster(name) for name in ("east", "west", "north")))
+
+
+def endpoint_ips(cluster: Cluster, namespace: str, name: str) -> set[str]:
+    """The ready addresses of the Endpoints ``name`` (e.g. an import's antrea-mc-<name>)."""
+    endpoints = cluster.kubectl.json("get", "endpoints", name, "-n", namespace)
+    return {a["ip"] for subset in endpoints.get("subsets") or [] for a in subset.get("addresses") or []}
 
 
 def global_addresses(cluster: Cluster) -> GlobalAddresses:

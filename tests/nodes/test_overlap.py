@@ -17,7 +17,6 @@ from __future__ import annotations
 import ipaddress
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,18 +26,12 @@ from hack.nodeset.clusterset import GLOBAL_CIDR, Mode, NodeClusterSet
 from hack.nodeset.install import CLUSTERSET, LEADER_NS, MEMBER_NS, cluster_id
 from hack.nodeset.kubectl import until
 from hack.nodeset.workloads import client_pod, ensure_namespace, fetch_until, peer_seen, peer_server, web_server
-from tests.nodes.conftest import global_addresses, in_mode, overlapping
+from tests.nodes.conftest import Members, endpoint_ips, global_addresses, in_mode, overlapping
 
 NS = "overlap"
 
 
-@dataclass
-class World:
-    clusterset: NodeClusterSet
-    east: Cluster
-    west: Cluster
-    north: Cluster
-
+class World(Members):
     def block(self, cluster: Cluster) -> ipaddress.IPv4Network:
         network = global_addresses(cluster).network
         assert network is not None, f"{cluster.name} has no global block"
@@ -63,12 +56,11 @@ def world(node_clusterset: NodeClusterSet) -> World:
     peer_server(west, NS, "peer", node=west.nodes[-1].name)
     client_pod(east, NS, "client", node=east.nodes[-1].name)
     client_pod(east, NS, "client-on-gateway", node=east.nodes[0].name)
-    return World(clusterset, east, west, north)
+    return World.of(clusterset)
 
 
 def _endpoints(cluster: Cluster, name: str) -> set[str]:
-    endpoints = cluster.kubectl.json("get", "endpoints", name, "-n", NS)
-    return {a["ip"] for subset in endpoints.get("subsets") or [] for a in subset.get("addresses") or []}
+    return endpoint_ips(cluster, NS, name)
 
 
 def _west_pods(world: World) -> set[str]:

@@ -12,7 +12,6 @@ reached at their own IPs, the direct Pod-to-Pod path. On clusters whose ranges d
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
 
 import pytest
 
@@ -21,22 +20,14 @@ from hack.nodeset.clusterset import Mode, NodeClusterSet
 from hack.nodeset.install import MEMBER_NS
 from hack.nodeset.kubectl import until
 from hack.nodeset.workloads import client_pod, ensure_namespace, fetch_until, peer_seen, peer_server, web_server
-from tests.nodes.conftest import global_addresses, in_mode, overlapping, record
+from tests.nodes.conftest import Members, endpoint_ips, global_addresses, in_mode, overlapping, record
 
 NS = "pod-ip"
 MODE = Mode(endpoint_ip_type="PodIP", pod_to_pod=True)
 
 
-@dataclass
-class World:
-    clusterset: NodeClusterSet
-    east: Cluster
-    west: Cluster
-    north: Cluster
-
-
 @pytest.fixture(scope="module")
-def world(node_clusterset: NodeClusterSet) -> World:
+def world(node_clusterset: NodeClusterSet) -> Members:
     clusterset = in_mode(node_clusterset, MODE)
     east, west, north = (clusterset.cluster(name) for name in ("east", "west", "north"))
     for cluster in (east, west, north):
@@ -44,18 +35,13 @@ def world(node_clusterset: NodeClusterSet) -> World:
     web_server(west, NS, "web", replicas=2)
     web_server(north, NS, "nweb")
     client_pod(east, NS, "client", node=east.nodes[-1].name)
-    return World(clusterset, east, west, north)
+    return Members.of(clusterset)
 
 
 def _pods(cluster: Cluster, app: str) -> dict[str, str]:
     """Pod IP -> Pod name of the Pods labelled ``app``."""
     pods = cluster.kubectl.json("get", "pods", "-n", NS, "-l", f"app={app}")["items"]
     return {pod["status"]["podIP"]: pod["metadata"]["name"] for pod in pods if pod["status"].get("podIP")}
-
-
-def _endpoint_ips(cluster: Cluster, name: str) -> set[str]:
-    endpoints = cluster.kubectl.json("get", "endpoints", name, "-n", NS)
-    return {address["ip"] for subset in endpoints.get("subsets") or [] for address in subset.get("addresses") or []}
 
 
 def _reached_at(exporter: Cluster, app: str, importer: Cluster) -> dict[str, str]:
@@ -67,12 +53,12 @@ def _reached_at(exporter: Cluster, app: str, importer: Cluster) -> dict[str, str
         pods, addresses = _pods(exporter, app), global_addresses(exporter)
         if addresses.globally_addressed:
             pods = {addresses.pods[ip]: name for ip, name in pods.items() if ip in addresses.pods}
-        return pods if pods and _endpoint_ips(importer, f"antrea-mc-{app}") == set(pods) else None
+        return pods if pods and endpoint_ips(importer, NS, f"antrea-mc-{app}") == set(pods) else None
 
     return until(f"antrea-mc-{app} in {importer.name} lists {exporter.name}'s Pods", listed)
 
 
-def test_the_imported_service_lists_west_pods_and_answers_from_east(world: World) -> None:
+def test_the_imported_service_lists_west_pods_and_answers_from_east(world: Members) -> None:
     reached = _reached_at(world.west, "web", world.east)
     assert len(reached) == 2
     west = global_addresses(world.west)
@@ -87,13 +73,13 @@ def test_the_imported_service_lists_west_pods_and_answers_from_east(world: World
     assert answers <= set(reached.values())
 
 
-def test_an_east_pod_off_the_gateway_reaches_each_west_pod_at_its_address(world: World) -> None:
+def test_an_east_pod_off_the_gateway_reaches_each_west_pod_at_its_address(world: Members) -> None:
     assert world.east.nodes[-1].name != world.east.nodes[0].name, "east needs a node besides its Gateway"
     for ip, name in _reached_at(world.west, "web", world.east).items():
         assert fetch_until(world.east, NS, "client", f"http://{ip}/") == name
 
 
-def test_an_east_pod_off_the_gateway_reaches_each_north_pod_by_its_own_ip(world: World) -> None:
+def test_an_east_pod_off_the_gateway_reaches_each_north_pod_by_its_own_ip(world: Members) -> None:
     """North's ranges are its own: no global address, its Pods' IPs are routed as they are."""
     reached = _reached_at(world.north, "nweb", world.east)
     assert reached == _pods(world.north, "nweb")
@@ -102,7 +88,7 @@ def test_an_east_pod_off_the_gateway_reaches_each_north_pod_by_its_own_ip(world:
 
 
 def test_servers_see_a_globally_addressed_client_at_its_egress_address_and_a_direct_one_at_its_gateway(
-    world: World,
+    world: Members,
 ) -> None:
     """East's Gateway SNATs east's Pods to east's egress address, for west (through NAT) and
     north (direct) alike, so replies come back whatever the ranges; north is not globally
