@@ -11,6 +11,12 @@ Other Nodes: the remote CIDRs via the local Gateway's internalIP through the tun
 device, and the remote Gateway IPs the same way for the replies of connections from
 them (which the Gateway handed over through the primary CNI); no SNAT (the Gateway
 does it).
+
+Overlapping ranges (hub.merge.global_addressing): a globally addressed remote is routed by
+its global block instead of its CIDRs (agent.remotes). When the local cluster is globally
+addressed, its Gateway SNATs to its egress address (the block's first host address) instead of
+the Gateway IP, so replies come back through the tunnel whatever the ranges, and translates
+its exported Pods' global addresses to the Pods (GlobalDnat).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from agent.remotes import AcceptedRemote, LocalAddressing, select_remotes
 from agent.state import (
     RULE_PRIORITY,
     DesiredDatapath,
+    GlobalDnat,
     PolicyRule,
     ProbeTarget,
     ReplyMarking,
@@ -40,6 +47,7 @@ from agent.state import (
     WireGuardPeer,
 )
 from agent.tunnel_mac import gateway_tunnel_mac, node_tunnel_mac
+from mcapi.global_addresses import egress_ip, parse_block
 
 
 def _rules(reply_mark: int) -> tuple[PolicyRule, ...]:
@@ -103,6 +111,11 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
             snat=_snat(accepted, tunnel.name, None),
         )
     probes = tuple(ProbeTarget(r.cluster_id, r.gateway_ip) for r in accepted)
+    block = _local_block(inputs)
+    # A globally addressed cluster's traffic leaves as its egress address: its own ranges are
+    # not unique in the ClusterSet, its global block is (and is routed back to this Gateway).
+    source = egress_ip(block) if block is not None else gateway_ip
+    common = replace(common, global_dnat=_global_dnat(inputs, block))
     if use_wireguard:
         wg = config.wireguard
         device = WireGuardDevice(wg.interface, wg.port, tuple(_wireguard_peer(r, wg.port) for r in accepted))
@@ -110,7 +123,7 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
             common,
             wireguard=device,
             routes=_routes(accepted, wg.interface, via=lambda _r: None),
-            snat=_snat(accepted, wg.interface, gateway_ip),
+            snat=_snat(accepted, wg.interface, source),
             reply_marking=ReplyMarking(mark, remote_gateways, (wg.interface,)),
             mss_clamp_interfaces=(tunnel.name, wg.interface),
             probe_targets=probes,
@@ -120,7 +133,7 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
         policy=_policy(inputs, config, remote_gateways),
         tunnel_peers=tuple(TunnelPeer(r.gateway_ip, gateway_tunnel_mac(r.gateway_ip)) for r in accepted),
         routes=_routes(accepted, tunnel.name, via=lambda r: r.gateway_ip),
-        snat=_snat(accepted, tunnel.name, gateway_ip),
+        snat=_snat(accepted, tunnel.name, source),
         reply_marking=ReplyMarking(mark, remote_gateways, (tunnel.name,)),
         mss_clamp_interfaces=(tunnel.name,),
         probe_targets=probes,
@@ -183,9 +196,34 @@ def _local_ip(text: str, what: str) -> IPv4Address:
     return parsed
 
 
+def _local_block(inputs: AgentInputs) -> IPv4Network | None:
+    """The local global block while the cluster is globally addressed."""
+    text = inputs.cluster.global_cidr
+    if text is None:
+        return None
+    block = parse_block(text)
+    if block is None:
+        raise InvalidInputsError(f"local global CIDR {text!r} is not an IPv4 network of at least 4 addresses")
+    return block
+
+
+def _global_dnat(inputs: AgentInputs, block: IPv4Network | None) -> GlobalDnat | None:
+    if block is None or not inputs.cluster.global_pods:
+        return None
+    mappings = []
+    for global_text, pod_text in inputs.cluster.global_pods:
+        global_ip = _local_ip(global_text, "global Pod address")
+        pod_ip = _local_ip(pod_text, f"Pod address of {global_ip}")
+        if global_ip not in block:
+            raise InvalidInputsError(f"global Pod address {global_ip} is outside the local global CIDR {block}")
+        mappings.append((global_ip, pod_ip))
+    return GlobalDnat(tuple(sorted(mappings)))
+
+
 def _local_cidrs(inputs: AgentInputs) -> tuple[tuple[IPv4Network, str], ...]:
     found: list[tuple[IPv4Network, str]] = []
     labelled = [(inputs.cluster.service_cidr, "local Service CIDR")] if inputs.cluster.service_cidr else []
+    labelled += [(inputs.cluster.global_cidr, "local global CIDR")] if inputs.cluster.global_cidr else []
     labelled += [(c, "local Pod CIDR") for c in inputs.cluster.pod_cidrs]
     labelled += [(c, f"Node {inputs.node.name} Pod CIDR") for c in inputs.node.pod_cidrs]
     for text, what in labelled:

@@ -30,6 +30,13 @@ class LocalCluster:
     cluster_id: str
     service_cidr: str | None = None
     pod_cidrs: tuple[str, ...] = ()
+    global_cidr: str | None = None
+    """The cluster's global block while the hub says it is globally addressed (None: it is
+    reached at its own addresses). Its Gateway SNATs cross-cluster traffic to the block's first
+    host address (its egress address) instead of the Gateway IP."""
+    global_pods: tuple[tuple[str, str], ...] = ()
+    """(global IP, Pod IP) of every exported Pod endpoint: the Gateway translates the first to
+    the second (from the member's ConfigMap mchub-global-addresses)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,9 @@ class RemoteCluster:
     """gatewayInfos[].gatewayIP; the first one is used, as Antrea does."""
     pod_cidrs: tuple[str, ...] = ()
     wireguard_public_key: str | None = None
+    global_cidr: str | None = None
+    """The cluster's global block while it is globally addressed: then it is routed instead of
+    the Service and Pod CIDRs (None: those are routed)."""
 
 
 @dataclass(frozen=True)

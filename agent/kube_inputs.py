@@ -8,6 +8,8 @@ What the agent reads, all in the member Namespace except its Node:
   cluster's Service CIDR, which the member writes there as Antrea does);
 * every ClusterInfoImport not being deleted: one RemoteCluster each;
 * the member's ConfigMap ``antrea-mc-controller-config``: the local cluster's podCIDRs;
+* the member's ConfigMap ``mchub-global-addresses`` (mcapi.global_addresses): the local global
+  block while the cluster is globally addressed, and its exported Pods' global addresses;
 * the ClusterSet: the local cluster ID (only guards against importing ourselves).
 
 Malformed values are passed on as they are: agent.desired validates them and reports an
@@ -22,6 +24,7 @@ from ipaddress import IPv4Address, ip_address
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
 from kube.resources import Obj
 from mcapi.config import ConfigError, parse_configmap_data
+from mcapi.global_addresses import GlobalAddresses
 
 
 def _name(obj: Obj) -> str:
@@ -77,6 +80,8 @@ def remote_cluster(cluster_info_import: Obj) -> RemoteCluster:
         gateway_ips=tuple(str(g.get("gatewayIP") or "") for g in spec.get("gatewayInfos") or []),
         pod_cidrs=tuple(str(c) for c in spec.get("podCIDRs") or [] if c),
         wireguard_public_key=str(wire_guard["publicKey"]) if wire_guard.get("publicKey") else None,
+        # Only while the hub says it is globally addressed is the block routed instead of its CIDRs.
+        global_cidr=str(spec.get("globalCIDR") or "") if spec.get("globallyAddressed") is True else None,
     )
 
 
@@ -96,6 +101,20 @@ def cluster_pod_cidrs(configmap: Obj | None) -> tuple[str, ...]:
         return ()
 
 
+def local_cluster(
+    cluster_sets: Iterable[Obj], service_cidr: str | None, configmap: Obj | None, global_addresses: Obj | None
+) -> LocalCluster:
+    addresses = GlobalAddresses.from_data((global_addresses or {}).get("data"))
+    addressed = addresses.globally_addressed and bool(addresses.block)
+    return LocalCluster(
+        cluster_id(cluster_sets),
+        service_cidr,
+        cluster_pod_cidrs(configmap),
+        global_cidr=addresses.block if addressed else None,
+        global_pods=tuple(sorted((g, pod) for pod, g in addresses.pods.items())) if addressed else (),
+    )
+
+
 def cluster_id(cluster_sets: Iterable[Obj]) -> str:
     for cluster_set in sorted(cluster_sets, key=_name):
         value = (cluster_set.get("spec") or {}).get("clusterID")
@@ -110,6 +129,7 @@ def build_inputs(
     imports: Iterable[Obj],
     *,
     configmap: Obj | None = None,
+    global_addresses: Obj | None = None,
     cluster_sets: Iterable[Obj] = (),
     wireguard_public_key: str | None = None,
 ) -> AgentInputs | None:
@@ -120,7 +140,7 @@ def build_inputs(
     gateway, service_cidr = active_gateway(gateways)
     return AgentInputs(
         node=local,
-        cluster=LocalCluster(cluster_id(cluster_sets), service_cidr, cluster_pod_cidrs(configmap)),
+        cluster=local_cluster(cluster_sets, service_cidr, configmap, global_addresses),
         gateway=gateway,
         remotes=remote_clusters(imports),
         wireguard_public_key=wireguard_public_key,

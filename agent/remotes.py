@@ -1,5 +1,8 @@
 """Validation of ClusterInfoImports: which remote clusters and CIDRs can be routed.
 
+A globally addressed remote (its ranges overlap another member's) is routed by its global block
+alone; any other by its Service CIDR (and Pod CIDRs with Pod-to-Pod connectivity).
+
 Pure. Remote values come from other clusters, so nothing here raises: what cannot be
 routed safely is left out with an Exclusion the kube wiring can publish. Conflicts
 between two remote clusters are settled by cluster ID order (the smaller ID keeps its
@@ -68,9 +71,13 @@ def select_remotes(
             why = "no WireGuard public key" if key is None else "same WireGuard public key as this Node"
             exclusions.append(Exclusion(cid, ExclusionReason.NO_WIREGUARD_KEY, why))
             continue
-        wanted = [remote.service_cidr] if remote.service_cidr else []
-        if pod_to_pod:
-            wanted.extend(remote.pod_cidrs)
+        if remote.global_cidr is not None:
+            # Globally addressed: its own ranges overlap another member's; only its block is routed.
+            wanted = [remote.global_cidr]
+        else:
+            wanted = [remote.service_cidr] if remote.service_cidr else []
+            if pod_to_pod:
+                wanted.extend(remote.pod_cidrs)
         cidrs, cidr_exclusions = _routable_cidrs(cid, wanted, gateway_ip, local, accepted)
         exclusions.extend(cidr_exclusions)
         if not cidrs:

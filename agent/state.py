@@ -153,6 +153,17 @@ class SnatRule:
 
 
 @dataclass(frozen=True)
+class GlobalDnat:
+    """On the Gateway of a globally addressed cluster: its exported Pods' global addresses
+    translated to the Pods' own (nat prerouting, before kube-proxy). An exported Service's global
+    address needs no rule here: it is an externalIP of the Service's shadow, which kube-proxy
+    translates."""
+
+    mappings: tuple[tuple[IPv4Address, IPv4Address], ...]
+    """(global IP, Pod IP), sorted by global IP."""
+
+
+@dataclass(frozen=True)
 class WireGuardPeer:
     """A remote Gateway reached over WireGuard."""
 
@@ -198,6 +209,7 @@ class DesiredDatapath:
     """Cluster IDs whose traffic is routed."""
     policy: PolicyDatapath | None = None
     """The active VXLAN Gateway's identity tagging and ClusterSet rules (agent.policy)."""
+    global_dnat: GlobalDnat | None = None
     exclusions: tuple[Exclusion, ...] = field(default=())
 
     @property
@@ -208,4 +220,5 @@ class DesiredDatapath:
             and not self.routes
             and self.snat is None
             and self.reply_marking is None
+            and self.global_dnat is None
         )

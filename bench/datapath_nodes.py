@@ -14,8 +14,10 @@ client node, in the same run:
 Figures: iperf3 TCP throughput (one stream, ``--seconds``), and HTTP request latency (curl,
 a new connection per request, ``--requests`` of them: p50, p99), each with its ratio to
 ``local``. Prints them and writes JSON (``--json``). Needs root and what the node tests
-need. ``MCHUB_NODESET_DIR=DIR`` measures a ClusterSet ``python -m hack.nodeset up DIR`` left
-running (and leaves it running); otherwise one is started and stopped (about 2 minutes).
+need. ``MCHUB_NODESET_DIR=DIR`` measures a ClusterSet ``python -m hack.nodeset up --plain DIR``
+left running (and leaves it running); otherwise one is started and stopped (about 2 minutes).
+Every cluster has its own ranges there (``--plain``): the direct path. bench/overlap_nodes.py
+measures the path through global addresses against it.
 
 Usage: sudo .venv/bin/python bench/datapath_nodes.py [--seconds 5] [--requests 200] [--json FILE]
 """
@@ -185,7 +187,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     running = os.environ.get("MCHUB_NODESET_DIR")
-    clusterset = attach(Path(running)) if running else start(Path(tempfile.mkdtemp(prefix="mchub-bench-")) / "ct")
+    clusterset = (
+        attach(Path(running)) if running else start(Path(tempfile.mkdtemp(prefix="mchub-bench-")) / "ct", overlap=False)
+    )
     try:
         rows = measure(clusterset, args.seconds, args.requests)
     finally:

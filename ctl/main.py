@@ -9,7 +9,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctl import commands, dnsconfig, inventory
+from ctl import clusterinfo, commands, dnsconfig, inventory
 from ctl.errors import EXIT_CODES_HELP, EXIT_FAILED, EXIT_NOT_FOUND, CtlError
 from ctl.output import FORMATS, note
 from kube.errors import ConnectionFailed, Forbidden, KubeError, NotFound, Unauthorized
@@ -137,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     _namespace(p, LEADER_NS, "leader ClusterSet")
     dnsconfig.register(b.leaf, get_kinds)
     inventory.register(b.leaf, get_kinds)
+    clusterinfo.register(b.leaf, get_kinds)
 
     create = b.verbs.add_parser("create", help="create a member token")
     create_kinds = create.add_subparsers(dest="kind", required=True, metavar="KIND")

@@ -6,6 +6,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hub.merge.global_addressing import DEFAULT_BLOCK_PREFIX, GlobalCIDR, GlobalCIDRError
 from kube.leader import LeaseTiming
 from mcapi import names
 from mcapi.addresses import is_loopback_host
@@ -91,6 +92,10 @@ class HubConfig:
     namespace: str = names.DEFAULT_LEADER_NAMESPACE
     # Antrea's older merge rule: exporters' ports must be identical.
     strict_ports: bool = False
+    # The ClusterSet's global CIDR ("" : off): members whose ranges overlap another's are reached
+    # through a block of it, `global_block_prefix` long (hub.merge.global_addressing).
+    global_cidr: str = ""
+    global_block_prefix: int = DEFAULT_BLOCK_PREFIX
     # How often members announce (told to them in AnnounceResponse).
     heartbeat_interval: float = 10.0
     # A member without an announce for this long is Disconnected.
@@ -134,7 +139,16 @@ class HubConfig:
                 raise HubConfigError(MIRROR_QPS)
         if self.heartbeat_interval <= 0 or self.disconnect_after <= self.heartbeat_interval:
             raise HubConfigError("disconnect_after must exceed heartbeat_interval, both positive")
+        self.global_addressing  # noqa: B018 - raises HubConfigError for an unusable one
         return self
+
+    @property
+    def global_addressing(self) -> GlobalCIDR | None:
+        """The parsed global CIDR (None: off); HubConfigError when it is unusable."""
+        try:
+            return GlobalCIDR.parse(self.global_cidr, self.global_block_prefix)
+        except GlobalCIDRError as err:
+            raise HubConfigError(str(err)) from None
 
     @property
     def kube_store(self) -> KubeStoreConfig | None:

@@ -33,6 +33,8 @@ ANNOTATION_TOUCH_TS = "touch-ts"
 ANNOTATION_CREATED_BY_ANTCTL = "multicluster.antrea.io/created-by-antctl"
 # On a Node: the agent's WireGuard public key, which the member copies into the Gateway.
 ANNOTATION_WIREGUARD_PUBLIC_KEY = "multicluster.antrea.io/wireguard-public-key"
+# On the shadow Service of an export of a globally addressed member: its global address.
+ANNOTATION_GLOBAL_ADDRESS = "mchub.antrea.io/global-address"
 
 # Labels on ResourceExports.
 LABEL_SOURCE_NAME = "sourceName"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from hub.config import (
     SqliteStoreConfig,
     StoreConfig,
 )
+from hub.merge.global_addressing import DEFAULT_BLOCK_PREFIX
 from kube.leader import LeaseTiming
 from kube.waiting import until_stop_signal
 
@@ -42,6 +44,18 @@ def register(sub: Any) -> None:
     parser.add_argument("--clusterset-id", default="test-clusterset", help="ClusterSet ID (default test-clusterset)")
     parser.add_argument("--leader-cluster-id", default="leader", help="this leader's cluster ID (default leader)")
     parser.add_argument("--strict-ports", action="store_true", help="Antrea's older rule: exporters' ports must match")
+    parser.add_argument(
+        "--global-cidr",
+        default=os.environ.get("MCHUB_GLOBAL_CIDR", ""),
+        help="the ClusterSet's global CIDR, e.g. 242.0.0.0/8: members whose Service or Pod CIDRs overlap "
+        "another's are reached through a block of it (default $MCHUB_GLOBAL_CIDR, else off)",
+    )
+    parser.add_argument(
+        "--global-block-prefix",
+        default=os.environ.get("MCHUB_GLOBAL_BLOCK_PREFIX") or str(DEFAULT_BLOCK_PREFIX),
+        help=f"prefix length of each member's global block (default $MCHUB_GLOBAL_BLOCK_PREFIX, "
+        f"else {DEFAULT_BLOCK_PREFIX}: 4096 addresses)",
+    )
     parser.add_argument(
         "--store", choices=["sqlite", "kube"], default="sqlite", help="where state lives (default sqlite)"
     )
@@ -120,6 +134,13 @@ def _store(args: argparse.Namespace) -> StoreConfig:
     )
 
 
+def _block_prefix(text: str) -> int:
+    try:
+        return int(str(text).strip().lstrip("/"))
+    except ValueError:
+        raise HubConfigError(f"global block prefix {text!r} is not a prefix length (a number like 20)") from None
+
+
 def _config(args: argparse.Namespace) -> HubConfig:
     return HubConfig(
         data_dir=args.data_dir,
@@ -132,6 +153,8 @@ def _config(args: argparse.Namespace) -> HubConfig:
         cluster_set_id=args.clusterset_id,
         leader_cluster_id=args.leader_cluster_id,
         strict_ports=args.strict_ports,
+        global_cidr=args.global_cidr,
+        global_block_prefix=_block_prefix(args.global_block_prefix),
         namespace=args.namespace,
         store=_store(args),
         leader_address=args.leader_address,

@@ -19,7 +19,8 @@ A part that fails to start stops, with those started before it, and the join is 
 stops the exporters first, so that nothing changes the exports any more. Withdrawing (the
 ClusterSet was deleted, or the member's identity changed) then takes back every export and waits
 (bounded) until the hub acknowledged, removes the Gateways, tells the hub that the member leaves
-(rpc Leave: it drops the member's announce) and removes the imported objects. The rest stops in
+(rpc Leave: it drops the member's announce) and removes the imported objects (and the shadow
+Services and record of a globally addressed member's global addresses). The rest stops in
 reverse: the session, then the importer.
 """
 
@@ -41,6 +42,7 @@ from member.about.properties import ClusterProperties
 from member.config import MemberOptions
 from member.exports.controller import ServiceExportController
 from member.gateway.controller import GatewayController
+from member.global_addresses.addressing import GlobalAddressing
 from member.hubclient import ConnectionState, HubEndpoint, HubSession, HubSessionConfig
 from member.identities import LabelIdentityController
 from member.imports import ImportApplier
@@ -103,6 +105,7 @@ class ClusterSetMembership:
             joined = self._parts(spec, endpoint)
             await joined.parts.start()
             self._joined = joined
+            self._on_state_change(joined.session.state)  # an announce answered while the parts started
             log.info("member joined", extra={"clusterSet": spec.ref, "clusterID": spec.cluster_id})
 
     def _parts(self, spec: JoinSpec, endpoint: HubEndpoint) -> Joined:
@@ -125,6 +128,10 @@ class ClusterSetMembership:
             workers=options.export_workers,
             registry=registry,
             sync_timeout=options.sync_timeout,
+            global_addressing=GlobalAddressing(
+                client, options.namespace, self.config.endpoint_ip_type, sync_timeout=options.sync_timeout
+            ),
+            recorder=self.recorder,
         )
         gateway = GatewayController(
             client,
@@ -194,6 +201,7 @@ class ClusterSetMembership:
         try:
             if withdraw:
                 await joined.gateway.remove_gateways()
+                await joined.exports.remove_global_addresses()
             # Withdrawing is leaving the ClusterSet: the hub is told (rpc Leave) once the
             # withdrawals were answered, and drops this member's announce.
             await joined.session.stop(leave=withdraw)
@@ -223,5 +231,9 @@ class ClusterSetMembership:
         self._link_listeners.append(listener)
 
     def _on_state_change(self, state: ConnectionState) -> None:
+        joined = self._joined
+        if joined is not None and state.connected:
+            # The hub's verdict on this member's ranges, with every announce.
+            joined.exports.set_global_addressing(state.global_cidr, state.globally_addressed)
         for listener in self._link_listeners:
             listener()

@@ -1,7 +1,8 @@
 """ClusterView: informers over everything agent/kube_inputs.py reads, and one "changed" signal.
 
-Its own Node by field selector; Gateways, ClusterInfoImports, the member ConfigMap and the
-ClusterSet (when the CRD is served) in the member Namespace. ``changed`` is set by every
+Its own Node by field selector; Gateways, ClusterInfoImports, the member ConfigMap, the
+member's global addresses (ConfigMap mchub-global-addresses) and the ClusterSet (when the CRD
+is served) in the member Namespace. ``changed`` is set by every
 event; the consumer clears it, reads ``inputs()`` and acts if they differ from the last.
 """
 
@@ -16,6 +17,7 @@ from kube.client import KubeClient, WatchEvent
 from kube.errors import Forbidden, NotFound
 from kube.informer import Informer
 from kube.resources import CONFIG_MAPS, NODES, Obj
+from mcapi import global_addresses
 from mcapi.names import MC_CONTROLLER_CONFIGMAP
 from mcapi.resources import CLUSTER_INFO_IMPORTS, CLUSTER_SETS, GATEWAYS
 
@@ -37,6 +39,13 @@ class ClusterView:
             CONFIG_MAPS,
             namespace=namespace,
             field_selector=f"metadata.name={MC_CONTROLLER_CONFIGMAP}",
+            handler=self._on_event,
+        )
+        self._global_addresses = Informer(
+            client,
+            CONFIG_MAPS,
+            namespace=namespace,
+            field_selector=f"metadata.name={global_addresses.CONFIGMAP}",
             handler=self._on_event,
         )
         self._cluster_sets: Informer | None = None
@@ -69,7 +78,7 @@ class ClusterView:
         return all(informer.synced.is_set() for informer in self._informers())
 
     def _informers(self) -> list[Informer]:
-        found = [self._node, self._gateways, self._imports, self._configmap]
+        found = [self._node, self._gateways, self._imports, self._configmap, self._global_addresses]
         return found + ([self._cluster_sets] if self._cluster_sets is not None else [])
 
     async def _on_event(self, event: WatchEvent) -> None:
@@ -92,6 +101,7 @@ class ClusterView:
             self._gateways.list(self.namespace),
             self.imports(),
             configmap=self._configmap.get(MC_CONTROLLER_CONFIGMAP, self.namespace),
+            global_addresses=self._global_addresses.get(global_addresses.CONFIGMAP, self.namespace),
             cluster_sets=self._cluster_sets.list(self.namespace) if self._cluster_sets is not None else (),
             wireguard_public_key=wireguard_public_key,
         )

@@ -15,6 +15,11 @@ postrouting`` chain that clears the bit again from every packet's mark, because 
 VXLAN device routes its outer packet with the inner packet's mark, which would lead
 it back into the tunnel.
 
+On the Gateway of a globally addressed cluster, a ``nat prerouting`` chain at dstnat - 1
+(before kube-proxy's DNAT, so the packet reaches kube-proxy as one for a Pod, which it leaves
+alone) translates the global addresses of exported Pods to the Pods, through the map
+``global_pods`` (agent.state.GlobalDnat). Replies are translated back by conntrack.
+
 Idempotence: every rule carries the fingerprint of the whole rendered table as its
 comment. If the live table has exactly the expected number of rules and all carry the
 expected fingerprint, nothing is written; otherwise the table is deleted and rebuilt in
@@ -30,11 +35,13 @@ from typing import Any
 from agent.errors import NftablesError
 from agent.linux.netns import run_command
 from agent.linux.ownership import NFT_FAMILY, NFT_TABLE
-from agent.state import DesiredDatapath, ReplyMarking
+from agent.state import DesiredDatapath, GlobalDnat, ReplyMarking
 
 _SET = "remote_cidrs"
 _GATEWAYS = "remote_gateways"
+_GLOBAL_PODS = "global_pods"
 _PRIO_MANGLE = -150
+_PRIO_DSTNAT_FIRST = -101  # dstnat - 1: before kube-proxy's (and the CNI's) DNAT
 # srcnat - 5: after the policy table tags packets with their Pod's identity (srcnat - 10,
 # agent/linux/policy_nft.py), before iptables' and the CNI's nat POSTROUTING (srcnat).
 _PRIO_SRCNAT_FIRST = 95
@@ -44,7 +51,12 @@ _ALL_BITS = 0xFFFFFFFF
 
 def render_table(desired: DesiredDatapath) -> list[dict[str, Any]] | None:
     """The nft JSON commands that create our table, or None when we want no table."""
-    if desired.snat is None and not desired.mss_clamp_interfaces and desired.reply_marking is None:
+    if (
+        desired.snat is None
+        and not desired.mss_clamp_interfaces
+        and desired.reply_marking is None
+        and desired.global_dnat is None
+    ):
         return None
     base = {"family": NFT_FAMILY, "table": NFT_TABLE}
     objects: list[dict[str, Any]] = []
@@ -87,6 +99,8 @@ def render_table(desired: DesiredDatapath) -> list[dict[str, Any]] | None:
         )
     if desired.reply_marking is not None:
         _reply_marking(base, desired.reply_marking, objects, rules)
+    if desired.global_dnat is not None:
+        _global_dnat(base, desired.global_dnat, objects, rules)
     fingerprint = _fingerprint(objects, rules)
     commands: list[dict[str, Any]] = [{"add": {"table": {"family": NFT_FAMILY, "name": NFT_TABLE}}}]
     commands += [{"add": o} for o in objects]
@@ -145,6 +159,19 @@ def _reply_marking(
             ],
         }
     )
+
+
+def _global_dnat(
+    base: dict[str, str], dnat: GlobalDnat, objects: list[dict[str, Any]], rules: list[dict[str, Any]]
+) -> None:
+    the_map: dict[str, Any] = {**base, "name": _GLOBAL_PODS, "type": "ipv4_addr", "map": "ipv4_addr"}
+    if dnat.mappings:
+        the_map["elem"] = [[str(global_ip), str(pod_ip)] for global_ip, pod_ip in dnat.mappings]
+    objects.append({"map": the_map})
+    objects.append(_chain(base, "global_dnat", "nat", "prerouting", _PRIO_DSTNAT_FIRST))
+    daddr = {"payload": {"protocol": "ip", "field": "daddr"}}
+    translate = {"dnat": {"addr": {"map": {"key": daddr, "data": f"@{_GLOBAL_PODS}"}}}}
+    rules.append({**base, "chain": "global_dnat", "expr": [translate]})
 
 
 async def reconcile_nft(netns: str | None, desired: DesiredDatapath, changes: list[str]) -> None:

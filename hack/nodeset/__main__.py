@@ -2,7 +2,9 @@
 
 up DIR     build the images, start north (leader and member), east and west with nodes
            (../shared/envtest, root), install mchub as deploy/INSTALL.md says; prints the
-           kubectl commands to look at it
+           kubectl commands to look at it. East and west share their Pod and Service
+           CIDRs and the hub has a global CIDR (they are globally addressed; north has its
+           own ranges); --plain: every cluster its own ranges, no global CIDR
 demo DIR   up, then west serves `hello from <Pod>`, exports it, and a Pod in east fetches
            it through the ClusterSet IP; prints the answer and the command to repeat it
 down DIR   stop everything under DIR and remove it
@@ -61,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hack.nodeset", description=__doc__.split("\n\n")[0])
     parser.add_argument("verb", choices=("up", "demo", "reload", "down"))
     parser.add_argument("dir", type=Path)
+    parser.add_argument(
+        "--plain", action="store_true", help="up/demo: every cluster its own ranges (default: east and west overlap)"
+    )
     args = parser.parse_args(argv)
     directory = args.dir.resolve()
     if args.verb == "down":
@@ -73,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb == "reload":
         reload(attach(directory))
         return 0
-    clusterset = start(directory)
+    clusterset = start(directory, overlap=not args.plain)
     _summary(clusterset)
     if args.verb == "demo":
         demo(clusterset)

@@ -5,6 +5,12 @@ The guide's topology: ``north`` (one node) is the leader and a member too (dual 
 both nodes in west (so the Gateway can fail over). Against a user's clusters
 (``MCHUB_E2E_CLUSTERS``) the first is the leader and every one joins; their images must
 already be on their nodes.
+
+The ranges overlap (``overlap``, the default): east and west share one Pod CIDR and one Service
+CIDR (as clusters made from one template do; north keeps its own), and the hub has a global CIDR
+(``GLOBAL_CIDR``): east and west are globally addressed and reach each other through their global
+blocks, while traffic from them to north keeps north's own addresses. One ClusterSet thus carries
+both paths, NATed and direct; ``overlap=False`` gives every cluster envtest's own distinct ranges.
 """
 
 from __future__ import annotations
@@ -32,6 +38,24 @@ from hack.nodeset.install import (
 from hack.nodeset.kubectl import until
 
 TOPOLOGY = {"north": 1, "east": 2, "west": 2}
+GLOBAL_CIDR = "242.0.0.0/16"
+# The overlapping ClusterSet's ranges: north its own, east and west the same.
+OVERLAP_RANGES = {
+    "north": ("10.1.0.0/16", "10.96.0.0/16"),
+    "east": ("10.2.0.0/16", "10.97.0.0/16"),
+    "west": ("10.2.0.0/16", "10.97.0.0/16"),
+}
+
+
+def overlap_env(topology: dict[str, int]) -> dict[str, str]:
+    """envtest's variables giving the clusters OVERLAP_RANGES (its own order otherwise)."""
+    env = {}
+    for name in topology.keys() & OVERLAP_RANGES.keys():
+        pods, services = OVERLAP_RANGES[name]
+        key = name.upper().replace("-", "_")
+        env[f"ENVTEST_POD_CIDR_{key}"] = pods
+        env[f"ENVTEST_SERVICE_CIDR_{key}"] = services
+    return env
 
 
 @dataclass(frozen=True)
@@ -53,6 +77,12 @@ class NodeClusterSet:
     installed: Installed
     envtest: EnvtestNodes | None
     figures: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def overlapping(self) -> bool:
+        """Whether east and west share their ranges (``start``'s default; not a user's clusters)."""
+        east, west = self.installed.members.get("east"), self.installed.members.get("west")
+        return east is not None and west is not None and east.pod_cidr is not None and east.pod_cidr == west.pod_cidr
 
     @property
     def leader(self) -> Cluster:
@@ -103,9 +133,16 @@ def gateways_of(cluster: Cluster) -> list[str]:
     return nodes if cluster.name == "west" else nodes[:1]
 
 
-def start(directory: Path, *, topology: dict[str, int] | None = None, log: bool = True) -> NodeClusterSet:
+def start(
+    directory: Path,
+    *,
+    topology: dict[str, int] | None = None,
+    log: bool = True,
+    overlap: bool = True,
+) -> NodeClusterSet:
     """Build the images (while the clusters start), start the clusters, install mchub; with
-    MCHUB_E2E_CLUSTERS, install mchub into those instead."""
+    MCHUB_E2E_CLUSTERS, install mchub into those instead. ``overlap``: east and west share
+    their ranges and the hub has GLOBAL_CIDR (False: every cluster its own ranges)."""
     users = user_clusters()
     if users is not None:
         return install_into(users, directory)
@@ -124,9 +161,10 @@ def start(directory: Path, *, topology: dict[str, int] | None = None, log: bool 
 
     builder = threading.Thread(target=build, name="image-build")
     builder.start()
-    say(f"nodeset: starting clusters {topology or TOPOLOGY} in {directory}")
+    shape = topology or TOPOLOGY
+    say(f"nodeset: starting clusters {shape}{' (east and west overlapping)' if overlap else ''} in {directory}")
     try:
-        envtest = EnvtestNodes.up(directory, topology or TOPOLOGY)
+        envtest = EnvtestNodes.up(directory, shape, env=overlap_env(shape) if overlap else None)
     finally:
         builder.join()
     figures["clusters_up_s"] = envtest.started_in
@@ -136,7 +174,7 @@ def start(directory: Path, *, topology: dict[str, int] | None = None, log: bool 
         started = time.monotonic()
         envtest.load_images(*built["archives"].all())
         figures["image_load_s"] = time.monotonic() - started
-        installed = install(envtest.clusters, directory / "hub-tls", say)
+        installed = install(envtest.clusters, directory / "hub-tls", say, global_cidr=GLOBAL_CIDR if overlap else "")
     except BaseException:
         envtest.down()
         raise
@@ -152,10 +190,10 @@ def install_into(clusters: dict[str, Cluster], directory: Path | None = None) ->
     return NodeClusterSet(installed, None, {"install_to_ready_s": installed.seconds["to_ready"]})
 
 
-def install(clusters: dict[str, Cluster], tls_dir: Path, say: object = print) -> Installed:
+def install(clusters: dict[str, Cluster], tls_dir: Path, say: object = print, *, global_cidr: str = "") -> Installed:
     started = time.monotonic()
     leader = next(iter(clusters.values()))
-    installed = install_leader(leader, tls_dir)
+    installed = install_leader(leader, tls_dir, global_cidr=global_cidr)
     for cluster in clusters.values():
         config = {"podCIDRs": [cluster.pod_cidr]} if cluster.pod_cidr else {}
         join_member(installed, cluster, gateways_of(cluster), wait=False, **config)

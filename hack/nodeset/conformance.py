@@ -156,6 +156,17 @@ def run(clusters: list[Cluster], directory: Path = ARTIFACTS, *, extra: tuple[st
     return read_report(directory, time.monotonic() - started, done.returncode)
 
 
+def contexts(clusters: dict[str, Cluster], *, overlapping: bool) -> list[Cluster]:
+    """The suite's contexts, the exporter first: east, or north when east and west share their
+    ranges. The suite checks that every cluster's clusterset.local answers for a headless Service
+    are the exporter's own Pod IPs; a globally addressed exporter's are its global addresses (its
+    own IPs are the importer's own range), so the exporter is north, whose ranges are its own. The
+    specs that export from the second context too (StrictPortConflict) export from east: their
+    traffic to it goes through its global addresses."""
+    order = ("north", "east", "west") if overlapping else ("east", "west", "north")
+    return [clusters[name] for name in order if name in clusters]
+
+
 def main(argv: list[str] | None = None) -> int:
     from hack.nodeset.clusterset import attach, start  # noqa: PLC0415 - the CLI only
 
@@ -164,13 +175,21 @@ def main(argv: list[str] | None = None) -> int:
         "dir", type=Path, help="a ClusterSet left running by `python -m hack.nodeset up DIR`, or where to start one"
     )
     parser.add_argument("--keep", action="store_true", help="leave a ClusterSet this command started running")
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="start the ClusterSet with every cluster's own ranges (python -m hack.nodeset up --plain)",
+    )
+    parser.add_argument("--label-filter", default="", help="only the specs ginkgo's label filter selects")
+    parser.add_argument("--out", type=Path, default=ARTIFACTS, help=f"where the reports go (default {ARTIFACTS})")
     args = parser.parse_args(argv)
     directory = args.dir.resolve()
     started = not (directory / ".mchub-envtest").exists()
-    clusterset = start(directory) if started else attach(directory)
+    clusterset = start(directory, overlap=not args.plain) if started else attach(directory)
+    extra = (f"--ginkgo.label-filter={args.label_filter}",) if args.label_filter else ()
     try:
-        members = [clusterset.cluster(name) for name in ("east", "west", "north") if name in clusterset.clusters]
-        report = run(members)
+        members = contexts(clusterset.clusters, overlapping=clusterset.overlapping)
+        report = run(members, args.out.resolve(), extra=extra)
     finally:
         if started and not args.keep:
             clusterset.down()

@@ -31,6 +31,7 @@ LEADER_NS = "antrea-multicluster"
 MEMBER_NS = "kube-system"
 CLUSTERSET = "test-clusterset"
 HUB_NODE_PORT = 30051
+HUB_CONFIG = "mchub-hub-config"
 MEMBER_CONFIG = ("antrea-mc-controller-config", "controller_manager_config.yaml", "deployment/mchub-member")
 AGENT_CONFIG = ("mchub-agent-config", "mchub-agent.conf", "daemonset/mchub-agent")
 
@@ -81,7 +82,18 @@ def make_hub_certificate(directory: Path, node_ips: list[str]) -> None:
     )  # fmt: skip
 
 
-def install_leader(leader: Cluster, tls_dir: Path) -> Installed:
+def leader_manifest(**hub_config: str) -> str:
+    """The rendered leader manifest (with the hub-tls component) with ``hub_config`` set in
+    ConfigMap mchub-hub-config (keys with "-" as "_"), as a user edits the file before applying it."""
+    objects = list(yaml.safe_load_all((BUILD / "antrea-multicluster-leader-tls.yml").read_text()))
+    for obj in objects:
+        if obj and obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == HUB_CONFIG:
+            obj["data"].update({key.replace("_", "-"): value for key, value in hub_config.items()})
+    return yaml.safe_dump_all([obj for obj in objects if obj])
+
+
+def install_leader(leader: Cluster, tls_dir: Path, *, global_cidr: str = "") -> Installed:
+    """INSTALL.md's leader; ``global_cidr`` set in mchub-hub-config (overlapping members)."""
     started = time.monotonic()
     kubectl = leader.kubectl
     make_hub_certificate(tls_dir, [node.ip for node in leader.nodes])
@@ -92,7 +104,10 @@ def install_leader(leader: Cluster, tls_dir: Path) -> Installed:
             "create", "secret", "generic", "mchub-hub-tls", "-n", LEADER_NS,
             *(f"--from-file={tls_dir / key}" for key in ("tls.crt", "tls.key", "ca.crt")),
         )  # fmt: skip
-    kubectl("apply", "-f", str(BUILD / "antrea-multicluster-leader-tls.yml"))
+    if global_cidr:
+        kubectl.apply(leader_manifest(global_cidr=global_cidr))
+    else:
+        kubectl("apply", "-f", str(BUILD / "antrea-multicluster-leader-tls.yml"))
     kubectl("apply", "-n", LEADER_NS, "-f", str(BUILD / "mchub-hub-nodeport.yml"))
     kubectl.apply(
         yaml.safe_dump(

@@ -36,6 +36,10 @@ class Kubectl:
             raise KubectlError(f"kubectl {' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-1500:]}")
         return done.stdout
 
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        """kubectl running in the background (its stdout a pipe), e.g. an exec that holds connections."""
+        return subprocess.Popen([*self.base(), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
     def apply(self, manifest: str, *args: str) -> str:
         return self("apply", *args, "-f", "-", stdin=manifest)
 

@@ -28,37 +28,23 @@ def ensure_namespace(cluster: Cluster, namespace: str, labels: dict[str, str] | 
     cluster.kubectl.apply(yaml.safe_dump(body))
 
 
-def web_server(
+def serve(
     cluster: Cluster,
     namespace: str,
     name: str,
+    container: dict[str, Any],
+    port: tuple[str, int],
     *,
     replicas: int = 1,
     node: str | None = None,
     export: bool = True,
-    port: int = 80,
 ) -> None:
-    """A Deployment answering ``hello from <Pod name>`` on ``port``, its Service, and (``export``)
-    its ServiceExport."""
-    pod_spec: dict[str, Any] = {
-        "terminationGracePeriodSeconds": 1,
-        "containers": [
-            {
-                "name": "web",
-                "image": WEB_IMAGE,
-                "imagePullPolicy": "IfNotPresent",
-                "command": [
-                    "sh",
-                    "-c",
-                    f'echo "hello from $(hostname)" > /www/index.html; exec httpd -f -p {port} -h /www',
-                ],
-                "ports": [{"containerPort": port, "name": "http"}],
-                "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1},
-            }
-        ],
-    }
+    """A Deployment of ``container`` (Pods labelled ``app: <name>``, on ``node`` when given), its
+    Service on ``port`` (name, number) and (``export``) its ServiceExport; returns once rolled out."""
+    pod_spec: dict[str, Any] = {"terminationGracePeriodSeconds": 1, "containers": [container]}
     if node is not None:
         pod_spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    port_name, number = port
     objects: list[dict[str, Any]] = [
         {
             "apiVersion": "apps/v1",
@@ -74,7 +60,7 @@ def web_server(
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": port, "protocol": "TCP"}]},
+            "spec": {"selector": {"app": name}, "ports": [{"name": port_name, "port": number, "protocol": "TCP"}]},
         },
     ]
     if export:
@@ -87,6 +73,55 @@ def web_server(
         )
     cluster.kubectl.apply(yaml.safe_dump_all(objects))
     cluster.kubectl("-n", namespace, "rollout", "status", f"deployment/{name}", "--timeout=120s", timeout=130)
+
+
+def web_server(
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    *,
+    replicas: int = 1,
+    node: str | None = None,
+    export: bool = True,
+    port: int = 80,
+) -> None:
+    """A Deployment answering ``hello from <Pod name>`` on ``port``, its Service, and (``export``)
+    its ServiceExport."""
+    container = {
+        "name": "web",
+        "image": WEB_IMAGE,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["sh", "-c", f'echo "hello from $(hostname)" > /www/index.html; exec httpd -f -p {port} -h /www'],
+        "ports": [{"containerPort": port, "name": "http"}],
+        "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1},
+    }
+    serve(cluster, namespace, name, container, ("http", port), replicas=replicas, node=node, export=export)
+
+
+PEER_PORT = 7070
+
+
+def peer_server(cluster: Cluster, namespace: str, name: str, *, node: str | None = None) -> None:
+    """A Deployment (socat, tools image) answering every TCP connection on PEER_PORT with the
+    address it came from, its Service and ServiceExport: who the server sees across NAT."""
+    container = {
+        "name": "peer",
+        "image": TOOLS_IMAGE,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["socat", f"TCP-LISTEN:{PEER_PORT},fork,reuseaddr", "SYSTEM:echo $SOCAT_PEERADDR"],
+        "ports": [{"containerPort": PEER_PORT, "name": "peer"}],
+        "readinessProbe": {"tcpSocket": {"port": PEER_PORT}, "periodSeconds": 1},
+    }
+    serve(cluster, namespace, name, container, ("peer", PEER_PORT), node=node)
+
+
+def peer_seen(cluster: Cluster, namespace: str, pod: str, ip: str, *, seconds: float = 3) -> str | None:
+    """The address a peer_server at ``ip`` saw this Pod's connection come from (None: no answer)."""
+    try:
+        out = exec_in(cluster, namespace, pod, "nc", "-w", str(int(seconds)), ip, str(PEER_PORT), timeout=seconds + 30)
+    except KubectlError:
+        return None
+    return out.strip() or None
 
 
 def client_pod(cluster: Cluster, namespace: str, name: str, *, node: str, labels: dict[str, str] | None = None) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from hub.merge.global_addressing import AddressingReport, GlobalCIDR
 from hub.store.base import MemberRecord
 from kube.conditions import format_time
 
@@ -87,3 +88,48 @@ def with_mismatches(status: dict[str, Any], mismatches: tuple[str, ...] | list[s
     else:
         check = _condition(CONFIG_MATCHES, "True", "ConfigMatches", "", now)
     return {**status, "conditions": [*status["conditions"], check]}
+
+
+# The leader ClusterSet's condition about members whose ranges overlap (hub.merge.global_addressing).
+GLOBAL_ADDRESSING = "GlobalAddressing"
+
+
+def global_addressing_condition(
+    report: AddressingReport, global_cidr: GlobalCIDR | None, now: datetime
+) -> dict[str, Any] | None:
+    """True while every member that overlaps another is globally addressed; False naming the
+    members that cannot be (no global CIDR, one that overlaps a member's range, no block left);
+    None when there is neither a global CIDR nor an overlap to speak of."""
+    overlapping = ", ".join(report.overlaps)
+    if global_cidr is None:
+        if not report.overlaps:
+            return None
+        message = (
+            f"the Service or Pod CIDRs of clusters {overlapping} overlap and the hub has no global CIDR "
+            "(--global-cidr): their overlapping ranges are not routed"
+        )
+        return _condition(GLOBAL_ADDRESSING, "False", "OverlapWithoutGlobalCIDR", message, now)
+    if report.conflicts:
+        message = "; ".join(report.conflicts) + ": no member is globally addressed until it no longer does"
+        return _condition(GLOBAL_ADDRESSING, "False", "GlobalCIDROverlapsMember", message, now)
+    if report.without_block:
+        message = (
+            f"no global block of {global_cidr} (/{global_cidr.block_prefix}) is left for clusters "
+            f"{', '.join(report.without_block)}, whose ranges overlap"
+        )
+        return _condition(GLOBAL_ADDRESSING, "False", "GlobalBlocksExhausted", message, now)
+    addressed = [f"{cid} ({a.global_cidr})" for cid, a in sorted(report.by_cluster.items()) if a.globally_addressed]
+    message = f"global CIDR {global_cidr}, /{global_cidr.block_prefix} blocks; " + (
+        f"globally addressed: {', '.join(addressed)}" if addressed else "no member overlaps another"
+    )
+    return _condition(GLOBAL_ADDRESSING, "True", "GlobalCIDRInUse", message, now)
+
+
+def with_global_addressing(
+    status: dict[str, Any], report: AddressingReport, global_cidr: GlobalCIDR | None, now: datetime
+) -> dict[str, Any]:
+    """`status` with the condition GlobalAddressing, when there is one to give."""
+    condition = global_addressing_condition(report, global_cidr, now)
+    if condition is None:
+        return status
+    return {**status, "conditions": [*status["conditions"], condition]}

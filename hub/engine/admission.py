@@ -11,6 +11,7 @@ bracket and a member's removal re-merge the same way.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -83,7 +84,8 @@ class Admission:
         self._settings = settings
         self._clock = clock
         config = settings()
-        self._merge = MergeContext(config=MergeConfig(strict_ports=config.strict_ports), used_label_ids=set())
+        merge_config = MergeConfig(strict_ports=config.strict_ports, global_cidr=config.global_addressing)
+        self._merge = MergeContext(config=merge_config, used_label_ids=set())
         self._limits = RecordLimits(ledger.store, config.max_message_bytes)
 
     # ---- upserts -------------------------------------------------------------
@@ -155,6 +157,7 @@ class Admission:
         if problems:
             raise InvalidRequest(_problems_text(problems))
         self._authorize(who, export)
+        self._check_global_addresses(export)
         existing = self._ledger.index.exports.get(export.export_name)
         if existing is not None:
             owner = owner_of(existing)
@@ -194,6 +197,24 @@ class Admission:
             )
         if who.cluster_id not in self._ledger.index.members:
             raise NotJoined(f"cluster {quote(who.cluster_id)} must announce before it exports")
+
+    def _check_global_addresses(self, export: pb.ResourceExport) -> None:
+        """A member's endpoints may carry global addresses of its own block only: another block's
+        would draw other members' traffic for that member's Services to this one."""
+        if export.WhichOneof("payload") != "endpoints":
+            return
+        given = {a.global_ip for s in export.endpoints.subsets for a in s.addresses if a.global_ip}
+        if not given:
+            return
+        member = self._ledger.index.members.get(export.cluster_id)
+        block = member.global_cidr if member is not None else ""
+        outside = sorted(ip for ip in given if not block or ipaddress.ip_address(ip) not in ipaddress.ip_network(block))
+        if outside:
+            held = f"its global block {block}" if block else "no global block"
+            raise InvalidRequest(
+                f"export {quote(export.export_name)} gives global addresses {quote(', '.join(outside))} outside "
+                f"cluster {quote(export.cluster_id)}'s: it holds {held}"
+            )
 
     def _plan(self, exports: Sequence[pb.ResourceExport]) -> Planned:
         """What upserting the admitted exports writes (nothing is written: hub.engine.fit)."""
@@ -269,15 +290,21 @@ class Admission:
         put: list[pb.ResourceExport],
         also: Collection[GroupKey] = (),
         members: Mapping[str, Mapping[str, str]] | None = None,
+        blocks: Mapping[str, str] | None = None,
     ) -> WriteBatch:
-        """The write of a change of exports (nothing is written: hub.merge.regroup); ``also``:
-        groups to merge again whose exports did not change, ``members``: every member's
-        ClusterProperties as they will be (by default, as the member records hold them now)."""
+        """The write of a change of exports, or of the members' global blocks (nothing is written:
+        hub.merge.regroup); ``also``: groups to merge again whose exports did not change,
+        ``members``: every member's ClusterProperties as they will be (by default, as the member
+        records hold them now)."""
         index = self._ledger.index
         merge = replace(
             self._merge, member_properties=members if members is not None else MemberProperties(index.members)
         )
-        return regroup(index, merge, deleted=deleted, put=put, also=also)
+        return regroup(index, merge, deleted=deleted, put=put, also=also, blocks=blocks)
+
+    @property
+    def merge(self) -> MergeContext:
+        return self._merge
 
     def _regroup_deletes(self, deleted: set[str], cause: str) -> WriteBatch:
         """The write of deleting these exports; TooLarge (`cause` refused) if a record it puts

@@ -26,6 +26,9 @@ from hub.engine.ledger import Advance, Ledger
 from hub.engine.membership import MemberRemoval, Membership
 from hub.engine.reports import ImportStatusBook, record_reports
 from hub.errors import HubError
+from hub.merge.global_addressing import AddressingReport, report
+from hub.merge.grouping import GROUP_CLUSTER_INFO
+from hub.merge.ordering import oldest_first
 from hub.store.base import Snapshot, Store
 from hub.watch.batches import ImportBatch
 from hub.watch.bus import Bus
@@ -105,6 +108,18 @@ class Engine:
         """Until every write up to `revision` is durable and published (hub.engine.ledger): what
         reads the index to tell a member (a snapshot) waits for it."""
         await self._ledger.published(revision)
+
+    def global_addressing(self) -> AddressingReport:
+        """Every member's global block and verdict as the store holds them now, and the
+        overlaps and conflicts behind them (hub.merge.global_addressing)."""
+        index = self.index
+        infos: dict[str, pb.ClusterInfo] = {}
+        for key, names in index.groups.items():
+            if key[0] == GROUP_CLUSTER_INFO and names:
+                source = oldest_first(index.exports[n] for n in names)[0]
+                infos[source.cluster_id] = source.cluster_info
+        blocks = {cid: m.global_cidr for cid, m in index.members.items()}
+        return report(infos, blocks, self._config.global_addressing)
 
     def close_watches(self) -> None:
         """End every watch and Export stream (they resume wherever they reconnect)."""

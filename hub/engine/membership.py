@@ -55,6 +55,9 @@ class Membership:
         self._ending = ending
         self._settings = settings
         self._clock = clock
+        # The (global CIDR, block prefix) the ClusterInfo imports were last stamped with (None:
+        # not since this hub started leading): the first announce after a change re-stamps them.
+        self._stamped_with: tuple[str, int] | None = None
 
     async def announce(self, who: Identity, req: pb.AnnounceRequest) -> pb.AnnounceResponse:
         config = self._settings()
@@ -92,26 +95,72 @@ class Membership:
                 joined=known.joined if known else now,
                 last_heartbeat=now,
                 inventory=inventory,
+                global_cidr=self._block_for(who.cluster_id, known, config),
             )
-            batch = WriteBatch()
-            if selects_differently(known, record):
-                # What cluster selectors select for (and among) members changed: merged anew, in this write.
-                batch = self._admission.regroup(
-                    deleted=set(), put=[], also=selective_groups(ledger.index), members=_with(members, record)
-                )
-            batch.put_members.append(record)
-            if batch.put_imports or batch.put_exports or batch.delete_imports:
-                await ledger.commit_and_publish(batch)
-            else:
-                await ledger.commit(batch)
+            await self._commit_announce(record, known, config)
             if known is None:
-                log.info("member joined", extra={"clusterID": who.cluster_id})
+                log.info("member joined", extra={"clusterID": who.cluster_id, "globalCIDR": record.global_cidr})
+            addressed = self._globally_addressed(who.cluster_id)
         return pb.AnnounceResponse(
             leader_cluster_id=config.leader_cluster_id,
             cluster_set_id=config.cluster_set_id,
             heartbeat_interval_seconds=max(1, math.ceil(config.heartbeat_interval)),
             epoch=ledger.epoch,
+            global_cidr=record.global_cidr,
+            globally_addressed=addressed,
         )
+
+    # ---- global blocks (hub.merge.global_addressing) -------------------------------
+
+    def _block_for(self, cluster_id: str, known: MemberRecord | None, config: HubConfig) -> str:
+        """The member's block: the one it holds while the global CIDR still has it, else the
+        lowest free one; "" without a global CIDR or when none is left."""
+        global_cidr = config.global_addressing
+        if global_cidr is None:
+            return ""
+        members = self._ledger.index.members
+        taken = (m.global_cidr for cid, m in members.items() if cid != cluster_id and m.global_cidr)
+        block = global_cidr.allocate(known.global_cidr if known else "", taken)
+        if not block:
+            log.warning("no global block left", extra={"clusterID": cluster_id, "globalCIDR": str(global_cidr)})
+        return block
+
+    async def _commit_announce(self, record: MemberRecord, known: MemberRecord | None, config: HubConfig) -> None:
+        """Write the announce, with what it changes merged anew in the same revision: every
+        ClusterInfo import re-stamped when it changes the member's block or the hub's global
+        addressing changed since they were last stamped (a restart with another --global-cidr,
+        another replica taking over); the selective exports' groups when what cluster selectors
+        select for (and among) members changed."""
+        ledger = self._ledger
+        settings = (config.global_cidr, config.global_block_prefix)
+        restamp = known is None or known.global_cidr != record.global_cidr or self._stamped_with != settings
+        reselect = selects_differently(known, record)
+        if not restamp and not reselect:
+            await ledger.commit(WriteBatch(put_members=[record]))
+            return
+        blocks = None
+        if restamp:
+            blocks = {cid: m.global_cidr for cid, m in ledger.index.members.items()}
+            blocks[record.cluster_id] = record.global_cidr
+        batch = self._admission.regroup(
+            deleted=set(),
+            put=[],
+            also=selective_groups(ledger.index) if reselect else (),
+            members=_with(ledger.index.members, record),
+            blocks=blocks,
+        )
+        batch.put_members.append(record)
+        if batch.put_imports or batch.put_exports or batch.delete_imports:
+            await ledger.commit_and_publish(batch)
+        else:
+            await ledger.commit(batch)
+        if restamp:
+            self._stamped_with = settings
+
+    def _globally_addressed(self, cluster_id: str) -> bool:
+        """What the member's ClusterInfo import says (what every other member was told)."""
+        imp = self._ledger.index.imports.get(names.cluster_info_import_name(cluster_id))
+        return imp is not None and imp.cluster_info.globally_addressed
 
     async def leave(self, who: Identity, req: pb.LeaveRequest) -> pb.LeaveResponse:
         """The caller leaves the ClusterSet (rpc Leave): its announce and exports go; idempotent."""

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
+from hub.merge.global_addressing import Addressing, GlobalCIDR
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 # Exports that merge together share a key; see grouping.group_key.
@@ -23,6 +24,8 @@ class MergeConfig:
     """
 
     strict_ports: bool = False
+    # The ClusterSet's global CIDR (hub.merge.global_addressing); None: no global addressing.
+    global_cidr: GlobalCIDR | None = None
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,8 @@ class MergeContext:
     # Every member's ClusterProperties (member ID -> name -> value): cluster selectors are
     # resolved for each member (hub.merge.selection).
     member_properties: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # Every member's global block and verdict, stamped into ClusterInfo imports.
+    addressing: Mapping[str, Addressing] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

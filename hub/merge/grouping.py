@@ -106,7 +106,7 @@ def merge_group(
     if kind == GROUP_SERVICE:
         return _merge_service_group(exports, ctx)
     if kind == GROUP_CLUSTER_INFO:
-        return merge_cluster_info(exports)
+        return merge_cluster_info(exports, ctx.addressing)
     if kind == GROUP_ACNP:
         return merge_acnp(exports)
     return merge_label_identity(exports, previous_imports, ctx.used_label_ids)

@@ -36,6 +36,13 @@ def _is_cidr(value: str) -> bool:
     return True
 
 
+def _is_ipv4(value: str) -> bool:
+    try:
+        return isinstance(ipaddress.ip_address(value), ipaddress.IPv4Address)
+    except ValueError:
+        return False
+
+
 def _check_label(problems: list[str], what: str, value: str) -> None:
     if not value:
         problems.append(f"The {what} is missing.")
@@ -103,6 +110,10 @@ def _check_endpoints(problems: list[str], spec: pb.EndpointsSpec) -> None:
         for address in subset.addresses:
             if not is_ip_address(address.ip):
                 problems.append(f"Endpoints subset {index} has address {quote(address.ip)}, not an IP address.")
+            if address.global_ip and not _is_ipv4(address.global_ip):
+                problems.append(
+                    f"Endpoints subset {index} has global address {quote(address.global_ip)}, not an IPv4 address."
+                )
         for port in subset.ports:
             _check_protocol_and_port(
                 problems, f"Endpoints subset {index} port {quote(port.name)}", port.protocol, port.port
@@ -124,6 +135,11 @@ def _check_cluster_info(problems: list[str], export: pb.ResourceExport) -> None:
     for gateway in info.gateway_infos:
         if not is_ip_address(gateway.gateway_ip):
             problems.append(f"The ClusterInfo gateway IP {quote(gateway.gateway_ip)} is not an IP address.")
+    if info.global_cidr or info.globally_addressed:
+        problems.append(
+            "The ClusterInfo sets global_cidr or globally_addressed; the hub sets them in imports, "
+            "members leave them empty."
+        )
 
 
 def validate_export(export: pb.ResourceExport) -> list[str]:

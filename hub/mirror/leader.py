@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from hub.clusterset.end import EndRecord
 from hub.clusterset.identity import ClusterSetIdentity
-from hub.clusterset.status import clusterset_status, with_mismatches
+from hub.clusterset.status import clusterset_status, with_global_addressing, with_mismatches
 from hub.config import HubConfig, MirrorConfig
 from hub.leader_cluster.cluster_profiles import ClusterProfileWriter
 from hub.leader_cluster.clusterset_cr import LeaderClusterSetWatch
@@ -143,6 +143,7 @@ class LeaderCluster:
             return
         status = clusterset_status(list(members.values()), now, cfg.disconnect_after)
         status = with_mismatches(status, self.clusterset.identity.mismatches, now)
+        status = with_global_addressing(status, app.engine.global_addressing(), cfg.global_addressing, now)
         await self.status.write(status, name=self.clusterset.name, current=current)
 
     async def _status_loop(self) -> None:

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from hub.auth.tokenreview import TokenReviewAuthenticator
 from hub.clusterset.identity import ClusterSetIdentity
-from hub.clusterset.status import clusterset_status, with_mismatches
+from hub.clusterset.status import clusterset_status, with_global_addressing, with_mismatches
 from hub.config import HubConfig, KubeStoreConfig
 from hub.engine import Engine
 from hub.leader_cluster.cluster_profiles import ClusterProfileWriter
@@ -171,6 +171,7 @@ class KubeLeadership:
         cfg, now = self.app.config, self.app.now()
         status = clusterset_status(list(members.values()), now, cfg.disconnect_after)
         status = with_mismatches(status, self.clusterset.identity.mismatches, now)
+        status = with_global_addressing(status, self.app.engine.global_addressing(), cfg.global_addressing, now)
         await self.status.write(status, name=self.clusterset.name, current=self.clusterset.current)
         await self.profiles.write(members, now, cfg.disconnect_after, cfg.cluster_set_id)
 

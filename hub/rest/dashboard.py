@@ -182,6 +182,9 @@ def _gateway_row(item: dict[str, Any]) -> dict[str, Any]:
         "podCIDRs": info.get("podCIDRs", []),
         "gatewayIPs": [g.get("gatewayIP", "") for g in info.get("gatewayInfos", [])],
         "wireGuard": bool((info.get("wireGuard") or {}).get("publicKey")),
+        # Where NAT applies: a globally addressed member is reached through its global block.
+        "globalCIDR": info.get("globalCIDR", ""),
+        "globallyAddressed": bool(info.get("globallyAddressed")),
         # Health as reported by the members that applied this ClusterInfoImport.
         "health": _cluster_statuses(item),
     }

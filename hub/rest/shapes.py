@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hub.clusterset.status import clusterset_status, member_health
+from hub.clusterset.status import clusterset_status, member_health, with_global_addressing
 from hub.engine.reports import cluster_statuses
 from hub.errors import InvalidRequest
 from mcapi import names
@@ -52,6 +52,7 @@ def clusterset(hub: RestHub) -> dict[str, Any]:
 
 def _status(hub: RestHub) -> dict[str, Any]:
     status = clusterset_status(list(hub.engine.index.members.values()), hub.now(), hub.config.disconnect_after)
+    status = with_global_addressing(status, hub.engine.global_addressing(), hub.config.global_addressing, hub.now())
     if hub.engine.ended:  # what the dashboard shows of a deleted ClusterSet (REST answers 404)
         ended = {"type": "Ready", "status": "False", "reason": "ClusterSetDeleted", "message": hub.engine.ended}
         status["conditions"] = [{**ended, "lastTransitionTime": status["conditions"][0]["lastTransitionTime"]}]
@@ -61,6 +62,7 @@ def _status(hub: RestHub) -> dict[str, Any]:
 def members(hub: RestHub) -> list[dict[str, Any]]:
     """MemberClusterAnnounces; `status` (not in Antrea's CRD) adds the hub's view of liveness."""
     now = hub.now()
+    report = hub.engine.global_addressing()
     items = []
     for cluster_id, record in sorted(hub.engine.index.members.items()):
         announce = MemberClusterAnnounce(
@@ -75,6 +77,7 @@ def members(hub: RestHub) -> list[dict[str, Any]]:
             leader_cluster_id=record.leader_cluster_id,
         ).to_dict()
         health = member_health(record, now, hub.config.disconnect_after)
+        addressing = report.by_cluster.get(cluster_id)
         announce["status"] = {
             "connected": health.connected,
             "heartbeatAgeSeconds": round(health.heartbeat_age, 3),
@@ -82,6 +85,10 @@ def members(hub: RestHub) -> list[dict[str, Any]]:
             # What its announces say of its cluster (KEP-2149's ClusterProperties, its version).
             "kubernetesVersion": record.inventory.kubernetes_version,
             "properties": record.inventory.property_map,
+            # Where NAT applies: a globally addressed member is reached through its global block.
+            "globalCIDR": record.global_cidr,
+            "globallyAddressed": bool(addressing and addressing.globally_addressed),
+            "overlapsWith": list(report.overlaps.get(cluster_id, ())),
         }
         items.append(announce)
     return items

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -97,7 +97,12 @@ class MemberRecord:
     # UTC, timezone-aware.
     joined: datetime
     last_heartbeat: datetime
+    # What the member says of its cluster and the block the hub gives it, by keyword only: given
+    # by position, one would silently land in the other's place.
+    _: KW_ONLY
     inventory: ClusterInventory = field(default_factory=ClusterInventory)
+    # The member's block of the ClusterSet's global CIDR ("" when none: hub.merge.global_addressing).
+    global_cidr: str = ""
 
 
 @dataclass(frozen=True)

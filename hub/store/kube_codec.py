@@ -40,6 +40,8 @@ from mcapi.mchub.v1 import common_area_pb2 as pb
 ANNOTATION_JOINED = "multicluster.antrea.io/joined"
 # What the member says of its cluster (hub.store.member_inventory), absent when it says nothing.
 ANNOTATION_INVENTORY = "mchub.antrea.io/cluster-inventory"
+# The member's block of the ClusterSet's global CIDR (absent: none), an mchub extension.
+ANNOTATION_GLOBAL_CIDR = "mchub.antrea.io/global-cidr"
 # Every ResourceImport the hub writes says which history wrote it: "<epoch>/<revision>/<changes>",
 # where <changes> counts the import changes of that revision, so a follower replica (hub.replicas.kube_source)
 # knows when it has seen a revision whole. A delete first stamps the CR with DELETING set, then
@@ -141,6 +143,8 @@ def member_to_cr(member: object, namespace: str) -> dict[str, Any]:
     annotations = {
         names.ANNOTATION_TOUCH_TS: _rfc3339(member.last_heartbeat),
         ANNOTATION_JOINED: _rfc3339(member.joined),
+        # Always written ("" for none): the store writes members with a merge patch.
+        ANNOTATION_GLOBAL_CIDR: member.global_cidr,
     }
     inventory = inventory_json(member.inventory)
     if inventory:
@@ -180,6 +184,7 @@ def member_from_cr(obj: dict[str, Any]) -> MemberRecord:
         joined=_parse_time(joined),
         last_heartbeat=_parse_time(heartbeat),
         inventory=inventory_from_json(str(annotations.get(ANNOTATION_INVENTORY) or ""), str(obj.get("clusterID", ""))),
+        global_cidr=str(annotations.get(ANNOTATION_GLOBAL_CIDR) or ""),
     )
 
 

@@ -63,6 +63,7 @@ class MemberRow:
     joined: str
     last_heartbeat: str
     inventory: str = ""
+    global_cidr: str = ""
 
 
 def encode_export(export: pb.ResourceExport) -> ExportRow:
@@ -126,6 +127,7 @@ def encode_member(member: MemberRecord) -> MemberRow:
         joined=_utc_iso(member.joined, "joined", member.cluster_id),
         last_heartbeat=_utc_iso(member.last_heartbeat, "last_heartbeat", member.cluster_id),
         inventory=inventory_json(member.inventory),
+        global_cidr=member.global_cidr,
     )
 
 
@@ -137,6 +139,7 @@ def decode_member(row: MemberRow) -> MemberRecord:
         joined=datetime.fromisoformat(row.joined),
         last_heartbeat=datetime.fromisoformat(row.last_heartbeat),
         inventory=inventory_from_json(row.inventory, row.cluster_id),
+        global_cidr=row.global_cidr,
     )
 
 

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from hub.store.base import ImportChange, MemberRecord, Snapshot, StoreError, check_resumable
 from hub.store.sqlite_codec import MemberRow, decode_export, decode_import, decode_member
-from hub.store.sqlite_schema import connect, read_meta
+from hub.store.sqlite_schema import connect, member_columns, read_meta
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 T = TypeVar("T")
@@ -95,8 +95,11 @@ def _read_snapshot(conn: sqlite3.Connection, *, with_exports: bool = True, with_
     if with_imports:
         imports = {name: decode_import(body) for name, body in conn.execute("SELECT import_name, body FROM imports")}
     members: dict[str, MemberRecord] = {}
+    # A database its writer has not opened since a column came has no such column yet.
+    present = member_columns(conn)
+    columns = ", ".join(c if c in present else "''" for c in ("inventory", "global_cidr"))
     for row in conn.execute(
-        "SELECT cluster_id, cluster_set_id, leader_cluster_id, joined, last_heartbeat, inventory FROM members"
+        f"SELECT cluster_id, cluster_set_id, leader_cluster_id, joined, last_heartbeat, {columns} FROM members"
     ):
         members[row[0]] = decode_member(MemberRow(*row))
     return Snapshot(epoch=meta.epoch, revision=meta.revision, exports=exports, imports=imports, members=members)

@@ -52,7 +52,8 @@ CREATE TABLE members (
     joined            TEXT    NOT NULL,
     last_heartbeat    TEXT    NOT NULL,
     revision          INTEGER NOT NULL,
-    inventory         TEXT    NOT NULL DEFAULT ''
+    inventory         TEXT    NOT NULL DEFAULT '',
+    global_cidr       TEXT    NOT NULL DEFAULT ''
 );
 -- One row per import put (body set) or delete (body NULL), seq keeping the
 -- order of changes inside one revision. No semicolons in comments: the
@@ -111,7 +112,7 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> Meta:
             meta = read_meta(conn)
             if meta.schema_version > SCHEMA_VERSION:
                 raise SchemaVersionTooNew(path, meta.schema_version, SCHEMA_VERSION)
-            if meta.schema_version < SCHEMA_VERSION:
+            if meta.schema_version < SCHEMA_VERSION or not _ADDED_MEMBER_COLUMNS.keys() <= member_columns(conn):
                 meta = _migrate(conn, meta)
             conn.execute("COMMIT")
         except BaseException:
@@ -123,11 +124,24 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> Meta:
     return meta
 
 
+# Columns of members added after version 1, each with its definition: a database made before
+# one came gets it with its default when the writer opens it (hub.store.sqlite_reader reads a
+# database its writer has not opened since without them).
+_ADDED_MEMBER_COLUMNS = {
+    # the members' inventory (their announces' cluster UID, version, properties, health)
+    "inventory": "TEXT NOT NULL DEFAULT ''",
+    # the member's block of the ClusterSet's global CIDR
+    "global_cidr": "TEXT NOT NULL DEFAULT ''",
+}
+
+
 def _migrate(conn: sqlite3.Connection, meta: Meta) -> Meta:
     """Bring an older database to SCHEMA_VERSION, in the caller's transaction. Version 2 adds
-    the members' inventory (their announces' cluster UID, version, properties, health)."""
-    if meta.schema_version < 2:
-        conn.execute("ALTER TABLE members ADD COLUMN inventory TEXT NOT NULL DEFAULT ''")
+    the members' inventory and global block."""
+    present = member_columns(conn)
+    for column, definition in _ADDED_MEMBER_COLUMNS.items():
+        if column not in present:
+            conn.execute(f"ALTER TABLE members ADD COLUMN {column} {definition}")
     conn.execute("UPDATE meta SET schema_version = ?", (SCHEMA_VERSION,))
     return Meta(SCHEMA_VERSION, meta.epoch, meta.revision, meta.compacted_through)
 
@@ -141,6 +155,10 @@ def _create(conn: sqlite3.Connection) -> None:
         " VALUES (1, ?, ?, 0, 0, ?)",
         (SCHEMA_VERSION, new_epoch(), datetime.now(UTC).isoformat()),
     )
+
+
+def member_columns(conn: sqlite3.Connection) -> set[str]:
+    return {str(row[1]) for row in conn.execute("PRAGMA table_info(members)")}
 
 
 def read_meta(conn: sqlite3.Connection) -> Meta:

@@ -49,11 +49,11 @@ _PUT_IMPORT = (
 )
 _PUT_MEMBER = (
     "INSERT INTO members (cluster_id, cluster_set_id, leader_cluster_id, joined,"
-    " last_heartbeat, revision, inventory) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (cluster_id) DO UPDATE"
-    " SET cluster_set_id = excluded.cluster_set_id,"
+    " last_heartbeat, revision, inventory, global_cidr) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (cluster_id)"
+    " DO UPDATE SET cluster_set_id = excluded.cluster_set_id,"
     " leader_cluster_id = excluded.leader_cluster_id, joined = excluded.joined,"
     " last_heartbeat = excluded.last_heartbeat, revision = excluded.revision,"
-    " inventory = excluded.inventory"
+    " inventory = excluded.inventory, global_cidr = excluded.global_cidr"
 )
 _LOG_CHANGE = "INSERT INTO import_changes (revision, import_name, body) VALUES (?, ?, ?)"
 
@@ -237,7 +237,16 @@ class BatchWriter:
         self._run_many(conn, _LOG_CHANGE, changes)
         self._counters.log_length += len(changes)
         member_rows = [
-            (m.cluster_id, m.cluster_set_id, m.leader_cluster_id, m.joined, m.last_heartbeat, revision, m.inventory)
+            (
+                m.cluster_id,
+                m.cluster_set_id,
+                m.leader_cluster_id,
+                m.joined,
+                m.last_heartbeat,
+                revision,
+                m.inventory,
+                m.global_cidr,
+            )
             for m in members
         ]
         self._run_many(conn, _PUT_MEMBER, member_rows)

@@ -14,6 +14,8 @@ def cluster_info_to_pb(info: ClusterInfo) -> pb.ClusterInfo:
         service_cidr=info.service_cidr,
         gateway_infos=[pb.GatewayInfo(gateway_ip=g.gateway_ip) for g in info.gateway_infos],
         pod_cidrs=list(info.pod_cidrs),
+        global_cidr=info.global_cidr or "",
+        globally_addressed=bool(info.globally_addressed),
     )
     if info.wire_guard is not None:
         message.wire_guard.CopyFrom(pb.WireGuardInfo(public_key=info.wire_guard.public_key))
@@ -29,6 +31,9 @@ def cluster_info_from_pb(message: pb.ClusterInfo) -> ClusterInfo:
         wire_guard=(
             WireGuardInfo(public_key=message.wire_guard.public_key) if message.HasField("wire_guard") else None
         ),
+        # Absent unless set, so a ClusterSet without global addressing keeps Antrea's shape.
+        global_cidr=message.global_cidr or None,
+        globally_addressed=message.globally_addressed or None,
     )
 
 

@@ -32,6 +32,8 @@ DEFAULT_PROTOCOL = "TCP"
 # core/v1 EndpointSubset has no cluster field; a ResourceImport CR keeps the
 # hub's per-subset cluster ID under this extra key (its schema preserves it).
 SUBSET_CLUSTER_ID_KEY = "clusterID"
+# Nor has core/v1 EndpointAddress a global address: kept under this extra key (mchub's).
+ADDRESS_GLOBAL_IP_KEY = "globalIP"
 
 
 def service_spec_to_pb(spec: ServiceSpec) -> pb.ServiceSpec:
@@ -98,7 +100,13 @@ def endpoint_subsets_to_pb(subsets: Sequence[EndpointSubset]) -> pb.EndpointsSpe
         subsets=[
             pb.EndpointSubset(
                 addresses=[
-                    pb.EndpointAddress(ip=a.ip, hostname=a.hostname, node_name=a.node_name) for a in s.addresses
+                    pb.EndpointAddress(
+                        ip=a.ip,
+                        hostname=a.hostname,
+                        node_name=a.node_name,
+                        global_ip=str((a.model_extra or {}).get(ADDRESS_GLOBAL_IP_KEY, "")),
+                    )
+                    for a in s.addresses
                 ],
                 ports=[pb.EndpointPort(name=p.name, port=p.port, protocol=p.protocol) for p in s.ports],
                 cluster_id=str((s.model_extra or {}).get(SUBSET_CLUSTER_ID_KEY, "")),
@@ -108,11 +116,18 @@ def endpoint_subsets_to_pb(subsets: Sequence[EndpointSubset]) -> pb.EndpointsSpe
     )
 
 
+def _address_from_pb(address: pb.EndpointAddress) -> EndpointAddress:
+    model = EndpointAddress(ip=address.ip, hostname=address.hostname, node_name=address.node_name)
+    if address.global_ip:
+        setattr(model, ADDRESS_GLOBAL_IP_KEY, address.global_ip)
+    return model
+
+
 def endpoint_subsets_from_pb(message: pb.EndpointsSpec) -> list[EndpointSubset]:
     subsets = []
     for s in message.subsets:
         subset = EndpointSubset(
-            addresses=[EndpointAddress(ip=a.ip, hostname=a.hostname, node_name=a.node_name) for a in s.addresses],
+            addresses=[_address_from_pb(a) for a in s.addresses],
             ports=[EndpointPort(name=p.name, port=p.port, protocol=p.protocol) for p in s.ports],
         )
         if s.cluster_id:

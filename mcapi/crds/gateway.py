@@ -32,6 +32,20 @@ class ClusterInfo(KubeModel):
     gateway_infos: list[GatewayInfo] = Field(default_factory=list, alias="gatewayInfos")
     pod_cidrs: list[str] = Field(default_factory=list, alias="podCIDRs", description="Pod IP address CIDRs.")
     wire_guard: WireGuardInfo | None = Field(default=None, alias="wireGuard")
+    # mchub extensions (absent in Antrea), set by the hub in imports.
+    global_cidr: str | None = Field(
+        default=None,
+        alias="globalCIDR",
+        description="mchub: the member's block of the ClusterSet's global CIDR, set by the hub.",
+    )
+    globally_addressed: bool | None = Field(
+        default=None,
+        alias="globallyAddressed",
+        description=(
+            "mchub: true when the member's Service or Pod CIDRs overlap another member's: it is reached "
+            "only through its global CIDR, and its own cross-cluster traffic leaves SNATed to that block."
+        ),
+    )
 
 
 class Gateway(KubeObject):

@@ -5,7 +5,9 @@
   InvalidClusterSelector).
 - ``Ready``: True/Exported once the hub took the Service export (accepted, or accepted
   with a conflict); False/Pending before its answer; False/Failed when invalid, or when the
-  hub (or the session, for an oversized export) refused it.
+  hub (or the session, for an oversized export) refused it; False/GlobalAddressExhausted,
+  SelectorlessService or GlobalAddressServiceTaken when a globally addressed member could not
+  give the export its global addresses (member.global_addresses), so it is not exported.
 - ``Conflict``: True with the hub's MCS reason (PortConflict, TypeConflict, ...,
   ClusterSelectorsConflict) and message; otherwise False/NoConflicts.
 
@@ -89,6 +91,9 @@ def wanted_conditions(
             no_conflict,
         ]
     valid = WantedCondition(VALID, "True", REASON_VALID)
+    if evaluation.blocked is not None:
+        blocked = evaluation.blocked
+        return [valid, WantedCondition(READY, "False", blocked.reason, blocked.message), no_conflict]
     failure = _failure(service) or _failure(endpoints)
     if failure is not None:
         return [

@@ -13,6 +13,10 @@ ServiceExport. The conditions are compared with the cache as our last status wri
 (a WriteThroughCache), so a status write costs one request and the echo of our own write
 does not wake the ServiceExport again.
 
+While the hub says the member is globally addressed (its ranges overlap another member's), each
+export gets its global addresses before it goes to the session, and its shadow Service is kept
+(member.global_addresses); the hub's verdict comes through ``set_global_addressing``.
+
 Its sink is the hub session, given at construction (not started yet when the member joins):
 ``start()`` syncs the informers and hands the session every export the ServiceExports make
 before the session's first sync bracket, so a restarted member does not churn; then the
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +36,7 @@ from prometheus_client import CollectorRegistry
 from kube.client import KubeClient, WatchEvent
 from kube.discovery import first_served
 from kube.errors import NotFound, PermanentError
+from kube.events import EventRecorder
 from kube.informer import Informer, cache_key
 from kube.manager import Watches
 from kube.queue_worker import QueueWorker
@@ -50,6 +56,8 @@ from member.exports.conditions import (
     wanted_conditions,
 )
 from member.exports.evaluate import Evaluation, Key, evaluate, export_names
+from member.global_addresses.addressing import GlobalAddressing, Localized
+from member.global_addresses.shadow import LABEL_SHADOW_OF
 from member.hubclient import ExportSink
 
 log = logging.getLogger(__name__)
@@ -61,6 +69,8 @@ DEFAULT_WORKERS = 4
 # them. A ServiceExport of such a Service reads it from the API server (to say ImportedService)
 # and is looked at again this often (seconds).
 _NOT_IMPORTED = f"!{names.ANNOTATION_IMPORTED_SERVICE}"
+# Nor are the shadows of exported Services (member.global_addresses.shadow) ever exported.
+_NOT_MCHUBS = f"{_NOT_IMPORTED},!{LABEL_SHADOW_OF}"
 IMPORTED_SERVICE_RECHECK = 30.0
 # A valid export waits this long (seconds) for the leader's answer before its ServiceExport shows
 # Ready=False/Pending: the answer usually comes within milliseconds, and writing "Pending" first
@@ -83,9 +93,14 @@ class ServiceExportController:
         workers: int = DEFAULT_WORKERS,
         registry: CollectorRegistry | None = None,
         sync_timeout: float | None = None,
+        global_addressing: GlobalAddressing | None = None,
+        recorder: EventRecorder | None = None,
     ) -> None:
-        """``sink``: the hub session. ``sync_timeout``: seconds start() waits for the informers' first lists."""
+        """``sink``: the hub session. ``sync_timeout``: seconds start() waits for the informers' first lists.
+        ``global_addressing``: what exports carry while the member is globally addressed (None: never)."""
         self._client = client
+        self._global = global_addressing
+        self._recorder = recorder
         self._cluster_id = cluster_id
         self._ip_type = ip_type
         self._sink = sink
@@ -114,17 +129,23 @@ class ServiceExportController:
         if served is None:
             raise PermanentError("the MCS ServiceExport CRD (multicluster.x-k8s.io) is not installed")
         self._resource = served
+        if self._global is not None:
+            await self._global.start()  # the verdict and addresses the exports carried before
         self._service_exports = Informer(self._client, served, handler=self._on_service_export)
         self._written = WriteThroughCache(self._service_exports)
-        self._services = Informer(self._client, SERVICES, label_selector=_NOT_IMPORTED, handler=self._on_backing_object)
+        self._services = Informer(self._client, SERVICES, label_selector=_NOT_MCHUBS, handler=self._on_backing_object)
         self._watches = Watches(self._service_exports, self._services, self._endpoints, sync_timeout=self._sync_timeout)
         await self._watches.start()
         self._sink.watch_answers(self._on_answer)
         for export in self._desired_exports():
             self._sink.set_export(export)
+        if self._global is not None:
+            self._global.settle()
         self._worker.start()
         for obj in self._service_exports.list():
             self._queue.add(_key(obj))
+        for key in self._global.shadowed() if self._global is not None else ():
+            self._queue.add(key)  # a shadow whose ServiceExport went while the member was away goes
 
     @property
     def local_endpoints(self) -> Informer:
@@ -139,8 +160,9 @@ class ServiceExportController:
         for obj in self._service_exports.list():
             if (obj.get("metadata") or {}).get("deletionTimestamp"):
                 continue
-            evaluation = self._evaluate(_key(obj))
-            if evaluation.valid:
+            key = _key(obj)
+            evaluation = self._localized(self._evaluate(key), self._service(key)).evaluation
+            if evaluation.valid and evaluation.exports:
                 exports.extend(evaluation.exports)
                 self._remember(evaluation.key)
         return exports
@@ -148,6 +170,32 @@ class ServiceExportController:
     async def stop(self) -> None:
         await self._worker.close()
         await self._watches.stop()
+        if self._global is not None:
+            await self._global.stop()
+
+    # ---- global addressing ---------------------------------------------------------
+
+    async def remove_global_addresses(self) -> None:
+        """The shadow Services and the record of global addresses go (leaving; after stop())."""
+        if self._global is not None:
+            await self._global.remove_all()
+
+    def set_global_addressing(self, block: str, globally_addressed: bool) -> None:
+        """The hub's verdict (AnnounceResponse); every ServiceExport follows when it changed."""
+        if self._global is None or not self._global.set_verdict(block, globally_addressed):
+            return
+        if self._service_exports is not None:
+            for obj in self._service_exports.list():
+                self._queue.add(_key(obj))
+
+    def _localized(self, evaluation: Evaluation, service: Obj | None) -> Localized:
+        if self._global is None:
+            return Localized(evaluation)
+        return self._global.localize(evaluation, service)
+
+    def _service(self, key: Key) -> Obj | None:
+        assert self._services is not None
+        return self._services.get(key[1], key[0])
 
     async def wait_idle(self) -> None:
         await self._queue.wait_idle()
@@ -219,11 +267,16 @@ class ServiceExportController:
         if service_export is None or (service_export.get("metadata") or {}).get("deletionTimestamp"):
             self._waiting_since.pop(key, None)
             self._withdraw(key)
+            if self._global is not None:
+                self._global.release(key)
+                await self._global.ensure_shadow(key, Localized(Evaluation(key)))
             return None
         assert self._services is not None
         imported = None if self._services.get(name, namespace) else await self._imported_service(key)
-        evaluation = self._evaluate(key, imported)
-        if evaluation.valid:
+        evaluation = await self._with_global_addresses(
+            service_export, self._evaluate(key, imported), imported or self._service(key)
+        )
+        if evaluation.valid and evaluation.exports:
             for export in evaluation.exports:
                 self._sink.set_export(export)
             self._remember(key)
@@ -235,6 +288,23 @@ class ServiceExportController:
         if answer_due is not None:
             recheck = answer_due if recheck is None else min(recheck, answer_due)
         return recheck
+
+    async def _with_global_addresses(
+        self, service_export: Obj, evaluation: Evaluation, service: Obj | None
+    ) -> Evaluation:
+        """The export with its global addresses and its shadow Service in place (as it was
+        without global addressing); blocked when they could not be given (an Event says so
+        when the block is full)."""
+        if self._global is None:
+            return evaluation
+        localized = self._global.localize(evaluation, service)
+        blocked = await self._global.ensure_shadow(evaluation.key, localized)
+        if blocked is not None:
+            return replace(localized.evaluation, exports=(), blocked=blocked)
+        why = localized.evaluation.blocked
+        if localized.exhausted and self._recorder is not None and why is not None:
+            await self._recorder.warning(service_export, why.reason, why.message, self._resource)
+        return localized.evaluation
 
     def _answer(self, export_name: str) -> HubAnswer:
         return HubAnswer(self._sink.verdict(export_name), self._sink.rejection(export_name))

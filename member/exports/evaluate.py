@@ -47,11 +47,21 @@ class InvalidReason(StrEnum):
 
 
 @dataclass(frozen=True)
+class Blocked:
+    """Why a valid ServiceExport is not exported (its Ready=False reason): a globally addressed
+    member could not give it its global addresses (member.global_addresses)."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Evaluation:
     key: Key
     exports: tuple[pb.ResourceExport, ...] = ()
     invalid: InvalidReason | None = None
     message: str = ""
+    blocked: Blocked | None = None
 
     @property
     def valid(self) -> bool:

@@ -239,3 +239,17 @@ class GatewayController:
                         "detail": verdict.message,
                     },
                 )
+                await self._tell_overlap(live, verdict.message)
+
+    async def _tell_overlap(self, live: dict[str, Any], detail: str) -> None:
+        """A Warning Event on the ClusterInfoImport naming both clusters: its ranges cannot be
+        routed (agent exclusions), which only a global CIDR on the hub resolves."""
+        if self._recorder is None:
+            return
+        remote = str((live.get("spec") or {}).get("clusterID") or name_of(live))
+        message = (
+            f"The ranges of cluster {remote} overlap this cluster's ({self._publisher.cluster_id}) or another "
+            f"member's and are not routed where they overlap: {detail} Give the hub a global CIDR "
+            "(--global-cidr) to reach overlapping clusters through global addresses."
+        )
+        await self._recorder.warning(live, CONDITION_CIDR_CONFLICT, message, CLUSTER_INFO_IMPORTS)

@@ -5,6 +5,11 @@ overlap the local Service/Pod CIDRs or another import's. Each side of a conflict
 two imports is flagged (as MCS flags every exporter of a conflict); the message says which
 cluster keeps its routes: the agent settles such conflicts by cluster ID order (the
 smaller ID keeps its CIDR, agent/remotes.py), so every Node reaches the same verdict.
+
+A globally addressed cluster (the hub stamps ``globallyAddressed`` and its ``globalCIDR`` into
+its import: hub.merge.global_addressing) is routed by its global block alone, so its overlaps
+are resolved: its import says so (False/GloballyAddressed, naming the overlaps), and an
+overlap of another import with it is none.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ REASON_SERVICE_CIDR_OVERLAP = "ServiceCIDROverlap"
 REASON_POD_CIDR_OVERLAP = "PodCIDROverlap"
 REASON_SERVICE_AND_POD_CIDR_OVERLAP = "ServiceAndPodCIDROverlap"
 REASON_NO_OVERLAP = "NoOverlap"
+REASON_GLOBALLY_ADDRESSED = "GloballyAddressed"
 
 Network = IPv4Network | IPv6Network
 
@@ -30,6 +36,8 @@ class Ranges:
     cluster_id: str
     service_cidr: str = ""
     pod_cidrs: tuple[str, ...] = ()
+    global_cidr: str = ""
+    """The global block it is reached through, while globally addressed ("" otherwise)."""
 
     def labelled(self) -> list[tuple[str, Network]]:
         found: list[tuple[str, Network]] = []
@@ -69,7 +77,8 @@ def _overlap(a: Network, b: Network) -> bool:
 def ranges_from_import(obj: Mapping[str, Any]) -> Ranges:
     spec = obj.get("spec") or {}
     pods = tuple(str(c) for c in spec.get("podCIDRs") or [] if c)
-    return Ranges(str(spec.get("clusterID") or ""), str(spec.get("serviceCIDR") or ""), pods)
+    block = str(spec.get("globalCIDR") or "") if spec.get("globallyAddressed") is True else ""
+    return Ranges(str(spec.get("clusterID") or ""), str(spec.get("serviceCIDR") or ""), pods, block)
 
 
 def find_overlaps(local: Ranges, imports: Mapping[str, Ranges]) -> dict[str, OverlapVerdict]:
@@ -84,8 +93,8 @@ def find_overlaps(local: Ranges, imports: Mapping[str, Ranges]) -> dict[str, Ove
                     problems.append(f"{kind} {network} overlaps the local {local_kind} {local_network}")
                     kinds.add(kind)
             for other_name, other in sorted(imports.items()):
-                if other_name == name:
-                    continue
+                if other_name == name or other.global_cidr:
+                    continue  # a globally addressed cluster's ranges are not routed here
                 for other_kind, other_network in other.labelled():
                     if _overlap(network, other_network):
                         keeper = min(ranges.cluster_id, other.cluster_id)
@@ -94,8 +103,18 @@ def find_overlaps(local: Ranges, imports: Mapping[str, Ranges]) -> dict[str, Ove
                             f" (cluster {keeper} keeps the route)"
                         )
                         kinds.add(kind)
-        verdicts[name] = _verdict(problems, kinds)
+        verdicts[name] = _verdict(problems, kinds) if not ranges.global_cidr else _resolved(problems, ranges)
     return verdicts
+
+
+def _resolved(problems: Sequence[str], ranges: Ranges) -> OverlapVerdict:
+    overlaps = ("; ".join(problems) + ": ") if problems else ""
+    return OverlapVerdict(
+        "False",
+        REASON_GLOBALLY_ADDRESSED,
+        f"{overlaps}cluster {ranges.cluster_id} is globally addressed: it is reached through its global CIDR "
+        f"{ranges.global_cidr}, not its own ranges.",
+    )
 
 
 def _verdict(problems: Sequence[str], kinds: set[str]) -> OverlapVerdict:

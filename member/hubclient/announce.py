@@ -107,7 +107,7 @@ class Announcer:
                 "announced to the leader",
                 extra={"leaderClusterID": response.leader_cluster_id, "epoch": response.epoch},
             )
-        self._tracker.announced(response.epoch, interval)
+        self._tracker.announced(response.epoch, interval, response.global_cidr, response.globally_addressed)
         if self._due <= started:  # not poked meanwhile (a poke made it due again: announce at once)
             self._due = loop.time() + interval
         return max(self._due - loop.time(), 0.0)

@@ -24,6 +24,8 @@ class ConnectionState:
     refused_reason: the kind of the hub's refusal of who we are, when it said (ClusterIDInUse,
     ClusterIDImmutable; mcapi.names), "" otherwise.
     epoch, heartbeat_interval: as the hub last said in AnnounceResponse.
+    global_cidr, globally_addressed: the member's global block and verdict, as the hub last said
+    in AnnounceResponse (hub.merge.global_addressing).
     exports_synced: the Export stream's sync bracket completed on the current stream.
     imports_synced: the watch delivered Synced or Resumed on the current stream.
     since: when `connected` last flipped.
@@ -35,6 +37,8 @@ class ConnectionState:
     refused_reason: str = ""
     epoch: str = ""
     heartbeat_interval: float = 0.0
+    global_cidr: str = ""
+    globally_addressed: bool = False
     exports_synced: bool = False
     imports_synced: bool = False
     since: datetime = dataclasses.field(default_factory=lambda: datetime.now(UTC))
@@ -71,7 +75,9 @@ class StateTracker:
             except Exception:  # a listener's bug must not stop the session
                 log.exception("state listener failed")
 
-    def announced(self, epoch: str, heartbeat_interval: float) -> None:
+    def announced(
+        self, epoch: str, heartbeat_interval: float, global_cidr: str = "", globally_addressed: bool = False
+    ) -> None:
         self.joined.set()
         self.update(
             connected=True,
@@ -80,6 +86,8 @@ class StateTracker:
             refused_reason="",
             epoch=epoch,
             heartbeat_interval=heartbeat_interval,
+            global_cidr=global_cidr,
+            globally_addressed=globally_addressed,
         )
 
     def lost(self, message: str, *, needs_operator: bool = False, reason: str = "") -> None:

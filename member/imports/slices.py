@@ -6,7 +6,8 @@ without that tag; EndpointSlices are grouped by (cluster, address type, ports), 
 most 1000 endpoints each, and named ``antrea-mc-<name>.<cluster>[.<n>]``: Service
 names and cluster IDs are DNS labels without dots, so the name is unambiguous.
 Node names are dropped: a remote cluster's Node means nothing here and would
-mislead node-local traffic policies.
+mislead node-local traffic policies. An address a globally addressed exporter gave a global
+address (hub.merge.global_addressing) is written as that address: only it is routed here.
 """
 
 from __future__ import annotations
@@ -40,8 +41,13 @@ def _port(port: pb.EndpointPort) -> dict[str, Any]:
     return entry
 
 
+def reachable_ip(address: pb.EndpointAddress) -> str:
+    """Where this cluster reaches an endpoint: its global address when it has one."""
+    return address.global_ip or address.ip
+
+
 def _address(address: pb.EndpointAddress) -> dict[str, Any]:
-    entry: dict[str, Any] = {"ip": address.ip}
+    entry: dict[str, Any] = {"ip": reachable_ip(address)}
     if address.hostname:
         entry["hostname"] = address.hostname
     return entry
@@ -79,8 +85,9 @@ def desired_endpoint_slices(message: pb.ResourceImport) -> list[Obj]:
         port_key: PortKey = tuple(sorted((p.name, p.port, p.protocol or "TCP") for p in subset.ports))
         ports_of.setdefault(port_key, [_port(p) for p in subset.ports])
         for address in subset.addresses:
-            group = groups.setdefault((cluster, _address_type(address.ip), port_key), [])
-            if all(seen.ip != address.ip for seen in group):
+            ip = reachable_ip(address)
+            group = groups.setdefault((cluster, _address_type(ip), port_key), [])
+            if all(reachable_ip(seen) != ip for seen in group):
                 group.append(address)
     slices: list[Obj] = []
     index_of_cluster: dict[str, int] = {}
@@ -113,7 +120,7 @@ def _slice(
 ) -> Obj:
     endpoints = []
     for address in addresses:
-        endpoint: dict[str, Any] = {"addresses": [address.ip], "conditions": {"ready": True}}
+        endpoint: dict[str, Any] = {"addresses": [reachable_ip(address)], "conditions": {"ready": True}}
         if address.hostname:
             endpoint["hostname"] = address.hostname
         endpoints.append(endpoint)

@@ -34,6 +34,10 @@ class ClusterSetDriver:
     """cluster ID -> its compiled ClusterSet policy (enableStretchedNetworkPolicy); None: off."""
     resync_interval: float | None = DEFAULT_RESYNC_INTERVAL
     """How often every agent applies its unchanged inputs again."""
+    global_blocks: dict[str, str] = field(default_factory=dict)
+    """cluster ID -> its global block, for the globally addressed clusters (what the hub stamps)."""
+    global_pods: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    """cluster ID -> (global IP, Pod IP) of its exported Pods (its member's mchub-global-addresses)."""
 
     def __post_init__(self) -> None:
         for cluster in self.topo.clusters.values():
@@ -72,6 +76,7 @@ class ClusterSetDriver:
             gateway_ips=(gateway.underlay_ip,),
             pod_cidrs=(cluster.pod_cidr,),
             wireguard_public_key=self.keys[gateway.name].public_key,
+            global_cidr=self.global_blocks.get(cluster.cluster_id),
         )
 
     def inputs_for(self, cluster: ClusterNs, node: NodeNs) -> AgentInputs:
@@ -84,7 +89,13 @@ class ClusterSetDriver:
             remotes.append(info)
         return AgentInputs(
             node=LocalNode(node.name, node.underlay_ip, (node.pod_cidr,)),
-            cluster=LocalCluster(cluster.cluster_id, cluster.service_cidr, (cluster.pod_cidr,)),
+            cluster=LocalCluster(
+                cluster.cluster_id,
+                cluster.service_cidr,
+                (cluster.pod_cidr,),
+                global_cidr=self.global_blocks.get(cluster.cluster_id),
+                global_pods=self.global_pods.get(cluster.cluster_id, ()),
+            ),
             gateway=None if gateway is None else ActiveGateway(gateway.name, gateway.underlay_ip, gateway.underlay_ip),
             remotes=tuple(remotes),
             wireguard_public_key=self.keys[node.name].public_key,

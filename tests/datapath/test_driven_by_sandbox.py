@@ -11,7 +11,6 @@ attached to each member's HubSession by hand until MemberApp wires it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from mcapi.names import ANNOTATION_GATEWAY, DEFAULT_MEMBER_NAMESPACE
 from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from member.gateway import GatewayController
 from tests.datapath.driver import FAST_HEALTH
+from tests.datapath.kube_agents import start_agents
 from tests.datapath.topology import ClusterNs, Topology, build_topology, destroy_topology
 from tests.datapath.traffic import eventually_seen_source, peer_reporting_server, unreachable
 from tests.integration.hubrunner import HubRunner
@@ -59,7 +59,6 @@ class ClusterSet:
 @pytest.fixture
 async def clusterset(tmp_path: Path) -> AsyncIterator[ClusterSet]:
     topo = await build_topology(("east", "west"))
-    tasks: list[asyncio.Task[None]] = []
     async with AsyncExitStack() as stack:
         stack.push_async_callback(destroy_topology, topo)
         hubs = HubRunner(tmp_path / "hub")
@@ -76,22 +75,9 @@ async def clusterset(tmp_path: Path) -> AsyncIterator[ClusterSet]:
             controller = joined.member.gateway  # the MemberApp's own GatewayController
             assert controller is not None
             member = Member(cluster, joined, controller)
-            for node in cluster.nodes:
-                agent = KubeAgent(
-                    joined.client, node.name, AGENT_CONFIG, netns=node.netns, key_path=tmp_path / f"{node.name}.key"
-                )
-                member.agents[node.name] = agent
-                tasks.append(asyncio.create_task(agent.run(cleanup_on_stop=True), name=f"agent-{node.name}"))
+            # Stopped first: agents clean up before the namespaces go.
+            member.agents = await start_agents(stack, joined.client, cluster, AGENT_CONFIG, tmp_path)
             members[cluster.cluster_id] = member
-
-        async def stop_agents() -> None:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-
-        stack.push_async_callback(stop_agents)  # runs first: agents clean up before the namespaces go
         yield ClusterSet(topo, members)
 
 

@@ -15,7 +15,6 @@ proven on its own.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
@@ -36,6 +35,7 @@ from mcapi.labels import normalized_label
 from mcapi.names import label_identity_import_name
 from mcapi.resources import LABEL_IDENTITIES
 from tests.datapath.driver import FAST_HEALTH
+from tests.datapath.kube_agents import start_agents
 from tests.datapath.test_driven_by_sandbox import ClusterSet, Member, routes_to, wait_agent
 from tests.datapath.topology import NodeNs, build_topology, destroy_topology
 from tests.datapath.traffic import peer_reporting_server, seen_source
@@ -103,7 +103,6 @@ def identities_mode(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def clusterset(tmp_path: Path, identities_mode: str) -> AsyncIterator[ClusterSet]:
     topo = await build_topology(("east", "west"))
-    tasks: list[asyncio.Task[None]] = []
     async with AsyncExitStack() as stack:
         stack.push_async_callback(destroy_topology, topo)
         hubs = HubRunner(tmp_path / "hub")
@@ -127,20 +126,8 @@ async def clusterset(tmp_path: Path, identities_mode: str) -> AsyncIterator[Clus
             controller = joined.member.gateway
             assert controller is not None
             member = Member(cluster, joined, controller)
-            for node in cluster.nodes:
-                agent = KubeAgent(client, node.name, CONFIG, netns=node.netns, key_path=tmp_path / f"{node.name}.key")
-                member.agents[node.name] = agent
-                tasks.append(asyncio.create_task(agent.run(cleanup_on_stop=True), name=f"agent-{node.name}"))
+            member.agents = await start_agents(stack, client, cluster, CONFIG, tmp_path)
             members[cluster.cluster_id] = member
-
-        async def stop_agents() -> None:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-
-        stack.push_async_callback(stop_agents)
         yield ClusterSet(topo, members)
 
 

@@ -8,8 +8,10 @@ over the underlay. Nothing routes between clusters until the agent does.
 
 Addressing (all inside the test's namespaces):
   underlay 198.18.0.0/16 (benchmark range): Node <c>/<n> is 198.18.<c>.<n>
-  Pod CIDR of Node <c>/<n>: 10.<c>.<n>.0/24, its Pod 10.<c>.<n>.10, the Node 10.<c>.<n>.1
-  cluster Pod CIDR 10.<c>.0.0/16, Service CIDR 10.10<c>.0.0/16
+  Pod CIDR of Node <c>/<n>: 10.<a>.<n>.0/24, its Pod 10.<a>.<n>.10, the Node 10.<a>.<n>.1
+  cluster Pod CIDR 10.<a>.0.0/16, Service CIDR 10.10<a>.0.0/16
+where <a> is <c>, unless the cluster reuses another's ranges (``same_ranges``: overlapping
+CIDRs, as clusters made from one template have).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import contextlib
 import os
 import secrets
 import signal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,23 +93,28 @@ async def sh(*argv: str, check: bool = True, stdin: bytes | None = None) -> str:
     return out.decode()
 
 
-async def build_topology(cluster_ids: Sequence[str] = ("east", "west", "north")) -> Topology:
-    """Create the namespaces; on any failure, remove what was created and re-raise."""
+async def build_topology(
+    cluster_ids: Sequence[str] = ("east", "west", "north"), same_ranges: Mapping[str, str] | None = None
+) -> Topology:
+    """Create the namespaces; on any failure, remove what was created and re-raise.
+    ``same_ranges``: cluster ID -> the (earlier) cluster whose Pod and Service CIDRs it reuses."""
     topo = Topology(run_id=secrets.token_hex(3), underlay_netns="")
     topo.underlay_netns = f"mc{topo.run_id}-ul"
+    indexes = {cluster_id: i for i, cluster_id in enumerate(cluster_ids, start=1)}
     try:
         await _add_netns(topo, topo.underlay_netns)
         await sh("ip", "-n", topo.underlay_netns, "link", "add", "br0", "type", "bridge")
         await sh("ip", "-n", topo.underlay_netns, "link", "set", "br0", "up")
-        for c_index, cluster_id in enumerate(cluster_ids, start=1):
-            topo.clusters[cluster_id] = await _build_cluster(topo, cluster_id, c_index)
+        for cluster_id, c_index in indexes.items():
+            ranges = indexes[(same_ranges or {}).get(cluster_id, cluster_id)]
+            topo.clusters[cluster_id] = await _build_cluster(topo, cluster_id, c_index, ranges)
     except BaseException:
         await destroy_topology(topo)
         raise
     return topo
 
 
-async def _build_cluster(topo: Topology, cluster_id: str, c: int) -> ClusterNs:
+async def _build_cluster(topo: Topology, cluster_id: str, c: int, a: int) -> ClusterNs:
     nodes = []
     for n, suffix in enumerate(NODE_SUFFIXES, start=1):
         name = f"{cluster_id}-{suffix}"
@@ -115,8 +122,8 @@ async def _build_cluster(topo: Topology, cluster_id: str, c: int) -> ClusterNs:
             name=name,
             netns=f"mc{topo.run_id}-{name}",
             underlay_ip=f"198.18.{c}.{n}",
-            pod_cidr=f"10.{c}.{n}.0/24",
-            pod=PodNs(netns=f"mc{topo.run_id}-{name}-pod", ip=f"10.{c}.{n}.10"),
+            pod_cidr=f"10.{a}.{n}.0/24",
+            pod=PodNs(netns=f"mc{topo.run_id}-{name}-pod", ip=f"10.{a}.{n}.10"),
         )
         await _build_node(topo, node, c, n)
         nodes.append(node)
@@ -124,7 +131,7 @@ async def _build_cluster(topo: Topology, cluster_id: str, c: int) -> ClusterNs:
         for other in nodes:
             if other is not node:
                 await sh("ip", "-n", node.netns, "route", "add", other.pod_cidr, "via", other.underlay_ip, "dev", "ul0")
-    return ClusterNs(cluster_id, c, tuple(nodes), f"10.{c}.0.0/16", f"10.10{c}.0.0/16")
+    return ClusterNs(cluster_id, c, tuple(nodes), f"10.{a}.0.0/16", f"10.10{a}.0.0/16")
 
 
 async def _build_node(topo: Topology, node: NodeNs, c: int, n: int) -> None:
@@ -138,13 +145,14 @@ async def _build_node(topo: Topology, node: NodeNs, c: int, n: int) -> None:
     await sh("ip", "-n", ns, "link", "set", "ul0", "up")
     await sh("ip", "-n", ns, "link", "set", "lo", "up")
     await sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+    node_pod_ip = node.pod_cidr.replace("0/24", "1")  # the Node's address on the Pod network
     await sh("ip", "-n", ns, "link", "add", "vp0", "type", "veth", "peer", "name", "eth0", "netns", pod)
-    await sh("ip", "-n", ns, "addr", "add", f"10.{c}.{n}.1/24", "dev", "vp0")
+    await sh("ip", "-n", ns, "addr", "add", f"{node_pod_ip}/24", "dev", "vp0")
     await sh("ip", "-n", ns, "link", "set", "vp0", "up")
     await sh("ip", "-n", pod, "addr", "add", f"{node.pod.ip}/24", "dev", "eth0")
     await sh("ip", "-n", pod, "link", "set", "eth0", "up")
     await sh("ip", "-n", pod, "link", "set", "lo", "up")
-    await sh("ip", "-n", pod, "route", "add", "default", "via", f"10.{c}.{n}.1")
+    await sh("ip", "-n", pod, "route", "add", "default", "via", node_pod_ip)
 
 
 async def _add_netns(topo: Topology, name: str) -> None:

@@ -11,6 +11,7 @@ Everything is stopped and closed at teardown.
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -47,14 +48,21 @@ def rest_session(hub: HubApp, **kwargs: object) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(base_url=hub.rest_url, connector=connector, **kwargs)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[HubApp]:
-    app = HubApp(hub_config(tmp_path / "hub"))
+@contextlib.asynccontextmanager
+async def running_hub(data_dir: Path, **overrides: object) -> AsyncIterator[HubApp]:
+    """A started HubApp of ``hub_config(data_dir, **overrides)``, stopped on the way out."""
+    app = HubApp(hub_config(data_dir, **overrides))
     await app.start()
     try:
         yield app
     finally:
         await app.stop()
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[HubApp]:
+    async with running_hub(tmp_path / "hub") as app:
+        yield app
 
 
 @pytest.fixture

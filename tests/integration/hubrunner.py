@@ -10,8 +10,9 @@ from __future__ import annotations
 import shutil
 import socket
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,8 +33,13 @@ class HubRunner:
     data_dir: Path
     port: int = field(default_factory=free_port)
     current: HubApp | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    """HubConfig fields to set (e.g. global_cidr)."""
 
     def config(self) -> HubConfig:
+        return replace(self.base_config(), **self.overrides)
+
+    def base_config(self) -> HubConfig:
         return HubConfig(
             data_dir=self.data_dir,
             grpc_address=f"127.0.0.1:{self.port}",

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from kube.client import KubeClient
+from kube.events import EventRecorder
 from mcapi.config import MultiClusterConfig
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.gateway import GatewayController
@@ -57,7 +58,13 @@ class Gateways:
 
     async def start(self, config: MultiClusterConfig | None = None, cluster_id: str = "east") -> GatewayController:
         controller = GatewayController(
-            self.client, NAMESPACE, config or MultiClusterConfig(), cluster_id, self, sync_timeout=10.0
+            self.client,
+            NAMESPACE,
+            config or MultiClusterConfig(),
+            cluster_id,
+            self,
+            recorder=EventRecorder(self.client, "mchub-member"),
+            sync_timeout=10.0,
         )
         self.controllers.append(controller)
         await controller.start()

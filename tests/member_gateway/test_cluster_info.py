@@ -7,7 +7,7 @@ from typing import Any
 
 from kube.client import KubeClient
 from kube.conditions import find_condition
-from kube.resources import SERVICES
+from kube.resources import EVENTS, SERVICES
 from mcapi.config import MultiClusterConfig
 from mcapi.resources import CLUSTER_INFO_IMPORTS
 from member.gateway import discover_service_cidr
@@ -66,6 +66,11 @@ async def test_an_import_overlapping_our_service_cidr_gets_a_conflict_condition_
     ready = find_condition(conditions, "Ready")
     assert ready is not None and ready["reason"] == "Imported"
     assert obj["spec"]["serviceCIDR"] == "10.100.0.0/16"
+    events = (await client.list(EVENTS, NAMESPACE)).items
+    (event,) = [e for e in events if e.get("reason") == "CIDRConflict"]
+    assert event["type"] == "Warning" and event["involvedObject"]["name"] == "west-clusterinfo"
+    assert "The ranges of cluster west overlap this cluster's (east)" in event["message"]
+    assert "--global-cidr" in event["message"]
 
     fixed = {**obj, "spec": {**obj["spec"], "serviceCIDR": "10.150.0.0/16"}}
     await client.replace(CLUSTER_INFO_IMPORTS, fixed)

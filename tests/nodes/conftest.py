@@ -2,7 +2,10 @@
 
 ``node_clusterset`` builds the image (``make image``) and the test images while envtest starts
 north (leader and member), east and west with real nodes, loads the images into every node
-and installs mchub exactly as deploy/INSTALL.md tells a user. ``MCHUB_E2E_CLUSTERS`` runs the
+and installs mchub exactly as deploy/INSTALL.md tells a user. Its ranges overlap: east and west
+share one Pod CIDR and one Service CIDR and reach each other through their global blocks, north
+keeps its own ranges and is reached at them (hack/nodeset/clusterset.py), so every test proves
+its path both through NAT and direct where it involves both. ``MCHUB_E2E_CLUSTERS`` runs the
 same tests against clusters a user already has (their images loaded beforehand); tests that
 fail a node on purpose skip there.
 
@@ -18,12 +21,16 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import pytest
 
-from hack.nodeset.clusters import EnvtestNodes, nodes_unavailable_reason, user_clusters
+from hack.nodeset.clusters import Cluster, EnvtestNodes, nodes_unavailable_reason, user_clusters
 from hack.nodeset.clusterset import Mode, NodeClusterSet, attach, install_into
+from hack.nodeset.install import MEMBER_NS
+from mcapi.global_addresses import CONFIGMAP, GlobalAddresses
 from tests.needs import unmet
 from tests.nodes.early import EARLY
 
@@ -83,6 +90,39 @@ def envtest_nodes(node_clusterset: NodeClusterSet) -> EnvtestNodes:
     if node_clusterset.envtest is None:
         pytest.skip("failing a node on purpose needs envtest's nodes, not MCHUB_E2E_CLUSTERS")
     return node_clusterset.envtest
+
+
+@dataclass
+class Members:
+    """The ClusterSet and its three members, as a module's tests use them."""
+
+    clusterset: NodeClusterSet
+    east: Cluster
+    west: Cluster
+    north: Cluster
+
+    @classmethod
+    def of(cls, clusterset: NodeClusterSet) -> Self:
+        return cls(clusterset, *(clusterset.cluster(name) for name in ("east", "west", "north")))
+
+
+def endpoint_ips(cluster: Cluster, namespace: str, name: str) -> set[str]:
+    """The ready addresses of the Endpoints ``name`` (e.g. an import's antrea-mc-<name>)."""
+    endpoints = cluster.kubectl.json("get", "endpoints", name, "-n", namespace)
+    return {a["ip"] for subset in endpoints.get("subsets") or [] for a in subset.get("addresses") or []}
+
+
+def global_addresses(cluster: Cluster) -> GlobalAddresses:
+    """The member's record of its global addressing (ConfigMap mchub-global-addresses)."""
+    found = cluster.kubectl("get", "configmap", CONFIGMAP, "-n", MEMBER_NS, "--ignore-not-found", "-o", "json")
+    return GlobalAddresses.from_data(json.loads(found).get("data") if found.strip() else None)
+
+
+def overlapping(clusterset: NodeClusterSet) -> NodeClusterSet:
+    """The ClusterSet, for tests of overlapping ranges (a user's clusters do not overlap so)."""
+    if not clusterset.overlapping:
+        pytest.skip("east and west must share their ranges (envtest's ClusterSet; MCHUB_E2E_CLUSTERS names others)")
+    return clusterset
 
 
 def in_mode(clusterset: NodeClusterSet, mode: Mode) -> NodeClusterSet:

@@ -6,7 +6,6 @@ stopped, and across a failover of west's Gateway while requests flow."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import pytest
 
@@ -25,18 +24,12 @@ from hack.nodeset.workloads import (
     request_loop,
     web_server,
 )
-from tests.nodes.conftest import in_mode, record
+from tests.nodes.conftest import Members, in_mode, record
 
 NS = "web"
 
 
-@dataclass
-class World:
-    clusterset: NodeClusterSet
-    east: Cluster
-    west: Cluster
-    north: Cluster
-
+class World(Members):
     def west_pods(self) -> set[str]:
         pods = self.west.kubectl.json("get", "pods", "-n", NS, "-l", "app=web")["items"]
         return {pod["metadata"]["name"] for pod in pods}
@@ -64,7 +57,7 @@ def world(node_clusterset: NodeClusterSet) -> World:
     client_pod(east, NS, "client-on-gateway", node=east.nodes[0].name)
     client_pod(east, NS, "client", node=east.nodes[-1].name)
     client_pod(north, NS, "client", node=north.nodes[0].name)
-    return World(clusterset, east, west, north)
+    return World.of(clusterset)
 
 
 @pytest.mark.parametrize("pod", ["client-on-gateway", "client"])

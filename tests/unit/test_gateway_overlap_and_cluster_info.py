@@ -98,3 +98,19 @@ def test_the_default_service_cidr_object_wins() -> None:
         {"metadata": {"name": "kubernetes"}, "spec": {"cidrs": ["fd00::/108", "10.96.0.0/12"]}},
     ]
     assert cidr_from_service_cidr_objects(items) == "10.96.0.0/12"
+
+
+def test_a_globally_addressed_import_is_resolved_and_no_conflict_for_the_others() -> None:
+    local = Ranges("", "10.96.0.0/16", ("10.1.0.0/16",))
+    imports = {
+        "west-clusterinfo": Ranges("west", "10.96.0.0/16", ("10.1.0.0/16",), "242.0.32.0/20"),
+        "south-clusterinfo": Ranges("south", "10.98.0.0/16", ("10.1.128.0/17",)),
+    }
+    verdicts = find_overlaps(local, imports)
+    west = verdicts["west-clusterinfo"]
+    assert (west.status, west.reason) == ("False", "GloballyAddressed")
+    assert "overlaps the local Service CIDR 10.96.0.0/16" in west.message
+    assert "reached through its global CIDR 242.0.32.0/20" in west.message
+    # south overlaps the local Pod CIDR (not routable), but not west's: west is routed by its block.
+    south = verdicts["south-clusterinfo"]
+    assert south.status == "True" and "west" not in south.message

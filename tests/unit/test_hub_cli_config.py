@@ -51,3 +51,19 @@ def test_the_kube_flags_choose_the_kube_store_with_its_lease_and_replica() -> No
 def test_flags_that_do_not_go_together_are_refused_with_the_hub_config_error(flags: list[str], refusal: str) -> None:
     with pytest.raises(HubConfigError, match=refusal.replace("(", r"\(")):
         _hub_config(*flags)
+
+
+def test_the_global_cidr_comes_from_its_flags_or_the_environment_the_manifest_fills(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _hub_config().global_addressing is None
+    config = _hub_config("--global-cidr", "242.0.0.0/8", "--global-block-prefix", "/22")
+    assert str(config.global_addressing) == "242.0.0.0/8" and config.global_block_prefix == 22
+    monkeypatch.setenv("MCHUB_GLOBAL_CIDR", "242.0.0.0/16")
+    monkeypatch.setenv("MCHUB_GLOBAL_BLOCK_PREFIX", "24")
+    config = _hub_config()
+    assert config.global_cidr == "242.0.0.0/16" and config.global_block_prefix == 24
+    with pytest.raises(HubConfigError, match="not a prefix length"):
+        _hub_config("--global-block-prefix", "big")
+    with pytest.raises(HubConfigError, match="not a network address"):
+        _hub_config("--global-cidr", "242.0.0.0/33")

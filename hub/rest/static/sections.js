@@ -100,6 +100,20 @@ export function renderMembers(view) {
   fillRows(byId("members"), rows, "No member cluster has joined yet.");
 }
 
+// Whether a member is reached through its global CIDR (NAT: its ranges overlap another member's)
+// or at its own addresses; its block either way, when it has one.
+function reachedAt(g) {
+  if (g.globallyAddressed) {
+    return h(
+      "span",
+      { className: "chip warn", title: "its ranges overlap another member's: reached only through this block (NAT)" },
+      `NAT via ${g.globalCIDR}`,
+    );
+  }
+  const block = g.globalCIDR ? h("span", { className: "muted" }, ` (block ${g.globalCIDR})`) : "";
+  return h("span", {}, "own ranges", block);
+}
+
 export function renderGateways(view) {
   const rows = view.gateways.map((g) => {
     const receivers = view.members.map((m) => m.clusterID).filter((id) => id !== g.clusterID);
@@ -110,6 +124,7 @@ export function renderGateways(view) {
       h("td", {}, g.gatewayIPs.length ? g.gatewayIPs.join(", ") : "—"),
       h("td", {}, h("code", {}, g.serviceCIDR || "—")),
       h("td", {}, g.podCIDRs.length ? g.podCIDRs.map((c) => h("code", { className: "chip neutral" }, c)) : "—"),
+      h("td", { "data-testid": `gateway-${g.clusterID}-reached` }, reachedAt(g)),
       h("td", {}, g.wireGuard ? "yes" : "no"),
       h("td", {}, statusChips(`gateway-${g.clusterID}`, g.health, receivers)),
     );

@@ -203,12 +203,25 @@ class AnnounceResponse(_message.Message):
     CLUSTER_SET_ID_FIELD_NUMBER: _builtins.int
     HEARTBEAT_INTERVAL_SECONDS_FIELD_NUMBER: _builtins.int
     EPOCH_FIELD_NUMBER: _builtins.int
+    GLOBAL_CIDR_FIELD_NUMBER: _builtins.int
+    GLOBALLY_ADDRESSED_FIELD_NUMBER: _builtins.int
     leader_cluster_id: _builtins.str
     cluster_set_id: _builtins.str
     heartbeat_interval_seconds: _builtins.int
     """How often the member must announce to stay Connected."""
     epoch: _builtins.str
     """The hub's current store epoch, for WatchImports resumption."""
+    global_cidr: _builtins.str
+    """The member's global block: the slice of the ClusterSet's global CIDR the
+    hub allocated to it (hub flag --global-cidr); "" when the hub has no
+    global CIDR or no block is left.
+    """
+    globally_addressed: _builtins.bool
+    """Whether the member is globally addressed: its Service or Pod CIDRs overlap
+    another member's while a global CIDR is set. Other members then reach it
+    only through its global block, and its own cross-cluster traffic leaves
+    SNATed to the first address of that block (its global egress IP).
+    """
     def __init__(
         self,
         *,
@@ -216,10 +229,12 @@ class AnnounceResponse(_message.Message):
         cluster_set_id: _builtins.str = ...,
         heartbeat_interval_seconds: _builtins.int = ...,
         epoch: _builtins.str = ...,
+        global_cidr: _builtins.str = ...,
+        globally_addressed: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_set_id", b"cluster_set_id", "epoch", b"epoch", "heartbeat_interval_seconds", b"heartbeat_interval_seconds", "leader_cluster_id", b"leader_cluster_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_set_id", b"cluster_set_id", "epoch", b"epoch", "global_cidr", b"global_cidr", "globally_addressed", b"globally_addressed", "heartbeat_interval_seconds", b"heartbeat_interval_seconds", "leader_cluster_id", b"leader_cluster_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -531,19 +546,27 @@ class EndpointAddress(_message.Message):
     IP_FIELD_NUMBER: _builtins.int
     HOSTNAME_FIELD_NUMBER: _builtins.int
     NODE_NAME_FIELD_NUMBER: _builtins.int
+    GLOBAL_IP_FIELD_NUMBER: _builtins.int
     ip: _builtins.str
     hostname: _builtins.str
     node_name: _builtins.str
+    global_ip: _builtins.str
+    """The global address of this endpoint, set by a globally addressed
+    exporter: importers write it in place of `ip` (which is only routable
+    inside the exporting cluster), and the exporter's Gateway translates it
+    back. "" when the exporter is reached at its real addresses.
+    """
     def __init__(
         self,
         *,
         ip: _builtins.str = ...,
         hostname: _builtins.str = ...,
         node_name: _builtins.str = ...,
+        global_ip: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["hostname", b"hostname", "ip", b"ip", "node_name", b"node_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["global_ip", b"global_ip", "hostname", b"hostname", "ip", b"ip", "node_name", b"node_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -673,8 +696,17 @@ class ClusterInfo(_message.Message):
     GATEWAY_INFOS_FIELD_NUMBER: _builtins.int
     POD_CIDRS_FIELD_NUMBER: _builtins.int
     WIRE_GUARD_FIELD_NUMBER: _builtins.int
+    GLOBAL_CIDR_FIELD_NUMBER: _builtins.int
+    GLOBALLY_ADDRESSED_FIELD_NUMBER: _builtins.int
     cluster_id: _builtins.str
     service_cidr: _builtins.str
+    global_cidr: _builtins.str
+    """Set by the hub in imports (members leave both empty in exports): the
+    member's global block, and whether it is globally addressed (see
+    AnnounceResponse). Every member and agent routes a globally addressed
+    member's global block instead of its Service and Pod CIDRs.
+    """
+    globally_addressed: _builtins.bool
     @_builtins.property
     def gateway_infos(self) -> _containers.RepeatedCompositeFieldContainer[Global___GatewayInfo]: ...
     @_builtins.property
@@ -689,10 +721,12 @@ class ClusterInfo(_message.Message):
         gateway_infos: _abc.Iterable[Global___GatewayInfo] | None = ...,
         pod_cidrs: _abc.Iterable[_builtins.str] | None = ...,
         wire_guard: Global___WireGuardInfo | None = ...,
+        global_cidr: _builtins.str = ...,
+        globally_addressed: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["wire_guard", b"wire_guard"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id", "gateway_infos", b"gateway_infos", "pod_cidrs", b"pod_cidrs", "service_cidr", b"service_cidr", "wire_guard", b"wire_guard"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_id", b"cluster_id", "gateway_infos", b"gateway_infos", "global_cidr", b"global_cidr", "globally_addressed", b"globally_addressed", "pod_cidrs", b"pod_cidrs", "service_cidr", b"service_cidr", "wire_guard", b"wire_guard"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
