@@ -46,9 +46,13 @@ def record(**figures: object) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/nodes/" in str(item.fspath):
-            item.add_marker(pytest.mark.nodes)
+    nodes = [item for item in items if "tests/nodes/" in str(item.fspath)]
+    for item in nodes:
+        item.add_marker(pytest.mark.nodes)
+    if nodes:
+        # The first node test waits for the ClusterSet and, with it, the conformance suite
+        # (tests/nodes/early.py): more than the default limit when little else ran before.
+        nodes[0].add_marker(pytest.mark.timeout(50 * 60))
 
 
 def _unavailable() -> str | None:
@@ -61,7 +65,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     wanted = any("tests/nodes/" in str(item.fspath) for item in session.items)
     if wanted and _unavailable() is None and user_clusters() is None and not os.environ.get("MCHUB_NODESET_DIR"):
-        EARLY.begin()
+        suite = any("tests/nodes/test_conformance.py" in str(item.fspath) for item in session.items)
+        EARLY.begin(with_conformance=suite)
 
 
 def pytest_sessionfinish() -> None:
