@@ -44,7 +44,8 @@ def _without_managed_fields(obj: Obj) -> Obj:
     return {**obj, "metadata": {key: value for key, value in meta.items() if key != "managedFields"}}
 
 
-def _newer(mine: Obj, than: Obj | None) -> bool:
+def newer(mine: Obj, than: Obj | None) -> bool:
+    """Whether ``mine`` is a later version of the object than ``than`` (None: none known)."""
     if than is None:
         return True
     ours, theirs = _rv(mine), _rv(than)
@@ -78,7 +79,7 @@ class WriteThroughCache:
 
     def _visible(self, key: CacheKey, live: Obj | None) -> Obj | None:
         mine = self._written.get(key)
-        obj = mine if mine is not None and _newer(mine, live) else live
+        obj = mine if mine is not None and newer(mine, live) else live
         if obj is not None and self._deleted.get(key) == _uid(obj):
             return None
         return obj
@@ -91,7 +92,7 @@ class WriteThroughCache:
         version = _rv(obj)
         if version is not None:
             self._own_versions.setdefault(key, set()).add(version)
-        if _newer(obj, self.informer.get(key[1], key[0] or None)) and _newer(obj, self._written.get(key)):
+        if newer(obj, self.informer.get(key[1], key[0] or None)) and newer(obj, self._written.get(key)):
             self._written[key] = _without_managed_fields(obj)
         # A tombstone hides only the object we deleted: a new one of that name (another uid) shows.
 
@@ -129,6 +130,6 @@ class WriteThroughCache:
             if not versions:
                 del self._own_versions[key]
         mine = self._written.get(key)
-        if mine is not None and not _newer(mine, event.object):
+        if mine is not None and not newer(mine, event.object):
             del self._written[key]
         return own

@@ -14,6 +14,7 @@ from kube.client import KubeClient, PatchType
 from kube.conditions import keep_transition_times
 from kube.errors import KubeError, NotFound
 from kube.resources import Obj
+from kube.writecache import newer
 from mcapi.resources import CLUSTER_SETS
 
 log = logging.getLogger(__name__)
@@ -42,11 +43,16 @@ class ClusterSetStatusWriter:
         self._namespace = namespace
         self._name = name
         self._missing_logged = False
+        # The server's answer to our last write: a watch's copy older than it (the watch lags
+        # under load) must not be taken for the status, or a change back to what that older copy
+        # says would look written already and never be (kube.writecache does the same for others).
+        self._written: Obj | None = None
 
     async def write(self, status: dict[str, Any], *, name: str = "", current: Obj | None = None) -> None:
         """Write `status` into ClusterSet `name` (default: the one given at construction) if it
         changed; `current`: the CR as a watch last saw it, which spares a GET (None: GET it)."""
-        self._name = name or self._name
+        if name and name != self._name:
+            self._name, self._written = name, None
         if current is not None:
             await self._write(status, current)
             return
@@ -64,13 +70,15 @@ class ClusterSetStatusWriter:
 
     async def _write(self, status: dict[str, Any], clusterset: Obj) -> None:
         self._missing_logged = False
+        if self._written is not None and newer(self._written, clusterset):
+            clusterset = self._written
         current = clusterset.get("status") or {}
         desired = merge_status(status, current)
         desired["observedGeneration"] = (clusterset.get("metadata") or {}).get("generation", 0)
         if desired == {k: current.get(k) for k in desired}:
             return
         try:
-            await self._client.patch_status(
+            self._written = await self._client.patch_status(
                 CLUSTER_SETS, self._name, {"status": desired}, namespace=self._namespace, patch_type=PatchType.MERGE
             )
         except KubeError as exc:
