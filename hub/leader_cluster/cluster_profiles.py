@@ -23,12 +23,12 @@ from datetime import datetime
 
 from hub.clusterset.profiles import CLUSTER_MANAGER, desired_profile, is_ours
 from hub.store.base import MemberRecord
-from kube.apply import contains, delete_object, ensure, ensure_status
+from kube.apply import FromCache, contains, delete_object, ensure, ensure_status
 from kube.client import KubeClient, WatchEvent
 from kube.discovery import first_served
 from kube.errors import Forbidden, KubeError, NotFound
 from kube.informer import Informer
-from kube.resources import NAMESPACES, Obj, Resource, name_of
+from kube.resources import NAMESPACES, name_of
 from kube.writecache import WriteThroughCache
 from mcapi.crds import LABEL_CLUSTER_MANAGER, LABEL_CLUSTER_SET
 from mcapi.resources import CLUSTER_PROFILES
@@ -39,33 +39,13 @@ log = logging.getLogger(__name__)
 CRD_RECHECK_SECONDS = 30.0
 
 
-class _Cached:
-    """The profile watch as kube.apply's LiveSource: reads cost no request."""
-
-    def __init__(self, client: KubeClient, cache: WriteThroughCache) -> None:
-        self._client = client
-        self._cache = cache
-
-    async def read(self, resource: Resource, name: str, namespace: str | None) -> Obj | None:
-        return self._cache.get(name, namespace)
-
-    async def read_taken(self, resource: Resource, name: str, namespace: str | None) -> Obj:
-        return await self._client.get(resource, name, namespace)
-
-    def wrote(self, obj: Obj) -> None:
-        self._cache.wrote(obj)
-
-    def deleted(self, obj: Obj) -> None:
-        self._cache.deleted(obj)
-
-
 class ClusterProfileWriter:
     def __init__(self, client: KubeClient, namespace: str) -> None:
         self._client = client
         self._namespace = namespace
         self._informer: Informer | None = None
         self._cache: WriteThroughCache | None = None
-        self._source: _Cached | None = None
+        self._source: FromCache | None = None
         self._next_check = 0.0
         self._labelled_for = ""  # the ClusterSet ID the Namespace was labelled with
 
@@ -92,7 +72,7 @@ class ClusterProfileWriter:
             handler=self._observe,
         )
         self._informer, self._cache = informer, WriteThroughCache(informer)
-        self._source = _Cached(self._client, self._cache)
+        self._source = FromCache(self._client, self._cache)
         informer.start()
         return False  # its first list comes in the background: the next pass writes
 

@@ -29,13 +29,13 @@ import logging
 from dataclasses import dataclass, replace
 from ipaddress import IPv4Network
 
-from kube.apply import LiveSource, NameTaken, delete_if_owned, delete_object, ensure
+from kube.apply import FromCache, LiveSource, NameTaken, delete_if_owned, delete_object, ensure
 from kube.client import KubeClient, WatchEvent
 from kube.errors import NotFound
 from kube.informer import Informer
 from kube.manager import Watches
 from kube.queue_worker import QueueWorker
-from kube.resources import CONFIG_MAPS, SERVICES, Obj, Resource
+from kube.resources import CONFIG_MAPS, SERVICES, Obj
 from kube.workqueue import WorkQueue
 from kube.writecache import WriteThroughCache
 from mcapi.config import EndpointIPType
@@ -62,27 +62,6 @@ class Localized:
     exhausted: bool = False
 
 
-class _CachedServices:
-    """The shadows' watch cache as kube.apply's LiveSource: no GET to decide a write."""
-
-    def __init__(self, client: KubeClient, cache: WriteThroughCache) -> None:
-        self._client = client
-        self._cache = cache
-
-    async def read(self, resource: Resource, name: str, namespace: str | None) -> Obj | None:
-        return self._cache.get(name, namespace)
-
-    async def read_taken(self, resource: Resource, name: str, namespace: str | None) -> Obj:
-        # Not a shadow the watch selects: a user's Service of that name.
-        return await self._client.get(resource, name, namespace)
-
-    def wrote(self, obj: Obj) -> None:
-        self._cache.wrote(obj)
-
-    def deleted(self, obj: Obj) -> None:
-        self._cache.deleted(obj)
-
-
 class GlobalAddressing:
     def __init__(
         self, client: KubeClient, namespace: str, ip_type: EndpointIPType, *, sync_timeout: float | None = None
@@ -97,7 +76,7 @@ class GlobalAddressing:
         self._shadows = Informer(client, SERVICES, label_selector=LABEL_SHADOW_OF, handler=self._on_shadow)
         self._watches = Watches(self._shadows, sync_timeout=sync_timeout)
         self._cache = WriteThroughCache(self._shadows)
-        self._source: LiveSource = _CachedServices(client, self._cache)
+        self._source: LiveSource = FromCache(client, self._cache)
         self._queue: WorkQueue[str] = WorkQueue(f"global-addresses-{namespace}")
         self._worker: QueueWorker[str] = QueueWorker(self._queue, self._write_record)
 
