@@ -34,21 +34,14 @@ class ClusterView:
         self._node = Informer(client, NODES, field_selector=f"metadata.name={node_name}", handler=self._on_node)
         self._gateways = Informer(client, GATEWAYS, namespace=namespace, handler=self._on_event)
         self._imports = Informer(client, CLUSTER_INFO_IMPORTS, namespace=namespace, handler=self._on_event)
-        self._configmap = Informer(
-            client,
-            CONFIG_MAPS,
-            namespace=namespace,
-            field_selector=f"metadata.name={MC_CONTROLLER_CONFIGMAP}",
-            handler=self._on_event,
-        )
-        self._global_addresses = Informer(
-            client,
-            CONFIG_MAPS,
-            namespace=namespace,
-            field_selector=f"metadata.name={global_addresses.CONFIGMAP}",
-            handler=self._on_event,
-        )
+        self._configmap = self._one_configmap(client, MC_CONTROLLER_CONFIGMAP)
+        self._global_addresses = self._one_configmap(client, global_addresses.CONFIGMAP)
         self._cluster_sets: Informer | None = None
+
+    def _one_configmap(self, client: KubeClient, name: str) -> Informer:
+        """A watch of the member Namespace's ConfigMap ``name`` only (not every ConfigMap there)."""
+        selector = f"metadata.name={name}"
+        return Informer(client, CONFIG_MAPS, namespace=self.namespace, field_selector=selector, handler=self._on_event)
 
     async def start(self, sync_timeout: float = 30.0) -> None:
         """Sync every informer; raises the first informer's error (a missing CRD, RBAC)."""
