@@ -15,6 +15,7 @@ from mcapi import names
 from mcapi.crds import PROPERTY_CLUSTER_ID, PROPERTY_CLUSTER_SET
 from mcapi.resources import CLUSTER_PROPERTIES, CLUSTER_SETS
 from member.about.properties import LABEL_MANAGED_BY, MANAGED_BY_MEMBER
+from tests.integration.hubrunner import HubRunner
 from tests.member.conftest import MemberFactory
 from tests.member.harness import MEMBER_NAMESPACE, eventually, write_cluster_set
 
@@ -87,8 +88,13 @@ async def _absent(client: KubeClient, name: str) -> bool:
 
 
 async def test_the_announces_carry_the_clusters_uid_version_health_and_properties(
-    hub: HubApp, members: MemberFactory
+    hubs: HubRunner, members: MemberFactory
 ) -> None:
+    # Heartbeats far apart: a changed property must reach the hub by an announce of its own,
+    # not ride on the next heartbeat (the harness's is 1 s).
+    await hubs.stop()
+    hubs.overrides.update(heartbeat_interval=30.0, disconnect_after=90.0)
+    hub = await hubs.start()
     east = await members.join("east", start=False)
     await write_property(east.client, REGION, "eu-west")
     await east.start_member()
