@@ -7,12 +7,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kube.backoff import Backoff, Retries
 from kube.workqueue import WorkQueue, run_reconciler
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.connection import CallMetadata
-from member.hubclient.errors import PermanentHubError, classify
+from member.hubclient.errors import classify
+from member.hubclient.retry import HubRetry, RetryPacing
 from member.hubclient.state import StateTracker
 
 log = logging.getLogger(__name__)
@@ -25,9 +25,7 @@ _ANNOUNCE = "announce"
 
 @dataclass(frozen=True)
 class AnnounceSettings:
-    initial_backoff: float
-    max_backoff: float
-    permanent_retry_delay: float
+    pacing: RetryPacing
     call_timeout: float
     # Overrides the hub's interval (tests); None: use the hub's.
     heartbeat_interval: float | None = None
@@ -54,7 +52,7 @@ class Announcer:
         self._tracker = tracker
         self._settings = settings
         self._queue: WorkQueue[str] = WorkQueue(f"announce-{name}")
-        self._backoff = Retries(Backoff(settings.initial_backoff, settings.max_backoff))
+        self._retry = HubRetry(settings.pacing, tracker)  # the announcer reports its own failures
         self._due = 0.0  # loop time of the next announce
         self._quiet_until = 0.0  # after a failure: no announce before then, poked or not
         self.attempts = 0
@@ -89,18 +87,14 @@ class Announcer:
             raise
         except Exception as exc:
             error = classify(exc)
-            permanent = isinstance(error, PermanentHubError)
-            if permanent or error.reason:
-                self._tracker.joined.clear()
-            self._tracker.lost(error.message, needs_operator=permanent, reason=error.reason)
-            delay = self._settings.permanent_retry_delay if permanent else self._backoff.next_delay()
+            delay = self._retry.after(error)
             log.warning(
                 "announce failed",
                 extra={"code": error.code.name, "details": error.details, "retryInSeconds": round(delay, 3)},
             )
             self._due = self._quiet_until = loop.time() + delay
             return delay
-        self._backoff.reset()
+        self._retry.succeeded()
         interval = self._settings.heartbeat_interval or float(response.heartbeat_interval_seconds or DEFAULT_HEARTBEAT)
         if not self._tracker.state.connected:
             log.info(

@@ -19,19 +19,13 @@ from dataclasses import dataclass
 
 import grpc
 
-from kube.backoff import Backoff, Retries
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.connection import CallMetadata
 from member.hubclient.desired import DesiredExports, ExportRejection
-from member.hubclient.errors import (
-    HubCallError,
-    NotJoinedHubError,
-    PermanentHubError,
-    TemporaryHubError,
-    classify,
-)
+from member.hubclient.errors import HubCallError, TemporaryHubError, classify
 from member.hubclient.pulse import sleep_or
+from member.hubclient.retry import HubRetry, RetryPacing
 from member.hubclient.state import StateTracker
 from member.hubclient.verdicts import DELETED, VerdictBook
 
@@ -45,10 +39,7 @@ _ITEM_REFUSALS = (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.INVALID_ARG
 
 @dataclass(frozen=True)
 class ExportSettings:
-    initial_backoff: float
-    max_backoff: float
-    # Between attempts while the hub refuses the stream itself (bad token...).
-    permanent_retry_delay: float
+    pacing: RetryPacing
     max_in_flight: int
     metadata: CallMetadata = ()  # the token, on every call
 
@@ -110,19 +101,23 @@ class ExportPump:
     # ---- lifecycle -----------------------------------------------------------
 
     async def run(self) -> None:
-        backoff = Retries(Backoff(self._settings.initial_backoff, self._settings.max_backoff))
+        retry = HubRetry(self._settings.pacing, self._tracker, ask_announce=self._on_not_joined)
         while not self._stopping.is_set():
             await self._tracker.joined.wait()
             if self._stopping.is_set():
                 return
             try:
-                await self._stream(backoff)
+                await self._stream(retry)
                 if self._stopping.is_set():
                     return
                 error: HubCallError = TemporaryHubError(grpc.StatusCode.UNAVAILABLE, "the hub ended the export stream")
             except HubCallError as exc:
                 error = exc
-            delay = self._delay_after(error, backoff)
+            if isinstance(error, _ItemRefused):
+                retry.succeeded()
+                delay = 0.0  # the others go on a new stream at once
+            else:
+                delay = retry.after(error)
             log.info(
                 "export stream ended",
                 extra={"code": error.code.name, "details": error.details, "retryInSeconds": round(delay, 3)},
@@ -142,27 +137,9 @@ class ExportPump:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
-    def _delay_after(self, error: HubCallError, backoff: Retries) -> float:
-        if isinstance(error, _ItemRefused):
-            backoff.reset()
-            return 0.0
-        if isinstance(error, NotJoinedHubError):
-            self._tracker.joined.clear()
-            if self._on_not_joined is not None:
-                self._on_not_joined()
-            return backoff.next_delay()
-        if isinstance(error, PermanentHubError):
-            self._tracker.lost(error.message, needs_operator=True)
-            return self._settings.permanent_retry_delay
-        if error.code == grpc.StatusCode.UNAVAILABLE:
-            self._tracker.lost(error.message)
-            if self._on_not_joined is not None:
-                self._on_not_joined()  # an Announce tells soonest whether the hub is back
-        return backoff.next_delay()
-
     # ---- one stream ----------------------------------------------------------
 
-    async def _stream(self, backoff: Retries) -> None:
+    async def _stream(self, retry: HubRetry) -> None:
         self.streams_opened += 1
         call = self._stub.Export(metadata=self._settings.metadata)
         self._streaming = True
@@ -174,7 +151,7 @@ class ExportPump:
                     return
                 assert isinstance(response, pb.ExportResponse)
                 if self._answer(response):
-                    backoff.reset()
+                    retry.succeeded()
         except grpc.aio.AioRpcError as exc:
             raise self._refused_item(exc) or classify(exc) from None
         finally:

@@ -37,6 +37,7 @@ from member.hubclient.events import ImportConsumer, WatchPosition
 from member.hubclient.export_stream import ExportPump, ExportSettings, RejectionListener, VerdictListener
 from member.hubclient.leave import leave as leave_clusterset
 from member.hubclient.reports import ImportStatusReporter, ReportSettings
+from member.hubclient.retry import RetryPacing
 from member.hubclient.sink import AnswerListener
 from member.hubclient.state import ConnectionState, StateListener, StateTracker
 from member.hubclient.verdicts import VerdictBook
@@ -153,14 +154,13 @@ class HubSession:
         self._channel = channel
         stub = pb_grpc.CommonAreaServiceStub(channel)
         self._stub = stub
+        pacing = RetryPacing(cfg.initial_backoff, cfg.max_backoff, cfg.permanent_retry_delay)
         self._announcer = Announcer(
             stub,
             self._announce_request,
             self._tracker,
             AnnounceSettings(
-                cfg.initial_backoff,
-                cfg.max_backoff,
-                cfg.permanent_retry_delay,
+                pacing,
                 cfg.call_timeout,
                 cfg.heartbeat_interval,
                 self._endpoint.call_metadata(),
@@ -173,9 +173,7 @@ class HubSession:
             self._verdicts,
             self._tracker,
             ExportSettings(
-                cfg.initial_backoff,
-                cfg.max_backoff,
-                cfg.permanent_retry_delay,
+                pacing,
                 cfg.max_in_flight,
                 self._endpoint.call_metadata(),
             ),
@@ -205,9 +203,7 @@ class HubSession:
                 self._consumer,
                 self._tracker,
                 WatchSettings(
-                    cfg.initial_backoff,
-                    cfg.max_backoff,
-                    cfg.permanent_retry_delay,
+                    pacing,
                     self._endpoint.call_metadata(),
                     max_message_bytes=cfg.max_message_bytes,
                 ),

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import grpc
 
-from kube.backoff import Backoff, Retries
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.connection import CallMetadata
-from member.hubclient.errors import HubCallError, PermanentHubError, ResumeHubError, TemporaryHubError, classify
+from member.hubclient.errors import HubCallError, TemporaryHubError, classify
 from member.hubclient.events import Delete, ImportConsumer, ImportEvent, Resumed, Synced, Upsert, WatchPosition
 from member.hubclient.pulse import Pulse
+from member.hubclient.retry import HubRetry, RetryPacing
 from member.hubclient.state import StateTracker
 
 log = logging.getLogger(__name__)
@@ -34,9 +34,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class WatchSettings:
-    initial_backoff: float
-    max_backoff: float
-    permanent_retry_delay: float
+    pacing: RetryPacing
     metadata: CallMetadata = ()  # the token, on every call
     # The largest message the member's channel takes: the hub keeps batches under it.
     max_message_bytes: int = 0
@@ -88,34 +86,22 @@ class ImportWatch:
         await self._moved.wait_until(lambda: self._position.revision >= revision)
 
     async def run(self) -> None:
-        backoff = Retries(Backoff(self._settings.initial_backoff, self._settings.max_backoff))
+        retry = HubRetry(self._settings.pacing, self._tracker, ask_announce=self._on_lost)
         while True:
             await self._tracker.joined.wait()
             try:
-                await self._stream(backoff)
+                await self._stream(retry)
                 error: Exception = TemporaryHubError(grpc.StatusCode.UNAVAILABLE, "the hub ended the import watch")
             except (HubCallError, ImportApplyError) as exc:
                 error = exc
-            delay = self._delay_after(error, backoff)
+            delay = retry.after(error)
             log.info(
                 "import watch ended",
                 extra={"error": str(error), "retryInSeconds": round(delay, 3), "revision": self._position.revision},
             )
             await asyncio.sleep(delay)
 
-    def _delay_after(self, error: Exception, backoff: Retries) -> float:
-        if isinstance(error, ResumeHubError):
-            return self._settings.initial_backoff  # fell behind: resume promptly
-        if isinstance(error, PermanentHubError):
-            self._tracker.lost(error.message, needs_operator=True)
-            return self._settings.permanent_retry_delay
-        if isinstance(error, HubCallError) and error.code == grpc.StatusCode.UNAVAILABLE:
-            self._tracker.lost(error.message)
-            if self._on_lost is not None:
-                self._on_lost()
-        return backoff.next_delay()
-
-    async def _stream(self, backoff: Retries) -> None:
+    async def _stream(self, retry: HubRetry) -> None:
         self.streams_opened += 1
         self._snapshot, self._live = None, False
         request = pb.WatchImportsRequest(
@@ -133,7 +119,7 @@ class ImportWatch:
                     return
                 assert isinstance(event, pb.WatchImportsResponse)
                 if await self._handle(event):
-                    backoff.reset()
+                    retry.succeeded()
         except grpc.aio.AioRpcError as exc:
             raise classify(exc) from None
         finally:

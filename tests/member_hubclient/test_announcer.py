@@ -14,6 +14,7 @@ import grpc
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient.announce import Announcer, AnnounceSettings
 from member.hubclient.errors import TemporaryHubError
+from member.hubclient.retry import RetryPacing
 from member.hubclient.state import StateTracker
 
 HEARTBEAT = 0.3
@@ -40,7 +41,7 @@ class Stub:
 
 @asynccontextmanager
 async def announcing(stub: Stub, retry: float = 0.5) -> AsyncIterator[Announcer]:
-    settings = AnnounceSettings(retry, retry, retry, 1.0, heartbeat_interval=HEARTBEAT)
+    settings = AnnounceSettings(RetryPacing(retry, retry, retry), 1.0, heartbeat_interval=HEARTBEAT)
     announcer = Announcer(stub, lambda: pb.AnnounceRequest(cluster_id="east"), StateTracker(), settings)  # type: ignore[arg-type]
     task = asyncio.create_task(announcer.run())
     try:

@@ -14,9 +14,9 @@ from typing import Any
 import grpc
 import pytest
 
-from kube.backoff import Retries
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from member.hubclient import Delete, Synced, Upsert
+from member.hubclient.retry import HubRetry, RetryPacing
 from member.hubclient.state import StateTracker
 from member.hubclient.watch import ImportApplyError, ImportWatch, WatchSettings
 from tests.member_hubclient.recorders import ImportRecorder
@@ -71,7 +71,7 @@ async def _watch(
 ) -> tuple[ImportWatch, _ScriptedHub]:
     """Run one stream of the script through an ImportWatch; ``moves`` records every position."""
     hub = _ScriptedHub(script)
-    settings = WatchSettings(initial_backoff=0.01, max_backoff=0.01, permanent_retry_delay=0.01)
+    settings = WatchSettings(RetryPacing(0.01, 0.01, 0.01))
     watch = ImportWatch(hub, "west", consumer, StateTracker(), settings)  # type: ignore[arg-type]
     if moves is not None:
         advance = watch._advance
@@ -81,7 +81,7 @@ async def _watch(
             moves.append(watch.position.revision)
 
         watch._advance = recording  # type: ignore[method-assign]
-    await watch._stream(Retries())
+    await watch._stream(HubRetry(settings.pacing, StateTracker()))
     return watch, hub
 
 
@@ -131,10 +131,10 @@ async def test_a_change_that_fails_to_apply_keeps_the_position_below_its_revisio
 
     script = [_synced(5), _changes(8, _upsert("a", 6), _upsert("bad", 7), _upsert("c", 8))]
     hub = _ScriptedHub(script)
-    settings = WatchSettings(initial_backoff=0.01, max_backoff=0.01, permanent_retry_delay=0.01)
+    settings = WatchSettings(RetryPacing(0.01, 0.01, 0.01))
     watch = ImportWatch(hub, "west", consumer, StateTracker(), settings)  # type: ignore[arg-type]
     with pytest.raises(ImportApplyError):
-        await watch._stream(Retries())
+        await watch._stream(HubRetry(settings.pacing, StateTracker()))
     assert applied == ["a"]
     # As in the single form, applying a change of revision r moves the position to r - 1: the
     # watch resumes with all of 6 again, and then 7 (applying is idempotent).
