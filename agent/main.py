@@ -43,6 +43,7 @@ from agent.runner import DEFAULT_RESYNC_INTERVAL, Datapath, DatapathAgent, run_d
 from agent.wgkey import load_or_create_key_pair
 from kube.client import KubeClient
 from kube.errors import KubeError
+from kube.manager import Manager, Runnable
 from kube.probe_server import ProbeServer
 from kube.resources import Obj
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
@@ -117,14 +118,10 @@ class KubeAgent:
         async with self._updated:
             await self._updated.wait_for(lambda: predicate(self))
 
-    async def run(self, *, cleanup_on_stop: bool = False, sync_timeout: float = 30.0) -> None:
-        await self.view.start(sync_timeout)
-        if self.policy_view is not None:
-            try:
-                await self.policy_view.start(sync_timeout)
-            except BaseException:
-                await self.view.stop()
-                raise
+    async def run(self, *, cleanup_on_stop: bool = False) -> None:
+        watched: list[Runnable] = [self.view] if self.policy_view is None else [self.view, self.policy_view]
+        views = Manager(f"agent-views-{self.node_name}", watched)
+        await views.start()  # each view synced, or every one stopped again and the error raised
         log.info("agentStarted", extra={"node": self.node_name, "namespace": self.view.namespace})
         try:
             async with asyncio.TaskGroup() as group:
@@ -139,9 +136,7 @@ class KubeAgent:
                     name=f"agent-datapath-{self.node_name}",
                 )
         finally:
-            await self.view.stop()
-            if self.policy_view is not None:
-                await self.policy_view.stop()
+            await views.stop()
             log.info("agentStopped", extra={"node": self.node_name, "cleanedUp": cleanup_on_stop})
 
     async def _changes(self) -> AsyncIterator[AgentInputs]:

@@ -29,6 +29,7 @@ from agent.policy.state import CompiledPolicy
 from kube.client import KubeClient, WatchEvent
 from kube.errors import Forbidden, NotFound
 from kube.informer import Informer
+from kube.manager import Watches
 from kube.resources import ENDPOINTS, NAMESPACES, PODS, SERVICES, Obj, Resource
 from mcapi.crds.antrea_policy import ANTREA_CRD_GROUP
 from mcapi.names import ANNOTATION_IMPORTED_SERVICE
@@ -48,6 +49,8 @@ class PolicyView:
     def __init__(self, client: KubeClient, changed: asyncio.Event) -> None:
         self.client = client
         self.changed = changed
+        # Seconds for every informer's first list at start (None: no limit).
+        self.sync_timeout: float | None = 30.0
         imported = f"{ANNOTATION_IMPORTED_SERVICE}=true"
         self._informers: dict[Resource, Informer] = {
             PODS: Informer(client, PODS, handler=self._on_event),
@@ -56,7 +59,8 @@ class PolicyView:
             ENDPOINTS: Informer(client, ENDPOINTS, label_selector=imported, handler=self._on_event),
         }
 
-    async def start(self, sync_timeout: float = 30.0) -> None:
+    async def start(self) -> None:
+        """Sync every informer, within ``sync_timeout`` (the owner stops the view after a failed start too)."""
         for resource in _OPTIONAL:
             try:
                 await self.client.list(resource, limit=1)
@@ -64,17 +68,10 @@ class PolicyView:
                 log.info("policyKindNotReadable", extra={"kind": resource.qualified_name, "error": str(err)})
                 continue
             self._informers[resource] = Informer(self.client, resource, handler=self._on_event)
-        try:
-            async with asyncio.timeout(sync_timeout):
-                for informer in self._informers.values():
-                    await informer.wait_synced()
-        except BaseException:
-            await self.stop()
-            raise
+        await Watches(*self._informers.values(), sync_timeout=self.sync_timeout).start()
 
     async def stop(self) -> None:
-        for informer in self._informers.values():
-            await informer.stop()
+        await Watches(*self._informers.values()).stop()
 
     async def _on_event(self, event: WatchEvent) -> None:
         self.changed.set()

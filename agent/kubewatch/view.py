@@ -16,6 +16,7 @@ from agent.kube_inputs import build_inputs
 from kube.client import KubeClient, WatchEvent
 from kube.errors import Forbidden, NotFound
 from kube.informer import Informer
+from kube.manager import Watches
 from kube.resources import CONFIG_MAPS, NODES, Obj
 from mcapi import global_addresses
 from mcapi.names import MC_CONTROLLER_CONFIGMAP
@@ -37,33 +38,29 @@ class ClusterView:
         self._configmap = self._one_configmap(client, MC_CONTROLLER_CONFIGMAP)
         self._global_addresses = self._one_configmap(client, global_addresses.CONFIGMAP)
         self._cluster_sets: Informer | None = None
+        # Seconds for every informer's first list at start (None: no limit).
+        self.sync_timeout: float | None = 30.0
 
     def _one_configmap(self, client: KubeClient, name: str) -> Informer:
         """A watch of the member Namespace's ConfigMap ``name`` only (not every ConfigMap there)."""
         selector = f"metadata.name={name}"
         return Informer(client, CONFIG_MAPS, namespace=self.namespace, field_selector=selector, handler=self._on_event)
 
-    async def start(self, sync_timeout: float = 30.0) -> None:
-        """Sync every informer; raises the first informer's error (a missing CRD, RBAC)."""
+    async def start(self) -> None:
+        """Sync every informer, within ``sync_timeout``; raises the first informer's error (a
+        missing CRD, RBAC). The owner stops the view after a failed start too (kube.manager)."""
         try:
             await self.client.list(CLUSTER_SETS, self.namespace, limit=1)
         except (NotFound, Forbidden) as err:
             log.info("clusterSetNotReadable", extra={"namespace": self.namespace, "error": str(err)})
         else:
             self._cluster_sets = Informer(self.client, CLUSTER_SETS, namespace=self.namespace, handler=self._on_event)
-        try:
-            async with asyncio.timeout(sync_timeout):
-                for informer in self._informers():
-                    await informer.wait_synced()
-        except BaseException:
-            await self.stop()
-            raise
+        await Watches(*self._informers(), sync_timeout=self.sync_timeout).start()
         self.changed.set()
         self.node_changed.set()
 
     async def stop(self) -> None:
-        for informer in self._informers():
-            await informer.stop()
+        await Watches(*self._informers()).stop()
 
     @property
     def synced(self) -> bool:
