@@ -25,7 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Self
 
-from kube.backoff import Backoff
+from kube.backoff import Backoff, Retries
 from kube.client import KubeClient, WatchEvent
 from kube.errors import ConnectionFailed, Gone, ServerError, TooManyRequests
 from kube.resources import Obj, Resource, object_ref
@@ -37,6 +37,8 @@ Handler = Callable[[WatchEvent], Awaitable[None]]
 CacheKey = tuple[str, str]  # (namespace or "", name)
 
 DEFAULT_BACKOFF = Backoff()
+# Between runs of an informer that failed for good (run_forever): an operator's fix is awaited.
+RERUN_BACKOFF = Backoff(initial=1.0, maximum=30.0)
 _RETRYABLE = (ConnectionFailed, ServerError, TooManyRequests)
 
 
@@ -220,6 +222,29 @@ class Informer:
             raise
         finally:
             self._end_streams()
+
+    async def run_forever(self, failed_for_good: Backoff = RERUN_BACKOFF) -> None:
+        """``run()``, and again after a pause each time it fails for good (the CRD removed, access
+        refused): for a process that keeps serving the rest and says, in the log, what it cannot watch."""
+        retries = Retries(failed_for_good)
+        while True:
+            try:
+                await self.run()
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                if self.synced.is_set():
+                    retries.reset()  # it worked for a while: a new failure starts the pauses over
+                delay = retries.next_delay()
+                log.error(
+                    "informerRestarting",
+                    extra={
+                        "resource": self.resource.qualified_name,
+                        "error": str(err),
+                        "delaySeconds": round(delay, 3),
+                    },
+                )
+                await asyncio.sleep(delay)
 
     async def _pause(self, err: Exception) -> None:
         delay = getattr(err, "delay", None)

@@ -278,17 +278,8 @@ class LeaderExportsWatch:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="hub-kubectl-exports-watch")
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self._informer.run()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the CRD removed, access refused: keep serving, say so, retry
-                log.error("leader ResourceExport watch failed; retrying", extra={"error": str(exc)})
-                await asyncio.sleep(5.0)
+        # The CRD removed, access refused: the hub keeps serving, says so and watches again.
+        self._task = asyncio.create_task(self._informer.run_forever(), name="hub-kubectl-exports-watch")
 
     async def stop(self) -> None:
         task, self._task = self._task, None

@@ -148,7 +148,7 @@ class LeaderMirror:
 
     def start(self) -> None:
         self._tasks = [
-            asyncio.create_task(self._keep_informing(kind, informer), name=f"hub-mirror-{kind.name.lower()}s")
+            asyncio.create_task(informer.run_forever(), name=f"hub-mirror-{kind.name.lower()}s")
             for kind, informer in self.informers.items()
         ]
         self._tasks.append(asyncio.create_task(self._run(), name="hub-mirror"))
@@ -164,20 +164,6 @@ class LeaderMirror:
             if not len(self._feed.pending) and not self._feed.changed.is_set():
                 return
             await asyncio.sleep(0)  # another pass is due: wait for it
-
-    async def _keep_informing(self, kind: Kind, informer: Informer) -> None:
-        """An informer, run again when it fails for good (the CRDs missing, access refused)."""
-        while True:
-            try:
-                await informer.run()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.error(
-                    "mirror cannot watch the leader's CRs; retrying",
-                    extra={"resource": informer.resource.qualified_name, "error": str(exc)},
-                )
-                await asyncio.sleep(5.0)
 
     # ---- what happens in the leader ------------------------------------------
 

@@ -10,7 +10,7 @@ import pytest
 
 from kube.backoff import Backoff
 from kube.client import KubeClient, ObjectList, WatchEvent, connect
-from kube.errors import ConnectionFailed, NotFound, ServerError
+from kube.errors import ConnectionFailed, Forbidden, NotFound, ServerError
 from kube.informer import EventStream, Informer
 from kube.resources import CONFIG_MAPS, SECRETS, Resource
 from sandbox.registry import DeleteOptions
@@ -203,6 +203,33 @@ async def test_a_missing_resource_type_fails_the_informer_permanently(client: Ku
         with pytest.raises(NotFound):
             await anext(informer.events())
     finally:
+        await informer.stop()
+
+
+async def test_run_forever_runs_an_informer_again_after_it_failed_for_good(client: KubeClient, namespace: str) -> None:
+    refusals = 2  # access refused twice (RBAC not there yet), then granted
+    original_list = client.list_all
+
+    async def refusing_list(*args: Any, **kwargs: Any) -> ObjectList:
+        nonlocal refusals
+        if refusals:
+            refusals -= 1
+            raise Forbidden(403, "Forbidden", "configmaps is forbidden")
+        return await original_list(*args, **kwargs)
+
+    client.list_all = refusing_list  # type: ignore[method-assign]
+    await client.create(CONFIG_MAPS, config_map("a", namespace))
+    informer = Informer(client, CONFIG_MAPS, namespace=namespace, label_selector="app=t")
+    task = asyncio.create_task(informer.run_forever(Backoff(initial=0.01, maximum=0.05, jitter=0)))
+    try:
+        async with asyncio.timeout(5):
+            await informer.synced.wait()
+        assert informer.get("a", namespace) is not None
+        assert refusals == 0
+        assert not task.done()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
         await informer.stop()
 
 
