@@ -14,7 +14,7 @@ from hub.grpc.calls import Context, Gate, rpc
 from hub.grpc.export_stream import ExportStream
 from hub.grpc.export_stream import Request as ExportRequest
 from hub.grpc.lenient import lenient
-from hub.grpc.watch_stream import ImportWatch
+from hub.grpc.watch_stream import WatchImportsStream
 from hub.metrics import HubMetrics
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -93,7 +93,7 @@ class CommonAreaService:
         if not who.admin and request.cluster_id != who.cluster_id:
             raise Forbidden(f"token belongs to cluster {quote(who.cluster_id)}, not {quote(request.cluster_id)}")
         audience: str | None = None if who.admin and not request.cluster_id else request.cluster_id
-        watch = ImportWatch(self._engine, request, audience, self._metrics, self._max_message_bytes)
+        watch = WatchImportsStream(self._engine, request, audience, self._metrics, self._max_message_bytes)
         self._metrics.watchers.inc()
         try:
             async for response in watch.responses():

@@ -39,7 +39,9 @@ class _Sent:
     overflowed: bool = False
 
 
-class ImportWatch:
+class WatchImportsStream:
+    """One member's WatchImports call, as the hub serves it (the member's side is member.hubclient.watch)."""
+
     def __init__(
         self,
         engine: Engine,
