@@ -38,6 +38,7 @@ from hub.store.sqlite import SqliteStore
 from hub.tls import ensure_tls, server_ssl_context
 from hub.watch.batches import ImportBatch
 from kube.backoff import Backoff, Retries
+from kube.manager import Manager, Step
 from kube.waiting import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,9 @@ class HubApp:
         self._grpc: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer()
         self._rest: web.AppRunner | None = None
+        # The certificate and key gRPC and REST serve (None with --insecure), once the gRPC part chose them.
+        self._tls: tuple[Path, Path] | None = None
+        self._parts: Manager | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.grpc_port = 0
         self.rest_port = 0
@@ -164,6 +168,44 @@ class HubApp:
     # ---- lifecycle -----------------------------------------------------------
 
     async def start(self) -> None:
+        """Start the parts in order, each ready before the next; a part that fails stops those
+        before it again (kube.manager), so a failed start leaves no server listening."""
+        self._parts = Manager(
+            "hub",
+            [
+                Step(self._start_data, self._stop_data),
+                Step(self._start_mirror, self._stop_mirror),
+                Step(self._start_grpc, self._stop_grpc),
+                Step(self._start_rest, self._stop_rest),
+                Step(self._start_loops, self._stop_loops),
+                Step(self._start_leadership, self._stop_leadership),
+            ],
+        )
+        await self._parts.start()
+        log.info(
+            "hub serving",
+            extra={
+                "grpc": _listening(self.config.grpc_address, self.grpc_port),
+                "tls": not self.config.insecure,
+                "rest": _listening(self.config.rest_address, self.rest_port),
+                "adminTokenFile": str(self.config.admin_token_file),
+                "certificate": self._certificate_origin(),
+            },
+        )
+
+    async def stop(self) -> None:
+        """Drain: end streams with UNAVAILABLE (members resume), then close."""
+        self.started = False
+        try:
+            if self._parts is not None:
+                await self._parts.stop()
+        finally:
+            self.tokens.close()
+
+    # ---- the parts, in start order -------------------------------------------
+
+    async def _start_data(self) -> None:
+        """The store and what serves from it: this process's engine, or a follower of the leader's."""
         kube_store = self.config.kube_store
         if kube_store is not None and self._given_store is None:
             self.kube = await KubeLeadership.connect(self, kube_store)
@@ -178,32 +220,47 @@ class HubApp:
             if ended:  # refused from the first call; and whatever a crash mid-deletion left goes
                 await self.engine.end_clusterset(ended)
             self._serving = True
-            if self.mirror_feed is not None and self.config.mirror is not None:
-                registry = self.metrics.registry
-                self.leader_cluster = await LeaderCluster.connect(self, self.config.mirror, self.mirror_feed, registry)
-                self.leader_cluster.start()
-        tls = self._serving_tls()
-        await self._start_grpc(tls)
-        await self._start_rest(tls)
+
+    async def _stop_data(self) -> None:
+        await self._stop_following()
+        await self.store.close()
+        if self.kube is not None:
+            await self.kube.close()
+
+    async def _start_mirror(self) -> None:
+        if self._serving and self.mirror_feed is not None and self.config.mirror is not None:
+            registry = self.metrics.registry
+            self.leader_cluster = await LeaderCluster.connect(self, self.config.mirror, self.mirror_feed, registry)
+            self.leader_cluster.start()
+
+    async def _stop_mirror(self) -> None:
+        leader_cluster, self.leader_cluster = self.leader_cluster, None
+        if leader_cluster is not None:
+            await leader_cluster.stop()
+
+    async def _start_loops(self) -> None:
         self._tasks = [
             asyncio.create_task(self._status_loop(), name="hub-status"),
             asyncio.create_task(self._bookmark_loop(), name="hub-bookmarks"),
         ]
         self.started = True
         await self._set_health(self._serving)
+
+    async def _stop_loops(self) -> None:
+        self.started = False
+        tasks, self._tasks = self._tasks, []
+        await cancel_and_wait(*tasks)
+
+    async def _start_leadership(self) -> None:
+        """Kube store: stand for the Lease (a follower until this replica holds it)."""
         if self.kube is not None:
             await self._label_role(FOLLOWER)
             self.kube.start()
-        log.info(
-            "hub serving",
-            extra={
-                "grpc": _listening(self.config.grpc_address, self.grpc_port),
-                "tls": not self.config.insecure,
-                "rest": _listening(self.config.rest_address, self.rest_port),
-                "adminTokenFile": str(self.config.admin_token_file),
-                "certificate": self._certificate_origin(),
-            },
-        )
+
+    async def _stop_leadership(self) -> None:
+        await self._stop_kubectl_exports()
+        if self.kube is not None:
+            await self.kube.stop()
 
     def _certificate_origin(self) -> str:
         """For the log: where the serving certificate comes from."""
@@ -225,7 +282,8 @@ class HubApp:
         self.serving_cert = cert
         return cert, key
 
-    async def _start_grpc(self, tls: tuple[Path, Path] | None) -> None:
+    async def _start_grpc(self) -> None:
+        tls = self._tls = self._serving_tls()
         limit = self.config.max_message_bytes
         service = CommonAreaService(
             lambda: self.engine,
@@ -246,8 +304,17 @@ class HubApp:
             max_message_bytes=limit,
         )
 
-    async def _start_rest(self, tls: tuple[Path, Path] | None) -> None:
+    async def _stop_grpc(self) -> None:
+        await self._health.enter_graceful_shutdown()
+        self.engine.close_watches()
+        server, self._grpc = self._grpc, None
+        if server is not None:
+            await server.stop(self.config.shutdown_grace)
+
+    async def _start_rest(self) -> None:
+        tls = self._tls
         runner = web.AppRunner(build_rest_app(self), access_log=None)
+        self._rest = runner
         await runner.setup()
         host, _, port = self.config.rest_address.rpartition(":")
         ssl_context = server_ssl_context(*tls) if tls is not None else None
@@ -256,7 +323,11 @@ class HubApp:
         server = site._server
         sockets = getattr(server, "sockets", None) or []
         self.rest_port = sockets[0].getsockname()[1] if sockets else int(port)
-        self._rest = runner
+
+    async def _stop_rest(self) -> None:
+        runner, self._rest = self._rest, None
+        if runner is not None:
+            await runner.cleanup()
 
     async def _set_health(self, serving: bool) -> None:
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
@@ -342,31 +413,6 @@ class HubApp:
             extra={"clusterSet": identity.cluster_set_id, "leader": identity.leader_cluster_id},
         )
 
-    async def stop(self) -> None:
-        """Drain: end streams with UNAVAILABLE (members resume), then close."""
-        self.started = False
-        await self._stop_kubectl_exports()
-        if self.leader_cluster is not None:
-            await self.leader_cluster.stop()
-            self.leader_cluster = None
-        if self.kube is not None:
-            await self.kube.stop()
-        await cancel_and_wait(*self._tasks)
-        self._tasks = []
-        await self._stop_following()
-        await self._health.enter_graceful_shutdown()
-        self.engine.close_watches()
-        if self._grpc is not None:
-            await self._grpc.stop(self.config.shutdown_grace)
-            self._grpc = None
-        if self._rest is not None:
-            await self._rest.cleanup()
-            self._rest = None
-        await self.store.close()
-        if self.kube is not None:
-            await self.kube.close()
-        self.tokens.close()
-
     async def end_clusterset(self) -> ClusterSetEnd:
         """Delete the ClusterSet (REST `DELETE /api/v1/clusterset`, SQLite store): recorded in the
         data dir first, then every announce, export and import is deleted; members are refused."""
@@ -381,11 +427,16 @@ class HubApp:
 
     async def _status_loop(self) -> None:
         while True:
-            self.refresh_metrics()
-            if self.kube is not None and self._serving:
-                await self.kube.publish_status()
-            elif self.kube is not None and self.follower is not None:
-                self.follower.engine.adopt_end(self.kube.clusterset.ended)  # what the REST views show
+            try:
+                self.refresh_metrics()
+                if self.kube is not None and self._serving:
+                    await self.kube.publish_status()
+                elif self.kube is not None and self.follower is not None:
+                    self.follower.engine.adopt_end(self.kube.clusterset.ended)  # what the REST views show
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # one failed pass must not end the status updates for the life of the process
+                log.exception("hub status pass failed")
             await asyncio.sleep(self.config.status_interval)
 
     def refresh_metrics(self) -> None:

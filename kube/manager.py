@@ -12,14 +12,16 @@ past a stop that fails, and raises the first failure at the end. A Manager is a 
 itself: parts nest (a group that its owner stops ahead of the rest).
 
 ``Watches`` is a controller's first part: its informers, ready once every first list is in.
+``Step`` makes a part of two coroutine functions, for a process whose parts are its own methods.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
-from typing import Protocol
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from kube.informer import Informer
 
@@ -74,6 +76,14 @@ class Manager:
                 )
                 first = first or err
         return first
+
+
+@dataclass(frozen=True)
+class Step:
+    """A Runnable of two coroutine functions; ``stop`` must cope with a ``start`` that got part of the way."""
+
+    start: Callable[[], Coroutine[Any, Any, None]]
+    stop: Callable[[], Coroutine[Any, Any, None]]
 
 
 class Watches:

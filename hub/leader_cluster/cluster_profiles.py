@@ -26,7 +26,7 @@ from hub.store.base import MemberRecord
 from kube.apply import FromCache, contains, delete_object, ensure, ensure_status
 from kube.client import KubeClient, WatchEvent
 from kube.discovery import first_served
-from kube.errors import Forbidden, KubeError, NotFound
+from kube.errors import Forbidden, KubeError, NotFound, PermanentError, TemporaryError
 from kube.informer import Informer
 from kube.resources import NAMESPACES, name_of
 from kube.writecache import WriteThroughCache
@@ -98,8 +98,15 @@ class ClusterProfileWriter:
         for member in members.values():
             current = self._cache.get(member.cluster_id, self._namespace)
             desired = desired_profile(member, self._namespace, now, disconnect_after, current)
-            applied = await ensure(self._client, CLUSTER_PROFILES, desired.object, is_ours, source=source)
-            await ensure_status(self._client, CLUSTER_PROFILES, applied.object, desired.status, source=source)
+            try:
+                applied = await ensure(self._client, CLUSTER_PROFILES, desired.object, is_ours, source=source)
+                await ensure_status(self._client, CLUSTER_PROFILES, applied.object, desired.status, source=source)
+            except KubeError:
+                raise  # the API server's trouble, not this profile's: the pass ends here
+            except (TemporaryError, PermanentError) as err:  # this member's profile only: the others go on
+                # Another manager's profile holds the name, or ours is still being deleted (a member that
+                # left and joined again): said here, tried again at the next pass.
+                log.warning("cluster profile not written", extra={"clusterID": member.cluster_id, "error": str(err)})
         for profile in self._cache.list(self._namespace):
             if name_of(profile) not in members and is_ours(profile):
                 await delete_object(self._client, CLUSTER_PROFILES, profile, source=source)
