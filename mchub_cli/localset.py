@@ -155,31 +155,13 @@ class LocalClusterSet:
     async def write_join_objects(self, name: str) -> None:
         """What an operator applies in a member: the token Secret and the ClusterSet."""
         hub = self._hub()
-        cluster = self.clusters[name]
         token = hub.tokens.create(f"member-{name}", cluster_id=name)
         ca = hub.ca_cert.read_bytes() if hub.ca_cert else b""
-        secret_name = f"{name}-member-token"
-        secret = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "type": "Opaque",
-            "metadata": {"name": secret_name, "namespace": self.member_namespace},
-            "data": {"token": base64.b64encode(token.encode()).decode(), "ca.crt": base64.b64encode(ca).decode()},
-        }
-        await cluster.client.create(SECRETS, secret, namespace=self.member_namespace)
-        clusterset = {
-            "apiVersion": f"{names.GROUP}/v1alpha2",
-            "kind": "ClusterSet",
-            "metadata": {"name": self.clusterset_id, "namespace": self.member_namespace},
-            "spec": {
-                "clusterID": name,
-                "namespace": names.DEFAULT_LEADER_NAMESPACE,
-                "leaders": [
-                    {"clusterID": self.leader_cluster_id, "server": f"https://{hub.grpc_target}", "secret": secret_name}
-                ],
-            },
-        }
-        await cluster.client.create(CLUSTER_SETS, clusterset, namespace=self.member_namespace)
+        await write_join_objects(self.clusters[name].client, self.join_spec(name), token, ca, hub.grpc_target)
+
+    def join_spec(self, name: str) -> JoinObjects:
+        """Where the member of cluster ``name`` finds its ClusterSet (whichever hub serves it)."""
+        return JoinObjects(name, self.clusterset_id, self.leader_cluster_id, self.member_namespace)
 
     async def join(self, name: str) -> MemberApp:
         await self.write_join_objects(name)
@@ -208,3 +190,40 @@ class LocalClusterSet:
         if self.hub is not None:
             await self.hub.stop()
             self.hub = None
+
+
+@dataclass(frozen=True)
+class JoinObjects:
+    """The names a member's join objects carry."""
+
+    cluster_id: str
+    clusterset_id: str
+    leader_cluster_id: str
+    member_namespace: str = names.DEFAULT_MEMBER_NAMESPACE
+
+
+async def write_join_objects(client: KubeClient, spec: JoinObjects, token: str, ca: bytes, hub_target: str) -> None:
+    """What an operator applies in a member: the token Secret and the ClusterSet naming the hub
+    at ``hub_target`` (HOST:PORT), whose certificate ``ca`` signed."""
+    secret_name = f"{spec.cluster_id}-member-token"
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": secret_name, "namespace": spec.member_namespace},
+        "data": {"token": base64.b64encode(token.encode()).decode(), "ca.crt": base64.b64encode(ca).decode()},
+    }
+    await client.create(SECRETS, secret, namespace=spec.member_namespace)
+    clusterset = {
+        "apiVersion": f"{names.GROUP}/v1alpha2",
+        "kind": "ClusterSet",
+        "metadata": {"name": spec.clusterset_id, "namespace": spec.member_namespace},
+        "spec": {
+            "clusterID": spec.cluster_id,
+            "namespace": names.DEFAULT_LEADER_NAMESPACE,
+            "leaders": [
+                {"clusterID": spec.leader_cluster_id, "server": f"https://{hub_target}", "secret": secret_name}
+            ],
+        },
+    }
+    await client.create(CLUSTER_SETS, clusterset, namespace=spec.member_namespace)

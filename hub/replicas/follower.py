@@ -11,7 +11,10 @@ The rule that keeps that honest: the follower publishes a revision only whole, i
 only under the epoch it belongs to. When it cannot tell (its source was reset, the leader
 changed, a revision went missing), it `rebase`s: the state it holds becomes revision N of
 epoch E, its change log starts there, and every open watch is ended to resume — which,
-asked of a revision it no longer has, answers with a fresh snapshot, never with a gap.
+asked of a revision it no longer has, answers with a fresh snapshot, never with a gap. A watch
+that resumes from before the follower's own log began (it just started: a rolling update of the
+replicas) is given the changes from the source's durable log where it keeps one (the SQLite data
+dir's), so it resumes with no snapshot there too.
 
 A follower never writes: its store refuses every commit (NotLeaderStore), and the service
 refuses write calls before they reach it.
@@ -30,6 +33,7 @@ from hub.engine import Clock, Engine, utc_now
 from hub.engine.ledger import Advance
 from hub.store.base import (
     ImportChange,
+    RevisionCompacted,
     Snapshot,
     Store,
     StoreError,
@@ -62,13 +66,22 @@ class FollowSource(Protocol):
         """A Rebase first, then steps in order; ends only by cancellation (or an error)."""
         ...
 
+    async def durable_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
+        """The leader's own import changes after ``revision``, from its durable change log, for a
+        watcher resuming from before this replica's history began; raises as
+        Store.import_changes_since does (RevisionCompacted when the source keeps no such log)."""
+        ...
+
     async def close(self) -> None: ...
 
 
 class FollowedStore(Store):
-    """The follower's read side: its own change log of the leader's revisions; no writes."""
+    """The follower's read side: its own change log of the leader's revisions, and before it the
+    source's durable one (a replica that just started or rebased has no history of its own, and
+    the members that watched the replica it replaces resume from before it); no writes."""
 
-    def __init__(self, compact_keep: int = 10_000) -> None:
+    def __init__(self, source: FollowSource, compact_keep: int = 10_000) -> None:
+        self._source = source
         self._log = ChangeLog(compact_keep)
         self._state = Snapshot("", 0, {}, {}, {})
 
@@ -104,7 +117,13 @@ class FollowedStore(Store):
         self._log.append(revision, changes)
 
     async def import_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
-        return self._log.since(epoch, revision)
+        try:
+            return self._log.since(epoch, revision)
+        except RevisionCompacted:
+            through = self._log.compacted_through
+            older = await self._source.durable_changes_since(epoch, revision)
+            # Our own log from where it begins (it may have moved on meanwhile: then a snapshot).
+            return [c for c in older if c.revision <= through] + self._log.since(epoch, through)
 
     async def compact(self, keep_after: int) -> None:
         self._log.compact(keep_after)
@@ -115,7 +134,7 @@ class Follower:
 
     def __init__(self, source: FollowSource, config: HubConfig, clock: Clock = utc_now) -> None:
         self._source = source
-        self.store = FollowedStore()
+        self.store = FollowedStore(source)
         self.engine = Engine(self.store, config, clock)
         self.synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None

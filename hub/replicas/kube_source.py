@@ -30,7 +30,7 @@ from typing import Any
 
 from hub.engine.ledger import Advance
 from hub.replicas.follower import FollowStep, Rebase
-from hub.store.base import ImportChange, MemberRecord, Snapshot
+from hub.store.base import ImportChange, MemberRecord, RevisionCompacted, Snapshot
 from hub.store.kube_codec import (
     export_from_cr,
     import_from_cr,
@@ -98,6 +98,10 @@ class KubeFollowSource:
             self._flusher.cancel()
         for informer in (self._imports, self._exports, self._members):
             await informer.stop()
+
+    async def durable_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
+        """None to give: the CRs hold each import's last state, not the changes that led there."""
+        raise RevisionCompacted(revision, self._revision)
 
     async def follow(self) -> AsyncIterator[FollowStep]:
         for informer in (self._exports, self._members, self._imports):

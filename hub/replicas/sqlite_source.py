@@ -44,6 +44,10 @@ class SqliteFollowSource:
     async def close(self) -> None:
         await self._reader.close()
 
+    async def durable_changes_since(self, epoch: str, revision: int) -> list[ImportChange]:
+        """The data dir's change log after ``revision``: the leader's, as long as it keeps it."""
+        return await self._reader.import_changes_since(epoch, revision)
+
     async def follow(self) -> AsyncIterator[FollowStep]:
         if not self._path.exists():
             raise FileNotFoundError(f"no hub database at {self._path} yet")

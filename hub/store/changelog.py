@@ -23,6 +23,11 @@ class ChangeLog:
         self._compacted_through = 0
         self._changes: list[ImportChange] = []
 
+    @property
+    def compacted_through(self) -> int:
+        """The newest revision whose changes this log cannot give (its base, or what it compacted)."""
+        return self._compacted_through
+
     def start(self, epoch: str, revision: int) -> None:
         """A new history at `revision`: nothing before it can be given exactly."""
         self.epoch, self.revision, self._compacted_through = epoch, revision, revision

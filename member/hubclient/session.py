@@ -398,6 +398,11 @@ class HubSession:
         return self._watch.streams_opened if self._watch is not None else 0
 
     @property
+    def watch_snapshots(self) -> int:
+        """Snapshots the import watch took (0 while every stream resumed where the last one was)."""
+        return self._watch.snapshots if self._watch is not None else 0
+
+    @property
     def announce_attempts(self) -> int:
         return self._announcer.attempts if self._announcer is not None else 0
 

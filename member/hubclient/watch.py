@@ -72,6 +72,8 @@ class ImportWatch:
         # Fired whenever the position moves.
         self._moved = Pulse()
         self.streams_opened = 0
+        # Snapshots received whole: a stream that resumed at the position took none.
+        self.snapshots = 0
 
     @property
     def position(self) -> WatchPosition:
@@ -186,6 +188,7 @@ class ImportWatch:
         await self._deliver(Synced(event.synced.reason, names, stale))
         self._known = set(names)
         self._snapshot, self._live = None, True
+        self.snapshots += 1
         self._position = WatchPosition(event.epoch, event.revision)
         self._moved.fire()
         self._tracker.update(imports_synced=True)

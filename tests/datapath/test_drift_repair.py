@@ -4,11 +4,9 @@ undisturbed datapath writes nothing: proved by the kernel's own change notificat
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 
 import pytest
 
@@ -16,6 +14,7 @@ from agent.linux.ownership import NFT_FAMILY, NFT_TABLE
 from agent.runner import DatapathAgent
 from agent.state import RouteTable
 from tests.datapath.driver import ClusterSetDriver
+from tests.datapath.kernel_events import kernel_events
 from tests.datapath.topology import NodeNs, Topology, build_topology, destroy_topology, sh
 from tests.datapath.traffic import peer_reporting_server, seen_source
 
@@ -23,7 +22,6 @@ RESYNC = 1.0
 # An apply takes a few tens of milliseconds when idle; far more on a busy 2-core machine.
 APPLY_SLACK = 2.0
 TUNNEL_TABLE = str(int(RouteTable.REMOTE))
-CANARY = "127.0.0.9/32"
 
 
 @pytest.fixture
@@ -38,66 +36,6 @@ async def resyncing() -> AsyncIterator[tuple[ClusterSetDriver, Topology]]:
             await driver.stop_all(cleanup=True)
         finally:
             await destroy_topology(topo)
-
-
-@dataclass
-class KernelEvents:
-    """What ``ip monitor`` (links, addresses, neighbours and FDB, routes, rules, per-device
-    sysctls) and ``nft monitor`` print about one namespace."""
-
-    lines: list[str] = field(default_factory=list)
-    _arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
-
-    async def collect(self, stream: asyncio.StreamReader) -> None:
-        async for raw in stream:
-            async with self._arrived:
-                self.lines.append(raw.decode().rstrip())
-                self._arrived.notify_all()
-
-    async def saw(self, predicate: Callable[[str], bool], within: float) -> bool:
-        try:
-            async with asyncio.timeout(within), self._arrived:
-                await self._arrived.wait_for(lambda: any(predicate(line) for line in self.lines))
-        except TimeoutError:
-            return False
-        return True
-
-
-@contextlib.asynccontextmanager
-async def kernel_events(netns: str) -> AsyncIterator[KernelEvents]:
-    """Every change in ``netns`` from the moment both monitors are seen to listen."""
-    events = KernelEvents()
-    monitors = [
-        await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
-        )
-        for argv in (
-            ("ip", "-4", "-n", netns, "monitor", "link", "address", "neigh", "route", "rule", "netconf"),
-            ("ip", "netns", "exec", netns, "nft", "monitor"),
-        )
-    ]
-    readers = [asyncio.create_task(events.collect(m.stdout)) for m in monitors if m.stdout is not None]
-    try:
-        # A canary each monitor must report: until then it may not listen yet.
-        for _ in range(40):
-            await sh("ip", "-n", netns, "address", "add", CANARY, "dev", "lo")
-            await sh("ip", "netns", "exec", netns, "nft", "add", "table", "ip", "canary")
-            await sh("ip", "-n", netns, "address", "del", CANARY, "dev", "lo")
-            await sh("ip", "netns", "exec", netns, "nft", "delete", "table", "ip", "canary")
-            if await events.saw(lambda line: CANARY in line, 0.25) and await events.saw(
-                lambda line: "table ip canary" in line, 0.25
-            ):
-                break
-        else:
-            raise AssertionError(f"the monitors of {netns} never reported a change: {events.lines}")
-        await asyncio.sleep(0.1)  # the canary's own late lines
-        events.lines.clear()
-        yield events
-    finally:
-        for monitor in monitors:
-            monitor.terminate()
-            await monitor.wait()
-        await asyncio.gather(*readers, return_exceptions=True)
 
 
 def resyncs(agent: DatapathAgent, result: str, trigger: str = "resync") -> float:

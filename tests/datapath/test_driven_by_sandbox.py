@@ -6,19 +6,24 @@ East and west (two Nodes each, see topology.py): the Node objects carry the Node
 addresses as InternalIP and their Pod CIDRs; both Nodes of a cluster are Gateway candidates.
 The members are the harness's MemberApps (tests/member/harness.py); the GatewayController is
 attached to each member's HubSession by hand until MemberApp wires it.
+
+Restarts: every agent stopped without its cleanup and started again, one Node at a time, leaves
+the datapath exactly as it was while traffic flows through it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from agent.config import AgentConfig
+from agent.linux.ownership import NFT_FAMILY, NFT_POLICY_TABLE, NFT_TABLE, ROUTE_PROTOCOL
 from agent.main import KubeAgent
 from agent.state import Role
 from kube.conditions import find_condition
@@ -26,9 +31,16 @@ from mcapi.names import ANNOTATION_GATEWAY, DEFAULT_MEMBER_NAMESPACE
 from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from member.gateway import GatewayController
 from tests.datapath.driver import FAST_HEALTH
-from tests.datapath.kube_agents import start_agents
-from tests.datapath.topology import ClusterNs, Topology, build_topology, destroy_topology
-from tests.datapath.traffic import eventually_seen_source, peer_reporting_server, unreachable
+from tests.datapath.kernel_events import kernel_events
+from tests.datapath.kube_agents import RunningAgents, start_agents
+from tests.datapath.topology import ClusterNs, NodeNs, Topology, build_topology, destroy_topology, sh
+from tests.datapath.traffic import (
+    eventually_seen_source,
+    peer_reporting_server,
+    udp_echo_server,
+    udp_pings,
+    unreachable,
+)
 from tests.integration.hubrunner import HubRunner
 from tests.member.harness import JoinedMember, join_member
 from tests.member_gateway.kubeobjects import annotate, create_node, named, only, set_ready, until
@@ -43,7 +55,12 @@ class Member:
     cluster: ClusterNs
     joined: JoinedMember
     controller: GatewayController
-    agents: dict[str, KubeAgent] = field(default_factory=dict)
+    running: RunningAgents | None = None
+
+    @property
+    def agents(self) -> RunningAgents:
+        assert self.running is not None
+        return self.running
 
 
 @dataclass
@@ -53,7 +70,7 @@ class ClusterSet:
 
     def agent(self, node_name: str) -> KubeAgent:
         cluster_id = node_name.rsplit("-", 1)[0]
-        return self.members[cluster_id].agents[node_name]
+        return self.members[cluster_id].agents.agents[node_name]
 
 
 @pytest.fixture
@@ -76,7 +93,7 @@ async def clusterset(tmp_path: Path) -> AsyncIterator[ClusterSet]:
             assert controller is not None
             member = Member(cluster, joined, controller)
             # Stopped first: agents clean up before the namespaces go.
-            member.agents = await start_agents(stack, joined.client, cluster, AGENT_CONFIG, tmp_path)
+            member.running = await start_agents(stack, joined.client, cluster, AGENT_CONFIG, tmp_path)
             members[cluster.cluster_id] = member
         yield ClusterSet(topo, members)
 
@@ -144,3 +161,66 @@ async def test_pods_reach_across_gateways_elected_in_the_api_then_fail_over_and_
         await wait_agent(clusterset.agent(name), lambda a: a.agent.desired is not None and not a.agent.desired.routes)
     async with peer_reporting_server(east_a.pod.netns):
         assert await unreachable(west_b.pod.netns, east_a.pod.ip)
+
+
+async def kernel_objects(node: NodeNs) -> dict[str, object]:
+    """What the agent programmed in ``node``, with the kernel's identities: its links with their
+    ifindex, its routes and rules, its nft tables, chains, sets and rules with their handles. A
+    deleted and re-created object comes back with another ifindex or handle."""
+    links = json.loads(await sh("ip", "-n", node.netns, "-j", "link", "show"))
+    routes = await sh("ip", "-n", node.netns, "-j", "route", "show", "table", "all", "proto", str(ROUTE_PROTOCOL))
+    rules = await sh("ip", "-n", node.netns, "-j", "rule", "show")
+    ruleset = json.loads(await sh("ip", "netns", "exec", node.netns, "nft", "-j", "list", "ruleset"))
+    ours = {NFT_TABLE, NFT_POLICY_TABLE}
+    nft = [
+        obj
+        for item in ruleset["nftables"]
+        for kind, obj in item.items()
+        if kind != "metainfo" and obj.get("family") == NFT_FAMILY and (obj.get("table") or obj.get("name")) in ours
+    ]
+    return {
+        "links": sorted((link["ifname"], link["ifindex"]) for link in links if link["ifname"].startswith("mc")),
+        "routes": json.loads(routes or "[]"),
+        "rules": [r for r in json.loads(rules or "[]") if r.get("protocol") == str(ROUTE_PROTOCOL)],
+        "nft": nft,
+    }
+
+
+async def test_restarted_agents_keep_the_datapath_they_find_and_traffic_flows_on(clusterset: ClusterSet) -> None:
+    """Every agent stopped without its cleanup and started again, one Node at a time (a DaemonSet
+    rolling update with maxUnavailable 1), while a Pod on east's plain Node exchanges UDP with a
+    Pod on west's plain Node through both Gateways: no datagram is lost, the kernel reports no
+    change in any Node, every object keeps its identity, and each new agent's first reconcile
+    finds nothing to change."""
+    east, west = clusterset.members["east"], clusterset.members["west"]
+    nodes = [*east.cluster.nodes, *west.cluster.nodes]
+    await wait_agent(clusterset.agent("east-b"), routes_to("west", east.cluster.nodes[0].underlay_ip, Role.MEMBER))
+    await wait_agent(clusterset.agent("west-b"), routes_to("east", west.cluster.nodes[0].underlay_ip, Role.MEMBER))
+    await wait_agent(clusterset.agent("east-a"), routes_to("west", west.cluster.nodes[0].underlay_ip, Role.GATEWAY))
+    await wait_agent(clusterset.agent("west-a"), routes_to("east", east.cluster.nodes[0].underlay_ip, Role.GATEWAY))
+    before = {node.name: await kernel_objects(node) for node in nodes}
+    assert all(found["links"] and found["routes"] and found["nft"] for found in before.values()), before
+    client, server = east.cluster.nodes[1].pod, west.cluster.nodes[1].pod
+
+    async with peer_reporting_server(server.netns):  # the path is up
+        await eventually_seen_source(client.netns, server.ip, deadline=WAIT)
+    async with udp_echo_server(server.netns), AsyncExitStack() as monitors:
+        events = {node.name: await monitors.enter_async_context(kernel_events(node.netns)) for node in nodes}
+        first_reconciles = {}
+        async with udp_pings(client.netns, server.ip) as pings:
+            for node in nodes:
+                member = clusterset.members[node.name.rsplit("-", 1)[0]]
+                await member.agents.stop(node.name, cleanup=False)
+                await asyncio.sleep(0.5)  # no agent on this Node for a moment
+                agent = member.agents.start(node.name)
+                await wait_agent(agent, lambda a: a.agent.last_outcome is not None)
+                assert agent.agent.readiness() == (True, "ok")
+                assert agent.agent.last_outcome is not None
+                first_reconciles[node.name] = agent.agent.last_outcome.changes
+            await asyncio.sleep(0.5)
+        changed = {name: list(e.lines) for name, e in events.items() if e.lines}
+
+    assert pings.lost == [] and pings.answered > 50, pings
+    assert changed == {}
+    assert {node.name: await kernel_objects(node) for node in nodes} == before
+    assert {name: changes for name, changes in first_reconciles.items() if changes} == {}

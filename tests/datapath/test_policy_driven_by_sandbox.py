@@ -126,7 +126,7 @@ async def clusterset(tmp_path: Path, identities_mode: str) -> AsyncIterator[Clus
             controller = joined.member.gateway
             assert controller is not None
             member = Member(cluster, joined, controller)
-            member.agents = await start_agents(stack, client, cluster, CONFIG, tmp_path)
+            member.running = await start_agents(stack, client, cluster, CONFIG, tmp_path)
             members[cluster.cluster_id] = member
         yield ClusterSet(topo, members)
 

@@ -1,4 +1,5 @@
-"""Tiny TCP tools run in Pod namespaces: an echo server that reports the peer address.
+"""Tiny TCP and UDP tools run in Pod namespaces: an echo server that reports the peer address,
+and a UDP echo with a client that counts the datagrams whose echo did not come back.
 
 Sockets are created inside the namespace and then driven by the test's event loop,
 so no helper process is needed and every socket closes with its fixture.
@@ -8,16 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import socket
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 
 from agent.linux.netns import async_call_in_netns
 
 ECHO_PORT = 7070
 
 
-async def _socket_in(netns: str) -> socket.socket:
-    sock = await async_call_in_netns(netns, lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+async def _socket_in(netns: str, kind: int = socket.SOCK_STREAM) -> socket.socket:
+    sock = await async_call_in_netns(netns, lambda: socket.socket(socket.AF_INET, kind))
     sock.setblocking(False)
     return sock
 
@@ -78,3 +81,70 @@ async def eventually_seen_source(netns: str, ip: str, port: int = ECHO_PORT, dea
             if loop.time() >= end:
                 raise
             await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def udp_echo_server(netns: str, port: int = ECHO_PORT) -> AsyncIterator[None]:
+    """A UDP server in ``netns`` that sends every datagram back to where it came from."""
+    sock = await _socket_in(netns, socket.SOCK_DGRAM)
+    sock.bind(("0.0.0.0", port))
+    loop = asyncio.get_running_loop()
+
+    async def echo() -> None:
+        while True:
+            data, peer = await loop.sock_recvfrom(sock, 64)
+            await loop.sock_sendto(sock, data, peer)
+
+    task = asyncio.create_task(echo(), name=f"udp-echo-{netns}")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        sock.close()
+
+
+@dataclass
+class Pings:
+    """What ``udp_pings`` counted: datagrams answered, and the sequence numbers of those lost."""
+
+    answered: int = 0
+    lost: list[int] = field(default_factory=list)
+
+
+@contextlib.asynccontextmanager
+async def udp_pings(
+    netns: str, ip: str, port: int = ECHO_PORT, *, interval: float = 0.02, wait: float = 1.0
+) -> AsyncIterator[Pings]:
+    """From ``netns``, one numbered datagram at a time to ip:port, every ``interval`` until the
+    context ends; one whose echo is not back within ``wait`` seconds is lost (the one in flight at
+    the end is not counted)."""
+    sock = await _socket_in(netns, socket.SOCK_DGRAM)
+    loop = asyncio.get_running_loop()
+    pings = Pings()
+
+    async def echoed(seq: bytes) -> None:
+        while (await loop.sock_recv(sock, 64)) != seq:
+            pass  # a late echo of a datagram already counted lost
+
+    async def send() -> None:
+        for number in itertools.count():
+            seq = str(number).encode()
+            await loop.sock_sendto(sock, seq, (ip, port))
+            try:
+                async with asyncio.timeout(wait):
+                    await echoed(seq)
+                pings.answered += 1
+            except TimeoutError:
+                pings.lost.append(number)
+            await asyncio.sleep(interval)
+
+    task = asyncio.create_task(send(), name=f"udp-pings-{netns}")
+    try:
+        yield pings
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        sock.close()

@@ -1,5 +1,9 @@
 """What a SQLite follower (`mchub hub --follow`, hub.replicas.sqlite_source) reads of the leader's data dir.
 
+A watch resuming from before the follower's own history began (it started after the revision:
+a rolling update of the replicas) gets the changes from the data dir's change log, then from
+its own, each once; from before what the leader compacted, it cannot (a snapshot then).
+
 The follower re-reads every export after the revision moved and hands on only those whose
 stored body changed. Bodies are compared as the store keeps them (deterministic protobuf): an
 AntreaClusterNetworkPolicy export holds a Struct, whose map a plain serialization writes in
@@ -13,10 +17,12 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from hub.engine.ledger import Advance
-from hub.replicas.follower import FollowStep, Rebase
+from hub.replicas.follower import FollowedStore, FollowStep, Rebase
 from hub.replicas.sqlite_source import SqliteFollowSource
-from hub.store.base import MemberRecord, WriteBatch
+from hub.store.base import ImportChange, MemberRecord, RevisionCompacted, WriteBatch
 from hub.store.sqlite import SqliteStore
 from tests.contract import samples
 
@@ -67,6 +73,40 @@ async def test_a_follower_sees_no_export_changed_after_a_rebase_when_none_did(tm
         await store.commit(WriteBatch(put_exports=[policy], put_members=[_member("east")]))
         step = await _next_view_refresh(steps)
         assert list(step.exports) == [policy.export_name]
+    finally:
+        assert isinstance(steps, AsyncGenerator)
+        await steps.aclose()
+        await source.close()
+        await store.close()
+
+
+async def test_a_watch_resumes_on_a_follower_from_before_its_history_began(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path)
+    await store.open()
+    source = SqliteFollowSource(tmp_path, poll_interval=0.005)
+    steps = source.follow()
+    try:
+        first = await store.commit(WriteBatch(put_imports=[samples.service_import("default", "a")]))
+        await store.commit(WriteBatch(put_imports=[samples.service_import("default", "b")]))
+        followed = FollowedStore(source)
+        base = await anext(steps)  # the follower starts here, after both
+        assert isinstance(base, Rebase)
+        followed.rebase(base.snapshot)
+        later = await store.commit(WriteBatch(delete_imports=[samples.service_import("default", "a").import_name]))
+        step = await anext(steps)
+        assert isinstance(step, Advance) and step.revision == later
+        followed.append(step.revision, step.changes)
+
+        def seen(changes: list[ImportChange]) -> list[tuple[int, str, bool]]:
+            return [(c.revision, c.import_name, c.resource is None) for c in changes]
+
+        assert seen(await followed.import_changes_since(store.epoch, first)) == [
+            (first + 1, samples.service_import("default", "b").import_name, False),
+            (later, samples.service_import("default", "a").import_name, True),
+        ]
+        await store.compact(later)
+        with pytest.raises(RevisionCompacted):
+            await followed.import_changes_since(store.epoch, first)
     finally:
         assert isinstance(steps, AsyncGenerator)
         await steps.aclose()

@@ -132,9 +132,9 @@ class JoinedMember:
 
     # ---- the member process --------------------------------------------------
 
-    async def start_member(self) -> MemberApp:
+    async def start_member(self, options: MemberOptions = MEMBER_OPTIONS) -> MemberApp:
         assert self.app is None, "the member is running"
-        app = MemberApp(self.client, MEMBER_NAMESPACE, options=MEMBER_OPTIONS)
+        app = MemberApp(self.client, MEMBER_NAMESPACE, options=options)
         await app.start()
         self.app = app
         return app

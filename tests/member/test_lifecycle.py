@@ -1,23 +1,32 @@
-"""Member restarts and leaving the ClusterSet."""
+"""Member restarts, hub restarts under a running member, and leaving the ClusterSet."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 from hub.app import HubApp
+from hub.config import SqliteStoreConfig
 from hub.store.sqlite import DB_FILE, SqliteStore
 from kube.errors import NotFound
 from kube.metrics import WRITE_VERBS
 from kube.resources import ENDPOINT_SLICES, ENDPOINTS, SECRETS, SERVICES
 from mcapi import names
-from mcapi.resources import SERVICE_IMPORTS
+from mcapi.resources import CLUSTER_SETS, SERVICE_IMPORTS
 from tests.integration.hubrunner import HubRunner
 from tests.kubeenv.cluster import ensure_namespace
 from tests.member.conftest import MemberFactory
-from tests.member.harness import MEMBER_NAMESPACE, WAIT, JoinedMember, eventually
+from tests.member.harness import (
+    MEMBER_NAMESPACE,
+    MEMBER_OPTIONS,
+    SESSION_OVERRIDES,
+    WAIT,
+    JoinedMember,
+    eventually,
+)
 
 NS = "shop"
 
@@ -199,6 +208,62 @@ async def test_a_restarted_member_with_nothing_changed_writes_nothing_to_its_clu
     not write, and nothing it sends is refused but the Service CIDR probe and reads of optional things."""
     east = await members.join("east")
     west = await members.join("west")
+    await _east_and_west_imported_in_west(east, west)
+
+    await west.stop_member()
+    before = west.client.metrics.counts()
+    await west.start_member()
+    await west.wait_connected()
+    await _member_settled(west)
+
+    grown = {k: v - before.get(k, 0) for k, v in west.client.metrics.counts().items() if v != before.get(k, 0)}
+    # The Service CIDR probe (Antrea's way to learn it on every start: a dry-run create of a Service
+    # with an invalid ClusterIP, refused by design) stores nothing; it is the one request refused.
+    assert grown.pop(("create", "services", "422")) == 1
+    writes = {k: v for k, v in grown.items() if k[0] in WRITE_VERBS}
+    assert writes == {}
+    # Reads may find an optional thing absent (no MultiClusterConfig, no ServiceCIDR API): 404.
+    refused = {k: v for k, v in grown.items() if k[2] != "404" and (not k[2].isdigit() or int(k[2]) >= 400)}
+    assert refused == {}
+    assert any(verb == "list" for verb, _, _ in grown)  # it did look
+
+
+async def test_a_hub_restart_under_a_running_member_resumes_its_watch_and_rewrites_no_import(
+    hubs: HubRunner, hub: HubApp, members: MemberFactory
+) -> None:
+    """The hub restarts on its store (a rolling update of a single hub) while the member runs: the
+    member's import watch resumes where it was (the same epoch, no snapshot) and the member writes
+    no imported object (counted by its own client)."""
+    east = await members.join("east")
+    west = await members.join("west")
+    await _east_and_west_imported_in_west(east, west)
+    await _restart_and_resume(hubs, west)
+
+
+async def test_rolling_the_hub_replicas_under_a_running_member_resumes_its_watch_and_rewrites_no_import(
+    hubs: HubRunner, hub: HubApp, members: MemberFactory
+) -> None:
+    """The leader and a follower replica (`--follow`, serving the member's watch as the Service
+    mchub-hub-watch would), restarted one after the other while the member runs: after each, the
+    member's watch resumes where it was and the member writes no imported object."""
+    followers = HubRunner(hubs.data_dir, overrides={"store": SqliteStoreConfig(follow=True)})
+    await followers.start()
+    try:
+        east = await members.join("east")
+        west = await members.join("west", start=False)
+        watch_server = {**SESSION_OVERRIDES, "watch_server": f"https://127.0.0.1:{followers.port}"}
+        await west.start_member(replace(MEMBER_OPTIONS, session_overrides=watch_server))
+        await _east_and_west_imported_in_west(east, west)
+        assert followers.hub.engine.imports_bus.count() == 1  # west's watch (east watches the leader)
+        await _restart_and_resume(followers, west)
+        await _restart_and_resume(hubs, west)
+        assert followers.hub.engine.imports_bus.count() == 1
+    finally:
+        await followers.stop()
+
+
+async def _east_and_west_imported_in_west(east: JoinedMember, west: JoinedMember) -> None:
+    """East exports web and api, west exports local; until west imported all three and settled."""
     await ensure_namespace(west.client, NS)
     for name in ("web", "api"):
         await east.create_service(NS, name)
@@ -218,22 +283,28 @@ async def test_a_restarted_member_with_nothing_changed_writes_nothing_to_its_clu
     await eventually(imported, what="east's Services imported into west")
     await _member_settled(west)
 
-    await west.stop_member()
-    before = west.client.metrics.counts()
-    await west.start_member()
-    await west.wait_connected()
-    await _member_settled(west)
 
-    grown = {k: v - before.get(k, 0) for k, v in west.client.metrics.counts().items() if v != before.get(k, 0)}
-    # The Service CIDR probe (Antrea's way to learn it on every start: a dry-run create of a Service
-    # with an invalid ClusterIP, refused by design) stores nothing; it is the one request refused.
-    assert grown.pop(("create", "services", "422")) == 1
+async def _restart_and_resume(runner: HubRunner, member: JoinedMember) -> None:
+    """Restart the hub ``runner`` runs; until ``member`` lost it, is back and settled. Its watch
+    must have resumed (the same epoch, no snapshot) and it must have written no imported object."""
+    session = member.member.session
+    assert session is not None
+    position, snapshots, since = session.import_position, session.watch_snapshots, session.state.since
+    before = member.client.metrics.counts()
+    await runner.restart()
+
+    async def back() -> bool:
+        state = session.state
+        return state.since > since and state.connected and state.imports_synced
+
+    await eventually(back, what=f"{member.cluster_id} connected again")
+    await _member_settled(member)
+    assert (session.watch_snapshots, session.import_position.epoch) == (snapshots, position.epoch)
+    grown = {k: v - before.get(k, 0) for k, v in member.client.metrics.counts().items() if v != before.get(k, 0)}
     writes = {k: v for k, v in grown.items() if k[0] in WRITE_VERBS}
+    # The ClusterSet's status says that the hub was away (with each error as it came), then back.
+    writes.pop(("patch", f"{CLUSTER_SETS.qualified_name}/status", "200"), None)
     assert writes == {}
-    # Reads may find an optional thing absent (no MultiClusterConfig, no ServiceCIDR API): 404.
-    refused = {k: v for k, v in grown.items() if k[2] != "404" and (not k[2].isdigit() or int(k[2]) >= 400)}
-    assert refused == {}
-    assert any(verb == "list" for verb, _, _ in grown)  # it did look
 
 
 async def _member_settled(member: JoinedMember) -> None:
