@@ -190,7 +190,7 @@ class GatewayController:
         if self._recorder is not None and self._nodes is not None:
             node = self._nodes.get(winner.name)
             if node is not None:
-                why = f"replaces {previous.name} ({problems.get(previous.name, 'gone')})" if previous else "first"
+                why = f"replaces {previous.name} ({_why_left(previous.name, candidates)})" if previous else "first"
                 await self._recorder.normal(
                     node, "GatewayElected", f"Node is the active Multi-cluster Gateway ({why})", NODES
                 )
@@ -253,3 +253,13 @@ class GatewayController:
             "(--global-cidr) to reach overlapping clusters through global addresses."
         )
         await self._recorder.warning(live, CONDITION_CIDR_CONFLICT, message, CLUSTER_INFO_IMPORTS)
+
+
+def _why_left(name: str, candidates: list[Candidate]) -> str:
+    """Why the Node ``name`` is no longer the Gateway, for the Event."""
+    found = next((c for c in candidates if c.name == name), None)
+    if found is None:
+        return "gone"
+    if found.problem:
+        return found.problem
+    return "cordoned" if found.cordoned else "replaced"

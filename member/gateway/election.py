@@ -12,6 +12,11 @@ Rules (Antrea's NodeReconciler, made deterministic):
   not eligible). Only IPv4 Gateways are supported.
 * The current Gateway stays while it is eligible; otherwise the eligible candidate with
   the lowest name takes over (Antrea picks any; the lowest name makes every replay agree).
+* A cordoned Node (``spec.unschedulable``, what ``kubectl cordon`` and ``kubectl drain`` set)
+  is chosen only when no uncordoned candidate is eligible: a drain moves the Gateway away
+  while the Node still forwards (its agent is a DaemonSet Pod, which a drain leaves running),
+  so flows are handed over before the Node stops, not after it is gone. A cluster whose only
+  candidate is cordoned keeps it (beyond Antrea, which does not look at cordons).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ class Candidate:
     wireguard_public_key: str | None = None
     problem: str | None = None
     """Why the Node cannot be the Gateway (None: eligible)."""
+    cordoned: bool = False
+    """``spec.unschedulable``: eligible, but only when no uncordoned candidate is."""
 
     @property
     def eligible(self) -> bool:
@@ -105,7 +112,8 @@ def candidate_from_node(node: Mapping[str, Any], precedence: GatewayIPPrecedence
         problem = "no IPv4 InternalIP"
     elif problem is None and not ready:
         problem = "not Ready"
-    return Candidate(name, ready, internal_ip, gateway_ip, key, problem)
+    cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+    return Candidate(name, ready, internal_ip, gateway_ip, key, problem, cordoned)
 
 
 def candidates_from_nodes(nodes: Iterable[Mapping[str, Any]], precedence: GatewayIPPrecedence) -> list[Candidate]:
@@ -114,9 +122,11 @@ def candidates_from_nodes(nodes: Iterable[Mapping[str, Any]], precedence: Gatewa
 
 
 def elect(candidates: Iterable[Candidate], current: str | None) -> Candidate | None:
-    """The Gateway: ``current`` while eligible, else the eligible candidate with the lowest name."""
+    """The Gateway: ``current`` while eligible, else the eligible candidate with the lowest name;
+    among the uncordoned ones when there are any."""
     eligible = sorted((c for c in candidates if c.eligible), key=lambda c: c.name)
-    for candidate in eligible:
+    preferred = [c for c in eligible if not c.cordoned] or eligible
+    for candidate in preferred:
         if candidate.name == current:
             return candidate
-    return eligible[0] if eligible else None
+    return preferred[0] if preferred else None

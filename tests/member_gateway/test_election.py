@@ -66,6 +66,25 @@ async def test_a_gateway_node_turning_not_ready_hands_over_to_another_ready_cand
     assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == ["node-b"]
 
 
+async def test_cordoning_the_gateway_node_hands_over_before_a_drain_and_uncordoning_does_not_move_it_back(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    _, client = cluster
+    await create_node(client, "node-a", "192.168.1.1")
+    await create_node(client, "node-b", "192.168.1.2")
+    await gateways.start()
+    await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE, what="lowest name elected")
+
+    await client.patch(NODES, "node-a", {"spec": {"unschedulable": True}})  # kubectl cordon (drain's first step)
+    await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="hand-over to node-b")
+    await gateways.export_where(lambda e: e is not None and e.cluster_info.gateway_infos[0].gateway_ip == "192.168.1.2")
+
+    await client.patch(NODES, "node-a", {"spec": {"unschedulable": None}})  # kubectl uncordon
+    await until(client, NODES, lambda nodes: not any(n.get("spec", {}).get("unschedulable") for n in nodes))
+    await gateways.controllers[0].wait_idle()
+    assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == ["node-b"]
+
+
 async def test_removing_the_annotation_hands_over_and_without_candidates_the_export_is_withdrawn(
     cluster: Cluster, gateways: Gateways
 ) -> None:

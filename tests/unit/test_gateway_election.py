@@ -121,3 +121,27 @@ def test_an_ineligible_current_gateway_is_replaced() -> None:
 
 def test_no_eligible_candidate_means_no_gateway() -> None:
     assert elect(candidates_from_nodes([node("a", ready=False), node("b", internal=None)], "internal"), "a") is None
+
+
+def _cordoned(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "spec": {"unschedulable": True}}
+
+
+def test_a_cordoned_current_gateway_hands_over_to_an_uncordoned_candidate() -> None:
+    nodes = [node("a", internal="10.0.0.1"), _cordoned(node("b", internal="10.0.0.2"))]
+    winner = elect(candidates_from_nodes(nodes, "internal"), "b")
+    assert winner is not None and winner.name == "a"
+
+
+def test_a_cordoned_node_is_not_chosen_while_an_uncordoned_one_is_eligible() -> None:
+    nodes = [_cordoned(node("a", internal="10.0.0.1")), node("b", internal="10.0.0.2")]
+    winner = elect(candidates_from_nodes(nodes, "internal"), None)
+    assert winner is not None and winner.name == "b"
+
+
+def test_a_cordoned_gateway_stays_when_no_other_candidate_is_eligible() -> None:
+    nodes = [_cordoned(node("a", internal="10.0.0.1")), node("b", ready=False)]
+    winner = elect(candidates_from_nodes(nodes, "internal"), "a")
+    assert winner is not None and winner.name == "a"
+    alone = elect(candidates_from_nodes([_cordoned(node("a"))], "internal"), None)
+    assert alone is not None and alone.name == "a"
