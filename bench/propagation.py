@@ -68,7 +68,7 @@ from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists, NotFound
 from kube.metrics import WRITE_VERBS
 from kube.resources import CRDS, ENDPOINT_SLICES, ENDPOINTS, NAMESPACES, SECRETS, SERVICES
-from mcapi import names
+from mcapi import names, trace
 from mcapi.resources import CLUSTER_SETS, SERVICE_EXPORTS, SERVICE_IMPORTS_V1BETA1
 from mchub_cli.localset import LocalClusterSet
 from member.app import MemberApp
@@ -111,11 +111,14 @@ def _export(name: str) -> dict[str, Any]:
     return {"apiVersion": SERVICE_EXPORTS.api_version, "kind": "ServiceExport", "metadata": {"name": name}}
 
 
-async def export_service(client: KubeClient, name: str, namespace: str = NAMESPACE) -> None:
+async def export_service(client: KubeClient, name: str, namespace: str = NAMESPACE) -> float:
+    """Create the Service, its Endpoints and its ServiceExport; when the ServiceExport's create was sent."""
     await client.create(SERVICES, _service(name), namespace=namespace)
     with contextlib.suppress(AlreadyExists):  # a real cluster's endpoints controller may be first
         await client.create(ENDPOINTS, _endpoints(name), namespace=namespace)
+    exporting = time.perf_counter()
     await client.create(SERVICE_EXPORTS, _export(name), namespace=namespace)
+    return exporting
 
 
 async def export_all(client: KubeClient, wanted: Iterable[str], namespace: str = NAMESPACE) -> None:
@@ -290,14 +293,20 @@ async def latency(services: int, freeze: bool) -> dict[str, Any]:
             # stalls every one of them at once (50-80 ms here), which no deployed member sees.
             gc.collect()
             gc.freeze()
+        traced = trace.start()
         try:
             samples = []
+            paths: list[dict[str, float]] = []
             for i in range(services):
                 name = f"lat-{i}"
                 start = time.perf_counter()
-                await export_service(west, name)
+                exporting = await export_service(west, name)
                 seen = await watch.wait_for({name}, 20)
                 samples.append(seen - start)
+                path = traced.path(NAMESPACE, name, "bench-west", "bench-east")
+                if len(path) == len(trace.HOPS):
+                    paths.append({USER_OBJECTS: exporting - start, **trace.spans(path, exporting, seen)})
+            trace.stop()
             floor = []
             for i in range(min(services, 50)):
                 name = f"floor-{i}"
@@ -306,6 +315,7 @@ async def latency(services: int, freeze: bool) -> dict[str, Any]:
                 seen = await watch.wait_for({name}, 20)
                 floor.append(seen - start)
         finally:
+            trace.stop()
             await watch.stop()
             await clusterset.stop()
         if freeze:
@@ -323,6 +333,27 @@ async def latency(services: int, freeze: bool) -> dict[str, Any]:
         "floor_p99_ms": floor_p99 * 1000,
         "latency_p50_ratio": p50 / floor_p50,
         "latency_p99_ratio": p99 / floor_p99,
+        **breakdown(paths, services),
+    }
+
+
+# The span before the first hop: the user's Service and Endpoints created, before the ServiceExport.
+USER_OBJECTS = "user_objects"
+
+
+def breakdown(paths: list[dict[str, float]], services: int) -> dict[str, Any]:
+    """Median and p99 of every span of the way (ms), over the Services whose every hop was marked."""
+    if not paths:
+        return {"latency_breakdown_traced": 0}
+    spans: dict[str, dict[str, float]] = {}
+    for span in paths[0]:
+        p50, p99 = _percentiles([p[span] for p in paths])
+        spans[span] = {"p50_ms": p50 * 1000, "p99_ms": p99 * 1000}
+    return {
+        "latency_breakdown_traced": len(paths),
+        "latency_breakdown_untraced": services - len(paths),
+        "latency_breakdown": spans,
+        "latency_breakdown_p50_sum_ms": sum(s["p50_ms"] for s in spans.values()),
     }
 
 
@@ -890,6 +921,17 @@ def report(r: dict[str, Any]) -> str:
             f"(heap {'frozen after set-up' if r['latency_heap_frozen'] else 'not frozen'}; "
             f"longest GC pause {r['latency_longest_gc_pause_ms']:.0f} ms)",
         ]
+    if r.get("latency_breakdown_traced"):
+        lines.append(
+            f"  hop by hop, {int(r['latency_breakdown_traced'])} Services with every hop marked "
+            "(each span ends at the hop it is named after):"
+        )
+        for span, figures in r["latency_breakdown"].items():
+            lines.append(f"    {span:<24} p50 {figures['p50_ms']:6.2f} ms   p99 {figures['p99_ms']:6.2f} ms")
+        lines.append(
+            f"    {'sum of the p50s':<24}     {r['latency_breakdown_p50_sum_ms']:6.2f} ms "
+            f"(end to end p50 {r['latency_p50_ms']:.2f} ms)"
+        )
     if "burst_converge_seconds" in r:
         lines += [
             f"burst of {int(r['burst_services'])} Services from one exporter to {int(r['burst_importers'])} importers"
@@ -947,7 +989,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"load_average_at_start": os.getloadavg()[0], "cpus": os.cpu_count()}
     if not args.no_local:
         results.update(await latency(args.services, freeze=not args.no_gc_freeze))
-        results.update(await bursts(args.burst, args.importers, args.burst_runs, args.plots))
+        if not args.no_burst:
+            results.update(await bursts(args.burst, args.importers, args.burst_runs, args.plots))
     if not args.no_real:
         reason = real_unavailable()
         if reason is None:
@@ -977,6 +1020,7 @@ if __name__ == "__main__":
     )
     parser.add_argument("--no-real", action="store_true", help="skip the run on real kube-apiservers")
     parser.add_argument("--no-local", action="store_true", help="skip the runs in one process")
+    parser.add_argument("--no-burst", action="store_true", help="in one process, measure the latency only")
     parser.add_argument(
         "--no-gc-freeze", action="store_true", help="latency: leave the shared heap to full collections"
     )

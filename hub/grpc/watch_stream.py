@@ -28,6 +28,7 @@ from hub.watch.batches import (
     batched_snapshot,
     single_deltas,
 )
+from mcapi import trace
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 
@@ -74,6 +75,8 @@ class WatchImportsStream:
                 if self._request.batched:
                     items += sub.ready(MAX_BATCH_CHANGES)
                 for response in self._answer(items, sent):
+                    if trace.enabled():
+                        trace.mark_imports(trace.Hop.WATCH_SENT, trace.sent_imports(response), self._audience or "")
                     yield response
                 if sent.overflowed:
                     if engine.imports_bus.closed:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import grpc
 
+from mcapi import trace
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.connection import CallMetadata
@@ -205,6 +206,8 @@ class ExportPump:
         if sent.name:
             self._busy.add(sent.name)
         await call.write(request)
+        if sent.value is not None:
+            trace.mark_export(trace.Hop.EXPORT_SENT, sent.value, sent.value.cluster_id)
 
     # ---- answers -------------------------------------------------------------
 
