@@ -27,7 +27,7 @@ class Hop(StrEnum):
 
     EXPORT_EVENT = "export_event"  # the exporter's informer delivered a ServiceExport event
     EXPORT_RECONCILED = "export_reconciled"  # its reconcile handed the export to the session
-    EXPORT_SENT = "export_sent"  # the Export stream wrote the upsert
+    EXPORT_SENT = "export_sent"  # the Export stream handed the upsert to gRPC
     HUB_RECEIVED = "hub_received"  # the hub's Export stream read it
     HUB_STAGED = "hub_staged"  # admitted, merged and staged in the store (not durable yet)
     HUB_DURABLE = "hub_durable"  # the store made it durable: its import is published on the bus
@@ -69,48 +69,49 @@ class Trace:
         return path
 
 
-_current: Trace | None = None
+class _Switch:
+    """The trace marks go to (None: tracing is off)."""
+
+    current: Trace | None = None
 
 
 def start() -> Trace:
     """Turn tracing on in this process, with an empty trace."""
-    global _current
-    _current = Trace()
-    return _current
+    _Switch.current = Trace()
+    return _Switch.current
 
 
 def stop() -> None:
-    global _current
-    _current = None
+    _Switch.current = None
 
 
 def enabled() -> bool:
-    return _current is not None
+    return _Switch.current is not None
 
 
 def mark(hop: Hop, namespace: str, name: str, where: str = "") -> None:
     """The Service ``namespace/name`` reached ``hop`` now (in cluster ``where``)."""
-    trace = _current
+    trace = _Switch.current
     if trace is not None:
         trace.record(hop, (namespace, name), where)
 
 
 def mark_export(hop: Hop, export: pb.ResourceExport, where: str = "") -> None:
     """``hop`` for an export, when it is a Service's own (its Endpoints take the hops beside it)."""
-    trace = _current
+    trace = _Switch.current
     if trace is not None and export.WhichOneof("payload") == "service":
         trace.record(hop, (export.namespace, export.name), where)
 
 
 def mark_import(hop: Hop, resource: pb.ResourceImport, where: str = "") -> None:
     """``hop`` for an import, when it is a ServiceImport's."""
-    trace = _current
+    trace = _Switch.current
     if trace is not None and resource.WhichOneof("payload") == "service_import":
         trace.record(hop, (resource.namespace, resource.name), where)
 
 
 def mark_imports(hop: Hop, resources: Iterable[pb.ResourceImport], where: str = "") -> None:
-    if _current is not None:
+    if _Switch.current is not None:
         for resource in resources:
             mark_import(hop, resource, where)
 

@@ -205,9 +205,9 @@ class ExportPump:
         self._flight[self._sequence] = sent
         if sent.name:
             self._busy.add(sent.name)
-        await call.write(request)
         if sent.value is not None:
             trace.mark_export(trace.Hop.EXPORT_SENT, sent.value, sent.value.cluster_id)
+        await call.write(request)
 
     # ---- answers -------------------------------------------------------------
 
