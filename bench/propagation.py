@@ -16,10 +16,18 @@ In one process (hub, sandbox API servers and members together, ``mchub_cli.local
   and the API requests each importer's member made per imported Service, read from its own
   counter (rest_client_requests_total).
 
+The latency is traced hop by hop (mcapi.trace: the exporter's informer event, its Export stream,
+the hub's admission, store commit and fsync, its WatchImports stream, the importer's receipt,
+apply and writes): the median and p99 of every span between two hops are printed beside the end
+to end figure, over every Service whose hops were all marked.
+
 On real kube-apiservers (v1.28 with kube-controller-manager, from ../shared/envtest, or
 KUBEBUILDER_ASSETS; skipped when they cannot be had): one member exports M Services, R
 importers; hub and members run as their own processes, as deployed (`mchub hub`, `mchub member`
-with its default flags), and the requests are read from each member's /metrics. One importer's
+with its default flags), and the requests are read from each member's /metrics. Before the
+burst, N Services (``--real-latency``) are exported one by one, as in one process, and timed from
+their creation to the ServiceImport seen by a watch of one importer's API server; the hub and
+members trace into files (MCHUB_TRACE_FILE) read after they stopped. One importer's
 member is then restarted with nothing changed, and its writes are counted (target: 0). The
 floor, with mchub stopped, writes the same objects as the in-process one, from one process per
 cluster with the member's concurrency and QPS limit.
@@ -30,7 +38,8 @@ The burst runs three times (``--burst-runs``): one run's ratio moves with the ma
 more than a tenth, so the run with the median ratio is reported, beside every run's ratio.
 
 Usage: python bench/propagation.py [--services 200] [--burst 1000] [--importers 10] [--burst-runs 3]
-       [--real-burst 1000] [--real-importers 3] [--no-real] [--no-local] [--json FILE] [--plots DIR]
+       [--real-burst 1000] [--real-importers 3] [--real-latency 100] [--no-real] [--no-local] [--no-burst]
+       [--json FILE] [--plots DIR]
 """
 
 from __future__ import annotations
@@ -80,6 +89,7 @@ RESULTS = ROOT / "bench" / "results"
 NAMESPACE = "default"
 REAL_NAMESPACE = "bench"
 FLOOR_NAMESPACE = "bench-floor"
+LATENCY_NAMESPACE = "bench-latency"
 EXPORT_CONCURRENCY = 32  # how fast the user creates the Services to export
 IMPORT_WORKERS = MemberOptions().import_workers
 
@@ -295,17 +305,7 @@ async def latency(services: int, freeze: bool) -> dict[str, Any]:
             gc.freeze()
         traced = trace.start()
         try:
-            samples = []
-            paths: list[dict[str, float]] = []
-            for i in range(services):
-                name = f"lat-{i}"
-                start = time.perf_counter()
-                exporting = await export_service(west, name)
-                seen = await watch.wait_for({name}, 20)
-                samples.append(seen - start)
-                path = traced.path(NAMESPACE, name, "bench-west", "bench-east")
-                if len(path) == len(trace.HOPS):
-                    paths.append({USER_OBJECTS: exporting - start, **trace.spans(path, exporting, seen)})
+            runs = await one_by_one(west, watch, services)
             trace.stop()
             floor = []
             for i in range(min(services, 50)):
@@ -321,7 +321,7 @@ async def latency(services: int, freeze: bool) -> dict[str, Any]:
         if freeze:
             gc.unfreeze()
         pauses.close()
-    p50, p99 = _percentiles(samples)
+    p50, p99 = _percentiles([r.seen - r.start for r in runs])
     floor_p50, floor_p99 = _percentiles(floor)
     return {
         "latency_services": services,
@@ -333,27 +333,56 @@ async def latency(services: int, freeze: bool) -> dict[str, Any]:
         "floor_p99_ms": floor_p99 * 1000,
         "latency_p50_ratio": p50 / floor_p50,
         "latency_p99_ratio": p99 / floor_p99,
-        **breakdown(paths, services),
+        **breakdown("latency", traced, runs, "bench-west", "bench-east"),
     }
+
+
+@dataclass(frozen=True)
+class Run:
+    """One Service exported alone: when its objects were first created, when its ServiceExport's
+    create was sent, and when the importer's watch saw its ServiceImport (perf_counter)."""
+
+    namespace: str
+    name: str
+    start: float
+    exporting: float
+    seen: float
+
+
+async def one_by_one(exporter: KubeClient, watch: ImportWatch, count: int, within: float = 20) -> list[Run]:
+    """``count`` Services exported one after another, each once the one before was seen imported."""
+    runs = []
+    for i in range(count):
+        name = f"lat-{i}"
+        start = time.perf_counter()
+        exporting = await export_service(exporter, name, watch.namespace)
+        seen = await watch.wait_for({name}, within)
+        runs.append(Run(watch.namespace, name, start, exporting, seen))
+    return runs
 
 
 # The span before the first hop: the user's Service and Endpoints created, before the ServiceExport.
 USER_OBJECTS = "user_objects"
 
 
-def breakdown(paths: list[dict[str, float]], services: int) -> dict[str, Any]:
+def breakdown(prefix: str, traced: trace.Trace, runs: list[Run], exporter: str, importer: str) -> dict[str, Any]:
     """Median and p99 of every span of the way (ms), over the Services whose every hop was marked."""
+    paths = []
+    for run in runs:
+        path = traced.path(run.namespace, run.name, exporter, importer)
+        if len(path) == len(trace.HOPS):
+            paths.append({USER_OBJECTS: run.exporting - run.start, **trace.spans(path, run.exporting, run.seen)})
     if not paths:
-        return {"latency_breakdown_traced": 0}
+        return {f"{prefix}_breakdown_traced": 0}
     spans: dict[str, dict[str, float]] = {}
     for span in paths[0]:
         p50, p99 = _percentiles([p[span] for p in paths])
         spans[span] = {"p50_ms": p50 * 1000, "p99_ms": p99 * 1000}
     return {
-        "latency_breakdown_traced": len(paths),
-        "latency_breakdown_untraced": services - len(paths),
-        "latency_breakdown": spans,
-        "latency_breakdown_p50_sum_ms": sum(s["p50_ms"] for s in spans.values()),
+        f"{prefix}_breakdown_traced": len(paths),
+        f"{prefix}_breakdown_untraced": len(runs) - len(paths),
+        f"{prefix}_breakdown": spans,
+        f"{prefix}_breakdown_p50_sum_ms": sum(s["p50_ms"] for s in spans.values()),
     }
 
 
@@ -568,9 +597,12 @@ def free_port() -> int:
 
 async def start_child(*args: str, ready: str, log: Path) -> tuple[asyncio.subprocess.Process, str]:
     """A child process, once it printed a line containing ``ready``; returns what it printed until
-    then (that line last); its stderr goes to ``log``."""
+    then (that line last); its stderr goes to ``log``, and its trace to ``trace.jsonl`` beside it."""
+    env = {**os.environ, trace.FILE_ENV: str(log.parent / "trace.jsonl")}
     with log.open("ab") as errors:
-        process = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=errors, cwd=ROOT)
+        process = await asyncio.create_subprocess_exec(
+            *args, stdout=asyncio.subprocess.PIPE, stderr=errors, cwd=ROOT, env=env
+        )
     assert process.stdout is not None
     printed = ""
     while True:
@@ -709,7 +741,30 @@ async def join_real(client: KubeClient, cluster: str, token: str, ca: bytes, hub
     await client.create(CLUSTER_SETS, clusterset)
 
 
-async def real_burst(count: int, importers: int, limit: Limit, plots: Path | None) -> dict[str, Any]:
+async def real_latency(clients: dict[str, KubeClient], kubeconfigs: dict[str, Path], count: int) -> list[Run]:
+    """``count`` Services exported one by one from the exporter, each seen imported by import-1
+    before the next, in a Namespace of their own (the burst's counts and slices leave them out)."""
+    if not count:
+        return []
+    for client in clients.values():
+        with contextlib.suppress(AlreadyExists):
+            await client.create(NAMESPACES, {"metadata": {"name": LATENCY_NAMESPACE}})
+    watch = ImportWatch(await connect(kubeconfigs["import-1"]), LATENCY_NAMESPACE)
+    await watch.start()
+    try:
+        return await one_by_one(clients["exporter"], watch, count, within=60)
+    finally:
+        await watch.stop()
+
+
+def real_traces(envtest: Envtest) -> trace.Trace:
+    """The marks the hub and the members wrote as they stopped (MCHUB_TRACE_FILE)."""
+    return trace.read(envtest.directory.parent.rglob("trace.jsonl"))
+
+
+async def real_burst(
+    count: int, importers: int, limit: Limit, plots: Path | None, latency_count: int = 0
+) -> dict[str, Any]:
     importer_names = tuple(f"import-{i + 1}" for i in range(importers))
     envtest = Envtest(("exporter", *importer_names))
     envtest.up()
@@ -745,6 +800,8 @@ async def real_burst(count: int, importers: int, limit: Limit, plots: Path | Non
         # Ready means connected; the tail of joining (the ClusterSet's status, the first look at
         # the imported kinds) may still be on its way: count from when every member is quiet.
         before = {name: await members[name].quiet_counts() for name in members}
+        runs = await real_latency(clients, envtest.kubeconfigs, latency_count)
+        before = {name: await members[name].quiet_counts() for name in members}
 
         wanted = {f"svc-{i}" for i in range(count)}
         start = time.perf_counter()
@@ -764,7 +821,7 @@ async def real_burst(count: int, importers: int, limit: Limit, plots: Path | Non
         per = summarize(total, count * importers)
         exporter = summarize(deltas["exporter"], count)
 
-        restart = await restart_unchanged(members[importer_names[0]], expected_keys=2 * count)
+        restart = await restart_unchanged(members[importer_names[0]], expected_keys=2 * (count + latency_count))
         admin_token = (data / "admin.token").read_text().strip()
         templates = await fetch_templates(rest_url, str(data / "tls" / "ca.crt"), admin_token, REAL_NAMESPACE, "svc-0")
         for member in members.values():
@@ -772,6 +829,7 @@ async def real_burst(count: int, importers: int, limit: Limit, plots: Path | Non
         await stop_child(hub)
         hub = None
         floor = await real_floor(envtest, clients["exporter"], templates, count, limit)
+        traced = real_traces(envtest)
     finally:
         for watch in watches.values():
             await watch.stop()
@@ -804,6 +862,19 @@ async def real_burst(count: int, importers: int, limit: Limit, plots: Path | Non
         "real_exporter_requests_per_service": exporter["requests_per_service"],
         "real_exporter_requests_by_kind": by_verb_resource(deltas["exporter"]),
         **restart,
+        **real_latency_figures(traced, runs),
+    }
+
+
+def real_latency_figures(traced: trace.Trace, runs: list[Run]) -> dict[str, Any]:
+    if not runs:
+        return {}
+    p50, p99 = _percentiles([r.seen - r.start for r in runs])
+    return {
+        "real_latency_services": len(runs),
+        "real_latency_p50_ms": p50 * 1000,
+        "real_latency_p99_ms": p99 * 1000,
+        **breakdown("real_latency", traced, runs, "exporter", "import-1"),
     }
 
 
@@ -905,6 +976,22 @@ def plot_held(held: Held, path: Path, title: str) -> None:
     plt.close(figure)
 
 
+def breakdown_lines(r: dict[str, Any], prefix: str) -> list[str]:
+    if not r.get(f"{prefix}_breakdown_traced"):
+        return []
+    lines = [
+        f"  hop by hop, {int(r[f'{prefix}_breakdown_traced'])} Services with every hop marked "
+        "(each span ends at the hop it is named after):"
+    ]
+    for span, figures in r[f"{prefix}_breakdown"].items():
+        lines.append(f"    {span:<24} p50 {figures['p50_ms']:6.2f} ms   p99 {figures['p99_ms']:6.2f} ms")
+    lines.append(
+        f"    {'sum of the p50s':<24}     {r[f'{prefix}_breakdown_p50_sum_ms']:6.2f} ms "
+        f"(end to end p50 {r[f'{prefix}_p50_ms']:.2f} ms)"
+    )
+    return lines
+
+
 def report(r: dict[str, Any]) -> str:
     lines: list[str] = [
         f"({r['cpus']} CPUs, load average {r['load_average_at_start']:.1f} at start, "
@@ -921,17 +1008,7 @@ def report(r: dict[str, Any]) -> str:
             f"(heap {'frozen after set-up' if r['latency_heap_frozen'] else 'not frozen'}; "
             f"longest GC pause {r['latency_longest_gc_pause_ms']:.0f} ms)",
         ]
-    if r.get("latency_breakdown_traced"):
-        lines.append(
-            f"  hop by hop, {int(r['latency_breakdown_traced'])} Services with every hop marked "
-            "(each span ends at the hop it is named after):"
-        )
-        for span, figures in r["latency_breakdown"].items():
-            lines.append(f"    {span:<24} p50 {figures['p50_ms']:6.2f} ms   p99 {figures['p99_ms']:6.2f} ms")
-        lines.append(
-            f"    {'sum of the p50s':<24}     {r['latency_breakdown_p50_sum_ms']:6.2f} ms "
-            f"(end to end p50 {r['latency_p50_ms']:.2f} ms)"
-        )
+        lines += breakdown_lines(r, "latency")
     if "burst_converge_seconds" in r:
         lines += [
             f"burst of {int(r['burst_services'])} Services from one exporter to {int(r['burst_importers'])} importers"
@@ -958,6 +1035,13 @@ def report(r: dict[str, Any]) -> str:
             f"failed {int(r['burst_failed_requests'])})",
             f"  import status reports to the hub {int(r['burst_status_reports'])} "
             f"in {int(r['burst_status_report_calls'])} calls",
+        ]
+    if "real_latency_p50_ms" in r:
+        lines += [
+            f"real kube-apiservers v1.28, members and hub as processes: Service, Endpoints and ServiceExport "
+            f"created -> ServiceImport seen by a watch, {int(r['real_latency_services'])} Services one by one:",
+            f"  mchub   p50 {r['real_latency_p50_ms']:7.1f} ms   p99 {r['real_latency_p99_ms']:7.1f} ms",
+            *breakdown_lines(r, "real_latency"),
         ]
     if "real_converge_seconds" in r:
         by = ", ".join(f"{n} {s:.1f} s" for n, s in r["real_converge_by_importer"].items())
@@ -995,7 +1079,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         reason = real_unavailable()
         if reason is None:
             limit = Limit(args.real_kube_api_qps, args.real_kube_api_burst)
-            results.update(await real_burst(args.real_burst, args.real_importers, limit, args.plots))
+            burst = real_burst(args.real_burst, args.real_importers, limit, args.plots, args.real_latency)
+            results.update(await burst)
         else:
             results["real_skipped"] = reason
     results["load_average_at_end"] = os.getloadavg()[0]
@@ -1012,6 +1097,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("--real-burst", type=int, default=1000)
     parser.add_argument("--real-importers", type=int, default=3)
+    parser.add_argument(
+        "--real-latency", type=int, default=100, help="Services exported one by one on the real clusters first"
+    )
     parser.add_argument(
         "--real-kube-api-qps", type=float, default=DEFAULT_KUBE_API_QPS, help="the members' QPS limit (their default)"
     )

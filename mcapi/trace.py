@@ -9,15 +9,21 @@ product. ``where`` names the cluster a member hop happened in ("" on the hub): i
 the exporter imports its own export too, and both members mark the import hops.
 
 The clock is ``time.perf_counter`` (CLOCK_MONOTONIC on Linux), the one the benchmark starts its
-own clock with, and the same for every process on the machine.
+own clock with, and the same for every process on the machine: a hub and members run as processes
+of their own trace when ``MCHUB_TRACE_FILE`` names a file (``from_environment``), where each adds
+its marks as it stops, and ``read`` joins the files into one trace.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -45,6 +51,8 @@ EXPORTER_HOPS = frozenset({Hop.EXPORT_EVENT, Hop.EXPORT_RECONCILED, Hop.EXPORT_S
 HUB_HOPS = frozenset({Hop.HUB_RECEIVED, Hop.HUB_STAGED, Hop.HUB_DURABLE})
 
 Key = tuple[str, str]  # (namespace, name) of the Service
+# A process started with this variable set traces, and adds its marks to that file as it stops.
+FILE_ENV = "MCHUB_TRACE_FILE"
 
 
 @dataclass
@@ -67,6 +75,12 @@ class Trace:
             if at is not None:
                 path[hop] = at
         return path
+
+    def lines(self) -> Iterator[str]:
+        """One JSON line per mark: [namespace, name, hop, where, time]."""
+        for (namespace, name), marks in self.marks.items():
+            for (hop, where), at in marks.items():
+                yield json.dumps([namespace, name, hop.value, where, at])
 
 
 class _Switch:
@@ -136,3 +150,31 @@ def spans(path: Mapping[Hop, float], start: float, end: float) -> dict[str, floa
         previous = at
     out["seen"] = end - previous
     return out
+
+
+def read(paths: Iterable[Path]) -> Trace:
+    """The marks of every file (as ``from_environment`` wrote them), the earliest of each hop."""
+    joined = Trace()
+    for path in paths:
+        for line in path.read_text().splitlines():
+            namespace, name, hop, where, at = json.loads(line)
+            marks = joined.marks.setdefault((namespace, name), {})
+            marks[(Hop(hop), where)] = min(at, marks.get((Hop(hop), where), at))
+    return joined
+
+
+@contextlib.contextmanager
+def from_environment() -> Iterator[None]:
+    """Trace while inside when ``MCHUB_TRACE_FILE`` is set, then add the marks to that file
+    (a process restarted with the same file adds its own after them)."""
+    path = os.environ.get(FILE_ENV)
+    if not path:
+        yield
+        return
+    traced = start()
+    try:
+        yield
+    finally:
+        stop()
+        with Path(path).open("a") as out:
+            out.writelines(line + "\n" for line in traced.lines())

@@ -3,7 +3,9 @@ only for a Service's own export and import."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +88,35 @@ def test_path_reads_each_hop_where_it_happens_and_spans_add_up() -> None:
     spans = trace.spans(path, 0.0, len(trace.HOPS) + 0.5)
     assert list(spans) == [hop.value for hop in trace.HOPS] + ["seen"]
     assert sum(spans.values()) == pytest.approx(len(trace.HOPS) + 0.5)
+
+
+def test_processes_tracing_into_one_file_read_as_one_trace_the_earliest_marks_standing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "trace.jsonl"
+    monkeypatch.setenv(trace.FILE_ENV, str(shared))
+    with trace.from_environment():  # a member
+        trace.mark(trace.Hop.IMPORT_RECEIVED, "ns", "foo", "east")
+    with trace.from_environment():  # the same member restarted: it receives the import again, later
+        trace.mark(trace.Hop.IMPORT_RECEIVED, "ns", "foo", "east")
+        trace.mark(trace.Hop.APPLY_STARTED, "ns", "foo", "east")
+    assert not trace.enabled()
+    hub_file = tmp_path / "hub.jsonl"
+    monkeypatch.setenv(trace.FILE_ENV, str(hub_file))
+    with trace.from_environment():
+        trace.mark(trace.Hop.HUB_STAGED, "ns", "foo")
+    lines = [json.loads(line) for line in shared.read_text().splitlines()]
+    first_receipt = lines[0][4]
+    assert lines[1][4] > first_receipt
+    joined = trace.read([shared, hub_file])
+    assert joined.marks[("ns", "foo")] == {
+        (trace.Hop.IMPORT_RECEIVED, "east"): first_receipt,
+        (trace.Hop.APPLY_STARTED, "east"): lines[2][4],
+        (trace.Hop.HUB_STAGED, ""): json.loads(hub_file.read_text())[4],
+    }
+
+
+def test_without_the_variable_nothing_is_traced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(trace.FILE_ENV, raising=False)
+    with trace.from_environment():
+        assert not trace.enabled()
