@@ -4,14 +4,16 @@ Off unless a process turns it on (``start``, as bench/propagation.py and the tes
 hop of the path docs/architecture.md follows calls ``mark(hop, namespace, name, where)`` for the
 Service's own export and import (``<ns>-<name>-service``; its Endpoints export takes the same
 hops beside it), and the trace keeps the first time each (hop, where) was reached for that
-Service. Off, a mark is a call that reads one global and returns, so the hops stay marked in the
+Service. Off, a mark is a call that finds the switch off and returns, so the hops stay marked in the
 product. ``where`` names the cluster a member hop happened in ("" on the hub): in one process
 the exporter imports its own export too, and both members mark the import hops.
 
 The clock is ``time.perf_counter`` (CLOCK_MONOTONIC on Linux), the one the benchmark starts its
 own clock with, and the same for every process on the machine: a hub and members run as processes
 of their own trace when ``MCHUB_TRACE_FILE`` names a file (``from_environment``), where each adds
-its marks as it stops, and ``read`` joins the files into one trace.
+its marks as it stops, and ``read`` joins the files into one trace. A trace keeps every mark in
+memory until it stops (about a dozen per Service and cluster): it is for benchmarks and for
+looking into one slow Service, not for a hub or member left tracing for weeks.
 """
 
 from __future__ import annotations
