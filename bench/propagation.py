@@ -3,8 +3,10 @@
 In one process (hub, sandbox API servers and members together, ``mchub_cli.localset``):
 - latency from a Service exported in west (its Service, Endpoints and ServiceExport created one
   after another, the clock started before the first) to the ServiceImport visible in east,
-  p50/p99 over N Services one after another, next to the floor: a ServiceImport written
-  straight into east's API server and seen by the same watch;
+  p50/p99 over N Services one after another, next to two floors: a ServiceImport written
+  straight into east's API server and seen by the same watch; and, with the members stopped,
+  the writes the way cannot do without, one after another (the user's Service, Endpoints and
+  ServiceExport, then the importer's Service and ServiceImport: the path floor);
 - a burst: M Services exported at once by one cluster, until every one of K importers holds
   all M ServiceImports, next to the floor: with mchub stopped, the same API writes without it —
   the user's M Services, Endpoints and ServiceExports into the exporter, and what a member
@@ -16,10 +18,18 @@ In one process (hub, sandbox API servers and members together, ``mchub_cli.local
   and the API requests each importer's member made per imported Service, read from its own
   counter (rest_client_requests_total).
 
+The latency is traced hop by hop (mcapi.trace: the exporter's informer event, its Export stream,
+the hub's admission, store commit and fsync, its WatchImports stream, the importer's receipt,
+apply and writes): the median and p99 of every span between two hops are printed beside the end
+to end figure, over every Service whose hops were all marked.
+
 On real kube-apiservers (v1.28 with kube-controller-manager, from ../shared/envtest, or
 KUBEBUILDER_ASSETS; skipped when they cannot be had): one member exports M Services, R
 importers; hub and members run as their own processes, as deployed (`mchub hub`, `mchub member`
-with its default flags), and the requests are read from each member's /metrics. One importer's
+with its default flags), and the requests are read from each member's /metrics. Before the
+burst, N Services (``--real-latency``) are exported one by one, as in one process, and timed from
+their creation to the ServiceImport seen by a watch of one importer's API server; the hub and
+members trace into files (MCHUB_TRACE_FILE) read after they stopped. One importer's
 member is then restarted with nothing changed, and its writes are counted (target: 0). The
 floor, with mchub stopped, writes the same objects as the in-process one, from one process per
 cluster with the member's concurrency and QPS limit.
@@ -27,10 +37,13 @@ cluster with the member's concurrency and QPS limit.
 Writes the figures as JSON and a PNG per burst of ServiceImports held over time per importer.
 
 The burst runs three times (``--burst-runs``): one run's ratio moves with the machine's load by
-more than a tenth, so the run with the median ratio is reported, beside every run's ratio.
+more than a tenth, so the run with the median ratio is reported, beside every run's ratio. So
+does the latency (``--latency-runs``), each run on a ClusterSet of its own: the run with the
+median p50 is reported, beside every run's p50 and p99.
 
-Usage: python bench/propagation.py [--services 200] [--burst 1000] [--importers 10] [--burst-runs 3]
-       [--real-burst 1000] [--real-importers 3] [--no-real] [--no-local] [--json FILE] [--plots DIR]
+Usage: python bench/propagation.py [--services 500] [--latency-runs 3] [--burst 1000] [--importers 10] [--burst-runs 3]
+       [--real-burst 1000] [--real-importers 3] [--real-latency 100] [--no-real] [--no-local] [--no-burst]
+       [--json FILE] [--plots DIR]
 """
 
 from __future__ import annotations
@@ -68,7 +81,7 @@ from kube.client import KubeClient, connect
 from kube.errors import AlreadyExists, NotFound
 from kube.metrics import WRITE_VERBS
 from kube.resources import CRDS, ENDPOINT_SLICES, ENDPOINTS, NAMESPACES, SECRETS, SERVICES
-from mcapi import names
+from mcapi import names, trace
 from mcapi.resources import CLUSTER_SETS, SERVICE_EXPORTS, SERVICE_IMPORTS_V1BETA1
 from mchub_cli.localset import LocalClusterSet
 from member.app import MemberApp
@@ -80,6 +93,7 @@ RESULTS = ROOT / "bench" / "results"
 NAMESPACE = "default"
 REAL_NAMESPACE = "bench"
 FLOOR_NAMESPACE = "bench-floor"
+LATENCY_NAMESPACE = "bench-latency"
 EXPORT_CONCURRENCY = 32  # how fast the user creates the Services to export
 IMPORT_WORKERS = MemberOptions().import_workers
 
@@ -111,11 +125,14 @@ def _export(name: str) -> dict[str, Any]:
     return {"apiVersion": SERVICE_EXPORTS.api_version, "kind": "ServiceExport", "metadata": {"name": name}}
 
 
-async def export_service(client: KubeClient, name: str, namespace: str = NAMESPACE) -> None:
+async def export_service(client: KubeClient, name: str, namespace: str = NAMESPACE) -> float:
+    """Create the Service, its Endpoints and its ServiceExport; when the ServiceExport's create was sent."""
     await client.create(SERVICES, _service(name), namespace=namespace)
     with contextlib.suppress(AlreadyExists):  # a real cluster's endpoints controller may be first
         await client.create(ENDPOINTS, _endpoints(name), namespace=namespace)
+    exporting = time.perf_counter()
     await client.create(SERVICE_EXPORTS, _export(name), namespace=namespace)
+    return exporting
 
 
 async def export_all(client: KubeClient, wanted: Iterable[str], namespace: str = NAMESPACE) -> None:
@@ -273,6 +290,22 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
 # ---- in one process -----------------------------------------------------------------------
 
 
+async def latencies(services: int, runs: int, freeze: bool) -> dict[str, Any]:
+    """The latency ``runs`` times, each on a ClusterSet of its own (the machine's load moves one
+    run's p50 by a tenth or more): the run with the median p50, and every run's p50 and p99."""
+    done = []
+    for _ in range(runs):
+        released()
+        done.append(await latency(services, freeze))
+    median = sorted(done, key=lambda run: float(run["latency_p50_ms"]))[(runs - 1) // 2]
+    return {
+        **median,
+        "latency_runs": runs,
+        "latency_p50s_ms": [r["latency_p50_ms"] for r in done],
+        "latency_p99s_ms": [r["latency_p99_ms"] for r in done],
+    }
+
+
 async def latency(services: int, freeze: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="mchub-bench-") as tmp:
         clusterset = LocalClusterSet(Path(tmp), cluster_names=("bench-east", "bench-west"))
@@ -290,14 +323,10 @@ async def latency(services: int, freeze: bool) -> dict[str, Any]:
             # stalls every one of them at once (50-80 ms here), which no deployed member sees.
             gc.collect()
             gc.freeze()
+        traced = trace.start()
         try:
-            samples = []
-            for i in range(services):
-                name = f"lat-{i}"
-                start = time.perf_counter()
-                await export_service(west, name)
-                seen = await watch.wait_for({name}, 20)
-                samples.append(seen - start)
+            runs = await one_by_one(west, watch, services)
+            trace.stop()
             floor = []
             for i in range(min(services, 50)):
                 name = f"floor-{i}"
@@ -305,14 +334,19 @@ async def latency(services: int, freeze: bool) -> dict[str, Any]:
                 await east.create(SERVICE_IMPORTS_V1BETA1, _direct_import(name), namespace=NAMESPACE)
                 seen = await watch.wait_for({name}, 20)
                 floor.append(seen - start)
+            for cluster in ("bench-east", "bench-west"):
+                await clusterset.stop_member(cluster)
+            path_floor = [await path_floor_run(west, east, watch, f"path-floor-{i}") for i in range(min(services, 100))]
         finally:
+            trace.stop()
             await watch.stop()
             await clusterset.stop()
         if freeze:
             gc.unfreeze()
         pauses.close()
-    p50, p99 = _percentiles(samples)
+    p50, p99 = _percentiles([r.seen - r.start for r in runs])
     floor_p50, floor_p99 = _percentiles(floor)
+    path_floor_p50, path_floor_p99 = _percentiles(path_floor)
     return {
         "latency_services": services,
         "latency_heap_frozen": freeze,
@@ -323,6 +357,70 @@ async def latency(services: int, freeze: bool) -> dict[str, Any]:
         "floor_p99_ms": floor_p99 * 1000,
         "latency_p50_ratio": p50 / floor_p50,
         "latency_p99_ratio": p99 / floor_p99,
+        "path_floor_p50_ms": path_floor_p50 * 1000,
+        "path_floor_p99_ms": path_floor_p99 * 1000,
+        "latency_p50_path_ratio": p50 / path_floor_p50,
+        **breakdown("latency", traced, runs, "bench-west", "bench-east"),
+    }
+
+
+async def path_floor_run(exporter: KubeClient, importer: KubeClient, watch: ImportWatch, name: str) -> float:
+    """With the members stopped, the writes an export's way cannot do without, one after another:
+    the user's Service, Endpoints and ServiceExport, then the importer's Service and ServiceImport,
+    until the watch sees the ServiceImport."""
+    start = time.perf_counter()
+    await export_service(exporter, name, watch.namespace)
+    await importer.create(SERVICES, _service(f"{names.IMPORTED_PREFIX}{name}"), namespace=watch.namespace)
+    await importer.create(SERVICE_IMPORTS_V1BETA1, _direct_import(name), namespace=watch.namespace)
+    return await watch.wait_for({name}, 20) - start
+
+
+@dataclass(frozen=True)
+class Run:
+    """One Service exported alone: when its objects were first created, when its ServiceExport's
+    create was sent, and when the importer's watch saw its ServiceImport (perf_counter)."""
+
+    namespace: str
+    name: str
+    start: float
+    exporting: float
+    seen: float
+
+
+async def one_by_one(exporter: KubeClient, watch: ImportWatch, count: int, within: float = 20) -> list[Run]:
+    """``count`` Services exported one after another, each once the one before was seen imported."""
+    runs = []
+    for i in range(count):
+        name = f"lat-{i}"
+        start = time.perf_counter()
+        exporting = await export_service(exporter, name, watch.namespace)
+        seen = await watch.wait_for({name}, within)
+        runs.append(Run(watch.namespace, name, start, exporting, seen))
+    return runs
+
+
+# The span before the first hop: the user's Service and Endpoints created, before the ServiceExport.
+USER_OBJECTS = "user_objects"
+
+
+def breakdown(prefix: str, traced: trace.Trace, runs: list[Run], exporter: str, importer: str) -> dict[str, Any]:
+    """Median and p99 of every span of the way (ms), over the Services whose every hop was marked."""
+    paths = []
+    for run in runs:
+        path = traced.path(run.namespace, run.name, exporter, importer)
+        if len(path) == len(trace.HOPS):
+            paths.append({USER_OBJECTS: run.exporting - run.start, **trace.spans(path, run.exporting, run.seen)})
+    if not paths:
+        return {f"{prefix}_breakdown_traced": 0}
+    spans: dict[str, dict[str, float]] = {}
+    for span in paths[0]:
+        p50, p99 = _percentiles([p[span] for p in paths])
+        spans[span] = {"p50_ms": p50 * 1000, "p99_ms": p99 * 1000}
+    return {
+        f"{prefix}_breakdown_traced": len(paths),
+        f"{prefix}_breakdown_untraced": len(runs) - len(paths),
+        f"{prefix}_breakdown": spans,
+        f"{prefix}_breakdown_p50_sum_ms": sum(s["p50_ms"] for s in spans.values()),
     }
 
 
@@ -537,9 +635,12 @@ def free_port() -> int:
 
 async def start_child(*args: str, ready: str, log: Path) -> tuple[asyncio.subprocess.Process, str]:
     """A child process, once it printed a line containing ``ready``; returns what it printed until
-    then (that line last); its stderr goes to ``log``."""
+    then (that line last); its stderr goes to ``log``, and its trace to ``trace.jsonl`` beside it."""
+    env = {**os.environ, trace.FILE_ENV: str(log.parent / "trace.jsonl")}
     with log.open("ab") as errors:
-        process = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=errors, cwd=ROOT)
+        process = await asyncio.create_subprocess_exec(
+            *args, stdout=asyncio.subprocess.PIPE, stderr=errors, cwd=ROOT, env=env
+        )
     assert process.stdout is not None
     printed = ""
     while True:
@@ -678,7 +779,30 @@ async def join_real(client: KubeClient, cluster: str, token: str, ca: bytes, hub
     await client.create(CLUSTER_SETS, clusterset)
 
 
-async def real_burst(count: int, importers: int, limit: Limit, plots: Path | None) -> dict[str, Any]:
+async def real_latency(clients: dict[str, KubeClient], kubeconfigs: dict[str, Path], count: int) -> list[Run]:
+    """``count`` Services exported one by one from the exporter, each seen imported by import-1
+    before the next, in a Namespace of their own (the burst's counts and slices leave them out)."""
+    if not count:
+        return []
+    for client in clients.values():
+        with contextlib.suppress(AlreadyExists):
+            await client.create(NAMESPACES, {"metadata": {"name": LATENCY_NAMESPACE}})
+    watch = ImportWatch(await connect(kubeconfigs["import-1"]), LATENCY_NAMESPACE)
+    await watch.start()
+    try:
+        return await one_by_one(clients["exporter"], watch, count, within=60)
+    finally:
+        await watch.stop()
+
+
+def real_traces(envtest: Envtest) -> trace.Trace:
+    """The marks the hub and the members wrote as they stopped (MCHUB_TRACE_FILE)."""
+    return trace.read(envtest.directory.parent.rglob("trace.jsonl"))
+
+
+async def real_burst(
+    count: int, importers: int, limit: Limit, plots: Path | None, latency_count: int = 0
+) -> dict[str, Any]:
     importer_names = tuple(f"import-{i + 1}" for i in range(importers))
     envtest = Envtest(("exporter", *importer_names))
     envtest.up()
@@ -714,6 +838,8 @@ async def real_burst(count: int, importers: int, limit: Limit, plots: Path | Non
         # Ready means connected; the tail of joining (the ClusterSet's status, the first look at
         # the imported kinds) may still be on its way: count from when every member is quiet.
         before = {name: await members[name].quiet_counts() for name in members}
+        runs = await real_latency(clients, envtest.kubeconfigs, latency_count)
+        before = {name: await members[name].quiet_counts() for name in members}
 
         wanted = {f"svc-{i}" for i in range(count)}
         start = time.perf_counter()
@@ -733,7 +859,7 @@ async def real_burst(count: int, importers: int, limit: Limit, plots: Path | Non
         per = summarize(total, count * importers)
         exporter = summarize(deltas["exporter"], count)
 
-        restart = await restart_unchanged(members[importer_names[0]], expected_keys=2 * count)
+        restart = await restart_unchanged(members[importer_names[0]], expected_keys=2 * (count + latency_count))
         admin_token = (data / "admin.token").read_text().strip()
         templates = await fetch_templates(rest_url, str(data / "tls" / "ca.crt"), admin_token, REAL_NAMESPACE, "svc-0")
         for member in members.values():
@@ -741,6 +867,7 @@ async def real_burst(count: int, importers: int, limit: Limit, plots: Path | Non
         await stop_child(hub)
         hub = None
         floor = await real_floor(envtest, clients["exporter"], templates, count, limit)
+        traced = real_traces(envtest)
     finally:
         for watch in watches.values():
             await watch.stop()
@@ -773,6 +900,19 @@ async def real_burst(count: int, importers: int, limit: Limit, plots: Path | Non
         "real_exporter_requests_per_service": exporter["requests_per_service"],
         "real_exporter_requests_by_kind": by_verb_resource(deltas["exporter"]),
         **restart,
+        **real_latency_figures(traced, runs),
+    }
+
+
+def real_latency_figures(traced: trace.Trace, runs: list[Run]) -> dict[str, Any]:
+    if not runs:
+        return {}
+    p50, p99 = _percentiles([r.seen - r.start for r in runs])
+    return {
+        "real_latency_services": len(runs),
+        "real_latency_p50_ms": p50 * 1000,
+        "real_latency_p99_ms": p99 * 1000,
+        **breakdown("real_latency", traced, runs, "exporter", "import-1"),
     }
 
 
@@ -874,6 +1014,22 @@ def plot_held(held: Held, path: Path, title: str) -> None:
     plt.close(figure)
 
 
+def breakdown_lines(r: dict[str, Any], prefix: str) -> list[str]:
+    if not r.get(f"{prefix}_breakdown_traced"):
+        return []
+    lines = [
+        f"  hop by hop, {int(r[f'{prefix}_breakdown_traced'])} Services with every hop marked "
+        "(each span ends at the hop it is named after):"
+    ]
+    for span, figures in r[f"{prefix}_breakdown"].items():
+        lines.append(f"    {span:<24} p50 {figures['p50_ms']:6.2f} ms   p99 {figures['p99_ms']:6.2f} ms")
+    lines.append(
+        f"    {'sum of the p50s':<24}     {r[f'{prefix}_breakdown_p50_sum_ms']:6.2f} ms "
+        f"(end to end p50 {r[f'{prefix}_p50_ms']:.2f} ms)"
+    )
+    return lines
+
+
 def report(r: dict[str, Any]) -> str:
     lines: list[str] = [
         f"({r['cpus']} CPUs, load average {r['load_average_at_start']:.1f} at start, "
@@ -889,7 +1045,18 @@ def report(r: dict[str, Any]) -> str:
             f"  ratio   {r['latency_p50_ratio']:.1f}x at p50, {r['latency_p99_ratio']:.1f}x at p99 "
             f"(heap {'frozen after set-up' if r['latency_heap_frozen'] else 'not frozen'}; "
             f"longest GC pause {r['latency_longest_gc_pause_ms']:.0f} ms)",
+            f"  path floor p50 {r['path_floor_p50_ms']:5.1f} ms   p99 {r['path_floor_p99_ms']:7.1f} ms  "
+            "(members stopped: the user's three writes, then the importer's Service and ServiceImport; "
+            f"mchub {r['latency_p50_path_ratio']:.1f}x at p50)",
         ]
+        if r.get("latency_runs", 1) > 1:
+            lines.append(
+                f"  the median of {int(r['latency_runs'])} runs by p50; every run's p50/p99: "
+                + ", ".join(
+                    f"{a:.1f}/{b:.1f} ms" for a, b in zip(r["latency_p50s_ms"], r["latency_p99s_ms"], strict=True)
+                )
+            )
+        lines += breakdown_lines(r, "latency")
     if "burst_converge_seconds" in r:
         lines += [
             f"burst of {int(r['burst_services'])} Services from one exporter to {int(r['burst_importers'])} importers"
@@ -916,6 +1083,13 @@ def report(r: dict[str, Any]) -> str:
             f"failed {int(r['burst_failed_requests'])})",
             f"  import status reports to the hub {int(r['burst_status_reports'])} "
             f"in {int(r['burst_status_report_calls'])} calls",
+        ]
+    if "real_latency_p50_ms" in r:
+        lines += [
+            f"real kube-apiservers v1.28, members and hub as processes: Service, Endpoints and ServiceExport "
+            f"created -> ServiceImport seen by a watch, {int(r['real_latency_services'])} Services one by one:",
+            f"  mchub   p50 {r['real_latency_p50_ms']:7.1f} ms   p99 {r['real_latency_p99_ms']:7.1f} ms",
+            *breakdown_lines(r, "real_latency"),
         ]
     if "real_converge_seconds" in r:
         by = ", ".join(f"{n} {s:.1f} s" for n, s in r["real_converge_by_importer"].items())
@@ -946,13 +1120,15 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     # Other work on the machine shows in every figure: say how busy it was.
     results: dict[str, Any] = {"load_average_at_start": os.getloadavg()[0], "cpus": os.cpu_count()}
     if not args.no_local:
-        results.update(await latency(args.services, freeze=not args.no_gc_freeze))
-        results.update(await bursts(args.burst, args.importers, args.burst_runs, args.plots))
+        results.update(await latencies(args.services, args.latency_runs, freeze=not args.no_gc_freeze))
+        if not args.no_burst:
+            results.update(await bursts(args.burst, args.importers, args.burst_runs, args.plots))
     if not args.no_real:
         reason = real_unavailable()
         if reason is None:
             limit = Limit(args.real_kube_api_qps, args.real_kube_api_burst)
-            results.update(await real_burst(args.real_burst, args.real_importers, limit, args.plots))
+            burst = real_burst(args.real_burst, args.real_importers, limit, args.plots, args.real_latency)
+            results.update(await burst)
         else:
             results["real_skipped"] = reason
     results["load_average_at_end"] = os.getloadavg()[0]
@@ -961,7 +1137,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--services", type=int, default=200)
+    parser.add_argument("--services", type=int, default=500)
+    parser.add_argument(
+        "--latency-runs", type=int, default=3, help="how many times the latency runs (the median run is reported)"
+    )
     parser.add_argument("--burst", type=int, default=1000)
     parser.add_argument("--importers", type=int, default=10)
     parser.add_argument(
@@ -970,6 +1149,9 @@ if __name__ == "__main__":
     parser.add_argument("--real-burst", type=int, default=1000)
     parser.add_argument("--real-importers", type=int, default=3)
     parser.add_argument(
+        "--real-latency", type=int, default=100, help="Services exported one by one on the real clusters first"
+    )
+    parser.add_argument(
         "--real-kube-api-qps", type=float, default=DEFAULT_KUBE_API_QPS, help="the members' QPS limit (their default)"
     )
     parser.add_argument(
@@ -977,6 +1159,7 @@ if __name__ == "__main__":
     )
     parser.add_argument("--no-real", action="store_true", help="skip the run on real kube-apiservers")
     parser.add_argument("--no-local", action="store_true", help="skip the runs in one process")
+    parser.add_argument("--no-burst", action="store_true", help="in one process, measure the latency only")
     parser.add_argument(
         "--no-gc-freeze", action="store_true", help="latency: leave the shared heap to full collections"
     )

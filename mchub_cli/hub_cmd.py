@@ -26,6 +26,7 @@ from hub.config import (
 from hub.merge.global_addressing import DEFAULT_BLOCK_PREFIX
 from kube.leader import LeaseTiming
 from kube.waiting import until_stop_signal
+from mcapi import trace
 
 Register = Callable[[Any], None]
 
@@ -198,7 +199,8 @@ def run_hub(args: argparse.Namespace) -> int:
     except HubConfigError as exc:
         print(f"mchub hub: {exc}", file=sys.stderr)
         return 2
-    asyncio.run(serve(app))
+    with trace.from_environment():
+        asyncio.run(serve(app))
     return 0
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from kube.client import connect
 from kube.errors import KubeError, PermanentError
 from kube.waiting import until_stop_signal
+from mcapi import trace
 from mcapi.config import ConfigError
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 from member.app import MemberApp
@@ -137,4 +138,5 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def run_member(args: argparse.Namespace) -> int:
-    return asyncio.run(serve(args))
+    with trace.from_environment():
+        return asyncio.run(serve(args))

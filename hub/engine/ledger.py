@@ -35,6 +35,7 @@ from hub.merge.ownership import owner_of
 from hub.store.base import ImportChange, MemberRecord, Snapshot, Store, WriteBatch
 from hub.watch.batches import ImportBatch
 from hub.watch.bus import Bus
+from mcapi import trace
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -150,10 +151,12 @@ class Ledger:
         previous = {e.export_name: self.index.exports.get(e.export_name) for e in batch.put_exports}
         if not self.store.stages:
             revision = await _to_the_end(self._commit_now(batch))
+            trace.mark_imports(trace.Hop.HUB_STAGED, batch.put_imports)
             self._publish(_Publication(revision, self.watch_revision, batch, previous, answered))
             return revision
         revision = self.store.stage(batch)
         self._follow(batch, revision)
+        trace.mark_imports(trace.Hop.HUB_STAGED, batch.put_imports)
         self._unpublished.append(_Publication(revision, self.watch_revision, batch, previous, answered))
         return revision
 
@@ -183,6 +186,7 @@ class Ledger:
         changes = [ImportChange(revision, imp.import_name, imp) for imp in batch.put_imports]
         changes += [ImportChange(revision, name, None) for name in batch.delete_imports]
         if changes:
+            trace.mark_imports(trace.Hop.HUB_DURABLE, batch.put_imports)
             self.imports_bus.publish(ImportBatch(revision, changes, self.epoch))
         exports = (e for e in batch.put_exports if e.export_name not in write.answered)
         self._announce_verdicts(exports, write.previous, revision)

@@ -25,6 +25,7 @@ from hub.grpc.lenient import Malformed
 from hub.merge.ownership import ADMIN_OWNER
 from hub.metrics import HubMetrics
 from hub.store.base import StoreError
+from mcapi import trace
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,8 @@ class ExportStream:
     async def _pump(requests: AsyncIterator[Request], inbox: asyncio.Queue[object]) -> None:
         try:
             async for request in requests:
+                if isinstance(request, pb.ExportRequest) and request.HasField("upsert"):
+                    trace.mark_export(trace.Hop.HUB_RECEIVED, request.upsert)
                 # Waits while the inbox is full: gRPC flow control then slows the member.
                 await inbox.put(request)
             await inbox.put(_END)

@@ -28,6 +28,7 @@ from hub.watch.batches import (
     batched_snapshot,
     single_deltas,
 )
+from mcapi import trace
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 
@@ -65,6 +66,7 @@ class WatchImportsStream:
             last = 0
             async for response in self._initial():
                 last = max(last, response.revision)
+                self._traced(response)
                 yield response
             sent = _Sent(last)
             while True:
@@ -74,11 +76,16 @@ class WatchImportsStream:
                 if self._request.batched:
                     items += sub.ready(MAX_BATCH_CHANGES)
                 for response in self._answer(items, sent):
+                    self._traced(response)
                     yield response
                 if sent.overflowed:
                     if engine.imports_bus.closed:
                         raise Unavailable("hub shutting down; resume later")
                     raise FellBehind("watch fell behind; resume from your last revision")
+
+    def _traced(self, response: pb.WatchImportsResponse) -> None:
+        if trace.enabled():
+            trace.mark_imports(trace.Hop.WATCH_SENT, trace.sent_imports(response), self._audience or "")
 
     async def _initial(self) -> AsyncIterator[pb.WatchImportsResponse]:
         """Snapshot or resumption, from the engine whose bus the watch subscribed to."""

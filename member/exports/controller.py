@@ -43,7 +43,7 @@ from kube.queue_worker import QueueWorker
 from kube.resources import ENDPOINTS, SERVICES, Obj, Resource
 from kube.workqueue import WorkQueue
 from kube.writecache import WriteThroughCache
-from mcapi import names
+from mcapi import names, trace
 from mcapi.config import EndpointIPType
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.resources import SERVICE_EXPORTS, SERVICE_EXPORTS_V1BETA1
@@ -214,7 +214,9 @@ class ServiceExportController:
         assert self._written is not None
         if self._written.observe(event):
             return  # our own status write coming back
-        self._queue.add(_key(event.object))
+        key = _key(event.object)
+        trace.mark(trace.Hop.EXPORT_EVENT, *key, self._cluster_id)
+        self._queue.add(key)
 
     async def _on_backing_object(self, event: WatchEvent) -> None:
         key = _key(event.object)
@@ -279,6 +281,7 @@ class ServiceExportController:
         if evaluation.valid and evaluation.exports:
             for export in evaluation.exports:
                 self._sink.set_export(export)
+                trace.mark_export(trace.Hop.EXPORT_RECONCILED, export, self._cluster_id)
             self._remember(key)
         else:
             self._withdraw(key)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import grpc
 
+from mcapi import trace
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.connection import CallMetadata
@@ -204,6 +205,8 @@ class ExportPump:
         self._flight[self._sequence] = sent
         if sent.name:
             self._busy.add(sent.name)
+        if sent.value is not None:
+            trace.mark_export(trace.Hop.EXPORT_SENT, sent.value, sent.value.cluster_id)
         await call.write(request)
 
     # ---- answers -------------------------------------------------------------

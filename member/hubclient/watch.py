@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import grpc
 
+from mcapi import trace
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.connection import CallMetadata
@@ -165,6 +166,7 @@ class ImportWatch:
         if not self._live and self._snapshot is None:
             self._snapshot = set()
         name = resource.import_name
+        trace.mark_import(trace.Hop.IMPORT_RECEIVED, resource, self._cluster_id)
         await self._deliver(Upsert(resource))
         if self._known is not None:
             self._known.add(name)

@@ -37,7 +37,7 @@ from kube.informer import cache_key
 from kube.queue_worker import QueueWorker
 from kube.resources import name_of
 from kube.workqueue import WorkQueue
-from mcapi import names
+from mcapi import names, trace
 from mcapi.convert.errors import ConversionError
 from mcapi.delivery import delivers_to
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -254,6 +254,7 @@ class ImportApplier:
             await self._remove(import_name)
             self._reported.pop(import_name, None)
             return None
+        trace.mark_import(trace.Hop.APPLY_STARTED, message, self._ctx.cluster_id)
         try:
             await self._write(message)
         except ImportBlocked as blocked:

@@ -23,7 +23,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from kube.resources import SERVICES, Obj, Resource
-from mcapi import names
+from mcapi import names, trace
 from mcapi.convert import build_service_import
 from mcapi.convert.errors import ConversionError
 from mcapi.crds.mcs import SERVICE_IMPORT_HEADLESS
@@ -173,6 +173,7 @@ async def apply_service_import(ctx: ImportContext, message: pb.ResourceImport) -
     status: at most three writes, none when all is as it should be."""
     ctx.require_namespace(message.namespace)
     service = await _apply_service(ctx, message)
+    trace.mark_import(trace.Hop.SERVICE_WRITTEN, message, ctx.cluster_id)
     service_imports = await ctx.watched(IMPORTED_SERVICE_IMPORTS)
     if service_imports is None:
         raise ImportBlocked(
@@ -184,6 +185,7 @@ async def apply_service_import(ctx: ImportContext, message: pb.ResourceImport) -
     current = service_imports.get(message.name, message.namespace)
     desired, status = desired_service_import(message, service_imports.resource, ips, ctx.cluster_id, current)
     live = await ctx.writer.ensure(service_imports, desired, import_name=message.import_name)
+    trace.mark_import(trace.Hop.SERVICE_IMPORT_WRITTEN, message, ctx.cluster_id)
     if "clusterSelectorResults" in status:  # KEP-5939: which spec the results are of
         status["observedGeneration"] = (live.get("metadata") or {}).get("generation")
     await ctx.writer.ensure_status(service_imports, live, status)
