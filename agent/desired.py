@@ -101,8 +101,12 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
         exclusions=tuple(exclusions),
     )
     if not is_gateway:
+        # A candidate that is not the Gateway probes it (its internalIP), for the member to replace
+        # it as soon as it stops answering (mcapi.gateway_nodes); keyed by our own cluster ID.
+        local_probe = (ProbeTarget(inputs.cluster.cluster_id, gateway_internal_ip, by_kernel=True),)
         return replace(
             common,
+            probe_targets=local_probe if inputs.node.gateway_candidate else (),
             tunnel_peers=(TunnelPeer(gateway_internal_ip, gateway_tunnel_mac(gateway_ip)),),
             routes=_routes(accepted, tunnel.name, via=lambda _r: gateway_internal_ip),
             # From any device: the Gateway hands cross-cluster traffic over through the primary CNI.

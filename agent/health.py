@@ -7,7 +7,11 @@ raw socket nor ping_group_range, it travels the same underlay path (UDP to the
 Gateway IP) as the VXLAN/WireGuard outer packets, and it is answered only by a live
 agent, not merely a live kernel.
 
-Verdict: every ``interval`` one probe per remote Gateway; a probe not answered before
+A candidate Node probes its own cluster's Gateway by its kernel instead (``ProbeTarget.by_kernel``):
+a TCP SYN to the same port, where any answer (the RST of a closed port, or a connection) is an
+answer; the Gateway's datapath is in its kernel and outlives its agent's restart.
+
+Verdict: every ``interval`` one probe per Gateway; a probe not answered before
 the next one is a miss; ``miss_threshold`` consecutive misses make the Gateway
 UNREACHABLE, any answer makes it REACHABLE again (UNKNOWN until the first verdict).
 The result is plain data (PeerHealth) for the kube wiring to publish.
@@ -27,6 +31,7 @@ from typing import Any, cast
 
 from agent.linux.netns import async_call_in_netns
 from agent.state import ProbeTarget
+from kube.waiting import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +134,7 @@ class _PeerState:
     seq: int = 0
     sent_at: float | None = None
     answered: bool = True
+    by_kernel: bool = False
 
 
 class GatewayProber:
@@ -152,17 +158,20 @@ class GatewayProber:
         self._by_ip: dict[str, str] = {}
         self._endpoint: _Endpoint | None = None
         self._next_seq = 1
+        self._knocks: set[asyncio.Task[None]] = set()  # kernel probes under way
 
     def set_targets(self, targets: Iterable[ProbeTarget]) -> None:
         """Probe exactly these Gateways; a Gateway whose IP changed starts over as UNKNOWN."""
-        wanted = {t.cluster_id: str(t.gateway_ip) for t in targets}
+        wanted = {t.cluster_id: (str(t.gateway_ip), t.by_kernel) for t in targets}
         for cid in list(self._peers):
-            if wanted.get(cid) != self._peers[cid].health.gateway_ip:
+            state = self._peers[cid]
+            if wanted.get(cid) != (state.health.gateway_ip, state.by_kernel):
                 del self._peers[cid]
-        for cid, ip in wanted.items():
+        for cid, (ip, by_kernel) in wanted.items():
             if cid not in self._peers:
                 now = datetime.now(UTC)
-                self._peers[cid] = _PeerState(PeerHealth(cid, ip, Reachability.UNKNOWN, None, 0, now))
+                health = PeerHealth(cid, ip, Reachability.UNKNOWN, None, 0, now)
+                self._peers[cid] = _PeerState(health, by_kernel=by_kernel)
         self._by_ip = {state.health.gateway_ip: cid for cid, state in self._peers.items()}
 
     def snapshot(self) -> dict[str, PeerHealth]:
@@ -180,6 +189,7 @@ class GatewayProber:
                 next_tick += self._interval
                 await asyncio.sleep(max(0.0, next_tick - loop.time()))
         finally:
+            await cancel_and_wait(*self._knocks)
             if self._endpoint.transport is not None:
                 self._endpoint.transport.close()
             self._endpoint = None
@@ -197,6 +207,11 @@ class GatewayProber:
             self._send(state)
 
     def _send(self, state: _PeerState) -> None:
+        if state.by_kernel:
+            task = asyncio.get_running_loop().create_task(self._knock(state, state.seq))
+            self._knocks.add(task)
+            task.add_done_callback(self._knocks.discard)
+            return
         if self._endpoint is None or self._endpoint.transport is None:
             return
         try:
@@ -204,17 +219,35 @@ class GatewayProber:
         except OSError as err:  # e.g. no route: counts as a miss at the next tick
             log.debug("probeSendFailed", extra={"gatewayIP": state.health.gateway_ip, "error": str(err)})
 
+    async def _knock(self, state: _PeerState, seq: int) -> None:
+        """A TCP SYN to the Gateway's probe port; any answer before the next probe is one."""
+        ip = state.health.gateway_ip
+        sock = await async_call_in_netns(self._netns, lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+        sock.setblocking(False)
+        try:
+            async with asyncio.timeout(self._interval):
+                await asyncio.get_running_loop().sock_connect(sock, (ip, self._port))
+        except ConnectionRefusedError:
+            pass  # the RST of a closed port: the kernel answered
+        except (TimeoutError, OSError):
+            return  # no answer (or no route): a miss at the next tick
+        finally:
+            sock.close()
+        self._answered(state, seq)
+
+    def _answered(self, state: _PeerState, seq: int) -> None:
+        if state.answered or seq != state.seq or state.sent_at is None:
+            return  # late answer to an older probe: already counted as a miss
+        state.answered = True
+        rtt = asyncio.get_running_loop().time() - state.sent_at
+        self._update(state, reachability=Reachability.REACHABLE, consecutive_misses=0, rtt_seconds=rtt)
+
     def _received(self, data: bytes, addr: Any) -> None:
         decoded = decode_probe(data)
         cid = self._by_ip.get(addr[0])
         if decoded is None or decoded[0] != _REPLY or cid is None or addr[1] != self._port:
             return
-        state = self._peers[cid]
-        if state.answered or decoded[1] != state.seq or state.sent_at is None:
-            return  # late answer to an older probe: already counted as a miss
-        state.answered = True
-        rtt = asyncio.get_running_loop().time() - state.sent_at
-        self._update(state, reachability=Reachability.REACHABLE, consecutive_misses=0, rtt_seconds=rtt)
+        self._answered(self._peers[cid], decoded[1])
 
     def _update(
         self,

@@ -21,6 +21,9 @@ class LocalNode:
     """The Node's InternalIP; the source of tunnels to the local Gateway."""
     pod_cidrs: tuple[str, ...] = ()
     """The Node's own Pod CIDR(s) (Node.spec.podCIDRs)."""
+    gateway_candidate: bool = False
+    """Annotated as a Gateway candidate (mcapi.gateway_nodes): while another Node is the
+    Gateway, this one probes it, so that the member can replace it as soon as it stops answering."""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from ipaddress import IPv4Address, ip_address
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
 from kube.resources import Obj
 from mcapi.config import ConfigError, parse_configmap_data
+from mcapi.gateway_nodes import is_candidate
 from mcapi.global_addresses import GlobalAddresses
 
 
@@ -58,7 +59,7 @@ def local_node(node: Obj) -> LocalNode | None:
         return None
     spec = node.get("spec") or {}
     cidrs = spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else [])
-    return LocalNode(_name(node), internal_ip, tuple(str(c) for c in cidrs))
+    return LocalNode(_name(node), internal_ip, tuple(str(c) for c in cidrs), is_candidate(node))
 
 
 def active_gateway(gateways: Iterable[Obj]) -> tuple[ActiveGateway | None, str | None]:

@@ -3,7 +3,8 @@
 It watches (agent/kubewatch/view.py) the Node, the Gateway CR, the ClusterInfoImports, the
 member ConfigMap and the ClusterSet, turns them into AgentInputs (agent/kube_inputs.py)
 and feeds a DatapathAgent, one update per change. It publishes its WireGuard public key
-on its Node (agent/kubewatch/node_key.py) and, while the Node is the active Gateway, the
+on its Node, and on a Gateway candidate whether the active Gateway answers its probes
+(agent/kubewatch/node_annotations.py), and, while the Node is the active Gateway, the
 reachability of every remote Gateway into the ClusterInfoImports (agent/kubewatch/
 reachability.py). Runs until cancelled; ``cleanup_on_stop`` removes the datapath then.
 Between changes it applies the same inputs again every resync interval (agent/runner.py),
@@ -32,8 +33,9 @@ from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig
 from agent.errors import ConfigError
+from agent.health import PeerHealth, Reachability
 from agent.inputs import AgentInputs
-from agent.kubewatch.node_key import publish_key
+from agent.kubewatch.node_annotations import publish_annotations, wanted_annotations
 from agent.kubewatch.policy_status import PolicyReporter
 from agent.kubewatch.policy_view import CLUSTER_NETWORK_POLICIES, NETWORK_POLICIES, PolicyView
 from agent.kubewatch.reachability import ReachabilityPublisher
@@ -51,7 +53,7 @@ from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 log = logging.getLogger(__name__)
 
 DEFAULT_KEY_PATH = Path("/var/lib/mchub/agent/wireguard-private.key")
-KEY_RETRY_DELAY = 2.0
+NODE_RETRY_DELAY = 2.0
 
 
 class KubeAgent:
@@ -128,10 +130,10 @@ class KubeAgent:
                 if self.policy_reporter is not None:
                     group.create_task(self._publish_reports(), name=f"agent-policy-status-{self.node_name}")
                 group.create_task(self.publisher.run(), name=f"agent-reachability-{self.node_name}")
-                group.create_task(self._publish_key(), name=f"agent-node-key-{self.node_name}")
+                group.create_task(self._publish_node(), name=f"agent-node-annotations-{self.node_name}")
                 group.create_task(
                     run_datapath_agent(
-                        self.agent, self._changes(), on_health=self.publisher.poke, cleanup_on_stop=cleanup_on_stop
+                        self.agent, self._changes(), on_health=self._health_changed, cleanup_on_stop=cleanup_on_stop
                     ),
                     name=f"agent-datapath-{self.node_name}",
                 )
@@ -156,6 +158,7 @@ class KubeAgent:
                 yield current  # resumes once the agent applied it
                 async with self._updated:
                     self._updated.notify_all()
+                self.view.node_changed.set()  # the Gateway may have moved: what our Node says of it too
             self.publisher.poke()
 
     def _with_policy(self, current: AgentInputs) -> AgentInputs:
@@ -189,7 +192,21 @@ class KubeAgent:
             except Exception:  # a bug here must not stop the datapath; the next change retries
                 log.exception("clusterSetPolicyReportFailed", extra={"node": self.node_name})
 
-    async def _publish_key(self) -> None:
+    def _health_changed(self, health: PeerHealth) -> None:
+        self.publisher.poke()  # a remote Gateway's verdict: its ClusterInfoImport
+        self.view.node_changed.set()  # our own Gateway's: our Node's annotation
+
+    def _unreachable_gateway(self) -> str | None:
+        """The active Gateway's Node while this candidate's probes of it go unanswered."""
+        inputs = self.inputs
+        if inputs is None or inputs.gateway is None or inputs.gateway.node_name == self.node_name:
+            return None
+        own = self.agent.health().get(inputs.cluster.cluster_id)
+        if own is None or own.gateway_ip != inputs.gateway.internal_ip:
+            return None  # no verdict on this Gateway yet (the last one was of another)
+        return inputs.gateway.node_name if own.reachability is Reachability.UNREACHABLE else None
+
+    async def _publish_node(self) -> None:
         while True:
             await self.view.node_changed.wait()
             self.view.node_changed.clear()
@@ -197,10 +214,12 @@ class KubeAgent:
             if node is None:
                 continue
             try:
-                await publish_key(self.client, node, self.public_key)
+                await publish_annotations(
+                    self.client, node, wanted_annotations(self.public_key, self._unreachable_gateway())
+                )
             except KubeError as err:
-                log.warning("wireGuardKeyPublishFailed", extra={"node": self.node_name, "error": str(err)})
-                await asyncio.sleep(KEY_RETRY_DELAY)
+                log.warning("nodeAnnotationsPublishFailed", extra={"node": self.node_name, "error": str(err)})
+                await asyncio.sleep(NODE_RETRY_DELAY)
                 self.view.node_changed.set()
 
 

@@ -184,10 +184,15 @@ class WireGuardDevice:
 
 @dataclass(frozen=True)
 class ProbeTarget:
-    """A remote Gateway the active Gateway probes."""
+    """A Gateway probed: a remote cluster's by the active Gateway, or (our own cluster ID) our own
+    cluster's by a candidate Node that is not the Gateway."""
 
     cluster_id: str
     gateway_ip: IPv4Address
+    by_kernel: bool = False
+    """Answered by the Node's kernel, not its agent (a TCP SYN to the probe port; the RST of a
+    closed port counts): our own Gateway's datapath lives in its kernel and outlives a restart
+    of its agent, which must not move the Gateway. Remote Gateways are probed agent to agent."""
 
 
 @dataclass(frozen=True)

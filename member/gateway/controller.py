@@ -21,6 +21,7 @@ hub too, as that import's status, so its dashboard shows the links' health.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Literal
 
@@ -38,13 +39,18 @@ from mcapi import names
 from mcapi.config import MultiClusterConfig
 from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from member.gateway.cluster_info import ClusterInfoPublisher, ClusterRanges
-from member.gateway.election import Candidate, candidates_from_nodes, elect
+from member.gateway.election import Candidate, candidates_from_nodes, elect, reported_unreachable
 from member.gateway.overlap import CONDITION_CIDR_CONFLICT, Ranges, find_overlaps, ranges_from_import
 from member.gateway.service_cidr import discover_service_cidr
 from member.hubclient.sink import ExportSink
 from member.imports.cluster_info_status import set_cluster_info_import_condition
 
 log = logging.getLogger(__name__)
+
+# After a report of an unreachable Gateway moved it, further reports wait this long (seconds):
+# a flapping link, or a reporter that is itself the one cut off, moves the Gateway at most
+# once per period; Node readiness and cordons act at once all the same.
+REPORT_HOLD_SECONDS = 30.0
 
 Key = Literal["election", "overlap"]
 ELECTION: Key = "election"
@@ -93,6 +99,8 @@ class GatewayController:
         self._worker: QueueWorker[Key] = QueueWorker(self._queue, self._reconcile)
         self._ranges: ClusterRanges | None = None
         self._active: Candidate | None = None
+        # Loop time until which reports of an unreachable Gateway are not acted on (damping).
+        self._distrust_reports_until = 0.0
         # Reachability verdicts already told to the hub, by ClusterInfoImport name.
         self._reported: dict[str, tuple[str, str, str]] = {}
 
@@ -162,7 +170,13 @@ class GatewayController:
         assert self._nodes is not None and self._gateways is not None and self._ranges is not None
         candidates = candidates_from_nodes(self._nodes.list(), self._config.gateway_ip_precedence)
         previous = self._active
-        winner = elect(candidates, self._current_name())
+        now = asyncio.get_running_loop().time()
+        winner = elect(candidates, self._current_name(), trust_reports=now >= self._distrust_reports_until)
+        moved = previous is not None and winner is not None and winner.name != previous.name
+        if moved and previous is not None and previous.name in reported_unreachable(candidates):
+            # Moved on a report: the next report is believed only after a while, so a link that
+            # comes and goes (or a reporter that is the one cut off) does not bounce the Gateway.
+            self._distrust_reports_until = now + REPORT_HOLD_SECONDS
         for obj in self._gateways.list(self._namespace):
             if winner is None or name_of(obj) != winner.name:
                 await delete_if_owned(self._client, GATEWAYS, name_of(obj), self._namespace)
@@ -262,4 +276,7 @@ def _why_left(name: str, candidates: list[Candidate]) -> str:
         return "gone"
     if found.problem:
         return found.problem
+    reporters = reported_unreachable(candidates).get(name)
+    if reporters:
+        return f"unreachable: probes from {', '.join(reporters)} unanswered"
     return "cordoned" if found.cordoned else "replaced"

@@ -3,8 +3,7 @@
 Rules (Antrea's NodeReconciler, made deterministic):
 
 * A Node is a candidate while it carries the annotation ``multicluster.antrea.io/gateway``
-  (any value but ``false``: Antrea tests only for the key; an explicit ``false`` reading
-  as "yes" would surprise an operator).
+  (mcapi.gateway_nodes says how it is read).
 * A candidate is eligible when it is Ready and has a usable IPv4 ``internalIP`` (its first
   IPv4 InternalIP) and ``gatewayIP``: the ``multicluster.antrea.io/gateway-ip`` annotation
   when set, else by ``gatewayIPPrecedence``: ``internal``/``private`` take the InternalIP,
@@ -17,6 +16,11 @@ Rules (Antrea's NodeReconciler, made deterministic):
   while the Node still forwards (its agent is a DaemonSet Pod, which a drain leaves running),
   so flows are handed over before the Node stops, not after it is gone. A cluster whose only
   candidate is cordoned keeps it (beyond Antrea, which does not look at cordons).
+* A candidate that another eligible candidate's agent reports unreachable (its probes of the
+  candidate's internalIP unanswered, mcapi.gateway_nodes) is passed over the same way, so a
+  Gateway whose Node died or lost its link is replaced within about a second of probes instead
+  of the 40 s a Node takes to turn NotReady. The caller can distrust reports for a while after
+  one moved the Gateway (``trust_reports``), which damps a flapping link.
 """
 
 from __future__ import annotations
@@ -28,12 +32,13 @@ from typing import Any
 
 from mcapi import names
 from mcapi.config import GatewayIPPrecedence
-from mcapi.names import ANNOTATION_GATEWAY, ANNOTATION_GATEWAY_IP
+from mcapi.gateway_nodes import is_candidate, unreachable_gateway
+from mcapi.names import ANNOTATION_GATEWAY_IP
 
 ANNOTATION_WIREGUARD_PUBLIC_KEY = names.ANNOTATION_WIREGUARD_PUBLIC_KEY
 """Written by the agent on its own Node when trafficEncryptionMode is wireGuard; the
 elected Node's value becomes the Gateway's ``wireGuard.publicKey``. Kept in step with
-agent/kubewatch/node_key.py (member and agent share no module but mcapi)."""
+agent/kubewatch/node_annotations.py (member and agent share no module but mcapi)."""
 
 
 @dataclass(frozen=True)
@@ -49,16 +54,12 @@ class Candidate:
     """Why the Node cannot be the Gateway (None: eligible)."""
     cordoned: bool = False
     """``spec.unschedulable``: eligible, but only when no uncordoned candidate is."""
+    unreachable_gateway: str | None = None
+    """The Node this candidate's agent reports it cannot reach (its probes unanswered)."""
 
     @property
     def eligible(self) -> bool:
         return self.problem is None
-
-
-def is_candidate(node: Mapping[str, Any]) -> bool:
-    annotations = (node.get("metadata") or {}).get("annotations") or {}
-    value = annotations.get(ANNOTATION_GATEWAY)
-    return value is not None and str(value).strip().lower() != "false"
 
 
 def node_is_ready(node: Mapping[str, Any]) -> bool:
@@ -113,7 +114,7 @@ def candidate_from_node(node: Mapping[str, Any], precedence: GatewayIPPrecedence
     elif problem is None and not ready:
         problem = "not Ready"
     cordoned = bool((node.get("spec") or {}).get("unschedulable"))
-    return Candidate(name, ready, internal_ip, gateway_ip, key, problem, cordoned)
+    return Candidate(name, ready, internal_ip, gateway_ip, key, problem, cordoned, unreachable_gateway(node))
 
 
 def candidates_from_nodes(nodes: Iterable[Mapping[str, Any]], precedence: GatewayIPPrecedence) -> list[Candidate]:
@@ -121,11 +122,22 @@ def candidates_from_nodes(nodes: Iterable[Mapping[str, Any]], precedence: Gatewa
     return sorted((c for c in found if c is not None), key=lambda c: c.name)
 
 
-def elect(candidates: Iterable[Candidate], current: str | None) -> Candidate | None:
+def reported_unreachable(candidates: Iterable[Candidate]) -> dict[str, list[str]]:
+    """Node -> the eligible candidates whose agents report it unreachable."""
+    reports: dict[str, list[str]] = {}
+    for c in candidates:
+        if c.eligible and c.unreachable_gateway and c.unreachable_gateway != c.name:
+            reports.setdefault(c.unreachable_gateway, []).append(c.name)
+    return reports
+
+
+def elect(candidates: Iterable[Candidate], current: str | None, *, trust_reports: bool = True) -> Candidate | None:
     """The Gateway: ``current`` while eligible, else the eligible candidate with the lowest name;
-    among the uncordoned ones when there are any."""
-    eligible = sorted((c for c in candidates if c.eligible), key=lambda c: c.name)
-    preferred = [c for c in eligible if not c.cordoned] or eligible
+    among those neither cordoned nor reported unreachable when there are any."""
+    everyone = list(candidates)
+    eligible = sorted((c for c in everyone if c.eligible), key=lambda c: c.name)
+    reported = reported_unreachable(everyone) if trust_reports else {}
+    preferred = [c for c in eligible if not c.cordoned and c.name not in reported] or eligible
     for candidate in preferred:
         if candidate.name == current:
             return candidate

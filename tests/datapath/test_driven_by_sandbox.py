@@ -27,13 +27,15 @@ from agent.linux.ownership import NFT_FAMILY, NFT_POLICY_TABLE, NFT_TABLE, ROUTE
 from agent.main import KubeAgent
 from agent.state import Role
 from kube.conditions import find_condition
+from kube.resources import NODES
+from mcapi.gateway_nodes import unreachable_gateway
 from mcapi.names import ANNOTATION_GATEWAY, DEFAULT_MEMBER_NAMESPACE
 from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from member.gateway import GatewayController
 from tests.datapath.driver import FAST_HEALTH
 from tests.datapath.kernel_events import kernel_events
 from tests.datapath.kube_agents import RunningAgents, start_agents
-from tests.datapath.topology import ClusterNs, NodeNs, Topology, build_topology, destroy_topology, sh
+from tests.datapath.topology import ClusterNs, NodeNs, Topology, build_topology, destroy_topology, set_cable, sh
 from tests.datapath.traffic import (
     eventually_seen_source,
     peer_reporting_server,
@@ -161,6 +163,42 @@ async def test_pods_reach_across_gateways_elected_in_the_api_then_fail_over_and_
         await wait_agent(clusterset.agent(name), lambda a: a.agent.desired is not None and not a.agent.desired.routes)
     async with peer_reporting_server(east_a.pod.netns):
         assert await unreachable(west_b.pod.netns, east_a.pod.ip)
+
+
+async def test_a_gateway_node_that_loses_its_link_is_replaced_by_the_candidate_probing_it(
+    clusterset: ClusterSet,
+) -> None:
+    """East's Gateway Node loses its cable (it stays Ready in the API): east-b's agent, a candidate,
+    gets no answer from east-a's kernel, says so on its Node, and the member moves the Gateway to
+    east-b without waiting for NotReady; west re-routes. Plugged back, east-a probes east-b and
+    nobody reports anything; the Gateway stays on east-b."""
+    east = clusterset.members["east"]
+    east_a, east_b = east.cluster.nodes
+    west_a = clusterset.members["west"].cluster.nodes[0]
+    await wait_agent(clusterset.agent("east-a"), routes_to("west", west_a.underlay_ip, Role.GATEWAY))
+    await wait_agent(clusterset.agent("east-b"), routes_to("west", east_a.underlay_ip, Role.MEMBER))
+
+    loop = asyncio.get_running_loop()
+    cut = loop.time()
+    await set_cable(clusterset.topo, east_a, "down")
+    try:
+        await until(east.joined.client, GATEWAYS, only("east-b"), namespace=NAMESPACE, within=WAIT)
+        moved = loop.time() - cut
+        reporter = await east.joined.client.get(NODES, "east-b")
+        assert unreachable_gateway(reporter) == "east-a"
+        await wait_agent(clusterset.agent("west-a"), routes_to("east", east_b.underlay_ip, Role.GATEWAY))
+        # FAST_HEALTH: 5 probes 50 ms apart; then a Node patch, an election and a Gateway write.
+        assert moved < 5.0, f"the Gateway moved {moved:.1f} s after its Node lost its link"
+    finally:
+        await set_cable(clusterset.topo, east_a, "up")
+    await wait_agent(clusterset.agent("east-a"), routes_to("west", east_b.underlay_ip, Role.MEMBER))
+    await until(
+        east.joined.client,
+        NODES,
+        lambda nodes: len(nodes) == 2 and not any(unreachable_gateway(n) for n in nodes),
+        within=WAIT,
+    )
+    assert [g["metadata"]["name"] for g in (await east.joined.client.list(GATEWAYS, NAMESPACE)).items] == ["east-b"]
 
 
 async def kernel_objects(node: NodeNs) -> dict[str, object]:

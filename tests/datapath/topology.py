@@ -134,11 +134,23 @@ async def _build_cluster(topo: Topology, cluster_id: str, c: int, a: int) -> Clu
     return ClusterNs(cluster_id, c, tuple(nodes), f"10.{a}.0.0/16", f"10.10{a}.0.0/16")
 
 
+def underlay_leg(node: NodeNs) -> str:
+    """The Node's port on the underlay bridge (in the underlay namespace): its cable."""
+    _, _, c, n = node.underlay_ip.split(".")
+    return f"u{c}{n}"
+
+
+async def set_cable(topo: Topology, node: NodeNs, state: str) -> None:
+    """Pull (``down``) or plug back (``up``) the Node's cable: no packet in or out meanwhile,
+    while the Node keeps its addresses and routes."""
+    await sh("ip", "-n", topo.underlay_netns, "link", "set", underlay_leg(node), state)
+
+
 async def _build_node(topo: Topology, node: NodeNs, c: int, n: int) -> None:
     ul, ns, pod = topo.underlay_netns, node.netns, node.pod.netns
     await _add_netns(topo, ns)
     await _add_netns(topo, pod)
-    leg = f"u{c}{n}"
+    leg = underlay_leg(node)
     await sh("ip", "-n", ul, "link", "add", leg, "type", "veth", "peer", "name", "ul0", "netns", ns)
     await sh("ip", "-n", ul, "link", "set", leg, "master", "br0", "up")
     await sh("ip", "-n", ns, "addr", "add", f"{node.underlay_ip}/16", "dev", "ul0")

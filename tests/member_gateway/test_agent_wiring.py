@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent.config import AgentConfig, HealthConfig, TrafficEncryptionMode
-from agent.kubewatch.node_key import ANNOTATION_WIREGUARD_PUBLIC_KEY
+from agent.kubewatch.node_annotations import ANNOTATION_WIREGUARD_PUBLIC_KEY
 from agent.main import KubeAgent
 from agent.state import DesiredDatapath, Role
 from kube.client import KubeClient

@@ -6,6 +6,7 @@ from kube.client import KubeClient
 from kube.errors import NotFound
 from kube.resources import NODES, SERVICES
 from mcapi.config import MultiClusterConfig
+from mcapi.gateway_nodes import ANNOTATION_UNREACHABLE_GATEWAY, unreachable_gateway
 from mcapi.names import ANNOTATION_GATEWAY, ANNOTATION_GATEWAY_IP
 from mcapi.resources import GATEWAYS
 from member.gateway import ANNOTATION_WIREGUARD_PUBLIC_KEY
@@ -81,6 +82,28 @@ async def test_cordoning_the_gateway_node_hands_over_before_a_drain_and_uncordon
 
     await client.patch(NODES, "node-a", {"spec": {"unschedulable": None}})  # kubectl uncordon
     await until(client, NODES, lambda nodes: not any(n.get("spec", {}).get("unschedulable") for n in nodes))
+    await gateways.controllers[0].wait_idle()
+    assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == ["node-b"]
+
+
+async def test_a_candidate_reporting_the_gateway_unreachable_takes_over_and_reports_are_damped_after(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    _, client = cluster
+    await create_node(client, "node-a", "192.168.1.1")
+    await create_node(client, "node-b", "192.168.1.2")
+    await gateways.start()
+    await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE, what="lowest name elected")
+
+    # node-b's agent: its probes of node-a went unanswered (node-a stays Ready all along).
+    await annotate(client, "node-b", ANNOTATION_UNREACHABLE_GATEWAY, "node-a")
+    await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="hand-over to node-b")
+    await gateways.export_where(lambda e: e is not None and e.cluster_info.gateway_infos[0].gateway_ip == "192.168.1.2")
+
+    # node-a's agent now says the same of node-b (a flapping link): within the hold, nothing moves.
+    await annotate(client, "node-b", ANNOTATION_UNREACHABLE_GATEWAY, None)
+    await annotate(client, "node-a", ANNOTATION_UNREACHABLE_GATEWAY, "node-b")
+    await until(client, NODES, lambda nodes: any(unreachable_gateway(n) == "node-b" for n in nodes))
     await gateways.controllers[0].wait_idle()
     assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == ["node-b"]
 

@@ -184,7 +184,7 @@ def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
     failed_at = time.time()
     envtest_nodes.fail_node(active)
     try:
-        until("west's Gateway on its other node", lambda: _gateway(west) == standby, timeout=180)
+        until("west's Gateway on its other node", lambda: _gateway(west) == standby, timeout=60)
         until(
             "requests through the new Gateway",
             lambda: any(o.ok for o in loop_outcomes(world.east, NS, "loop-failover") if o.at > failed_at + 1),
@@ -196,7 +196,10 @@ def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
         assert found, "no request failed: the node did not carry the traffic"
         assert len(found) == 1, found
         (gap,) = found
-        assert gap.seconds < 120, gap
+        # The standby's probes (3 misses at 300 ms) move the Gateway, not the Node turning NotReady
+        # (about 40 s): the gap is the probes, the member's election, the ClusterInfo's way through
+        # the hub to east, and east's agents re-routing.
+        assert gap.seconds < 15, gap
         # Once back, the requests keep succeeding.
         assert all(o.ok for o in outcomes[-20:])
         record(failover_failed_requests=gap.failed, failover_gap_s=round(gap.seconds, 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from ipaddress import IPv4Address, IPv4Network
 
 import pytest
@@ -15,6 +16,7 @@ from agent.state import (
     RULE_PRIORITY,
     ExclusionReason,
     PolicyRule,
+    ProbeTarget,
     ReplyMarking,
     Role,
     Route,
@@ -162,6 +164,16 @@ def test_only_the_gateway_probes_remote_gateways() -> None:
         ("west", "198.19.2.1"),
         ("north", "198.19.3.1"),
     }
+
+
+def test_a_candidate_that_is_not_the_gateway_probes_the_gateway_by_its_kernel() -> None:
+    plain = inputs_for("east-b")
+    candidate = replace(plain, node=replace(plain.node, gateway_candidate=True))
+    desired = compute_desired(candidate, VXLAN)
+    # Its internalIP, keyed by our own cluster; by its kernel, which an agent restart leaves running.
+    assert desired.probe_targets == (ProbeTarget("east", ip("198.18.1.1"), by_kernel=True),)
+    assert compute_desired(plain, VXLAN).probe_targets == ()  # not a candidate: probes nothing
+    assert not any(t.by_kernel for t in compute_desired(inputs_for(), VXLAN).probe_targets)
 
 
 def test_with_wireguard_the_gateway_routes_remote_traffic_into_the_wireguard_device() -> None:

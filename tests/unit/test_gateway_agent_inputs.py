@@ -8,9 +8,10 @@ from typing import Any
 from agent.health import PeerHealth, Reachability
 from agent.inputs import ActiveGateway, RemoteCluster
 from agent.kube_inputs import build_inputs
-from agent.kubewatch.node_key import ANNOTATION_WIREGUARD_PUBLIC_KEY, key_patch
+from agent.kubewatch.node_annotations import ANNOTATION_WIREGUARD_PUBLIC_KEY, annotations_patch, wanted_annotations
 from agent.kubewatch.reachability import ReachabilityPublisher, exclusion_condition, reachability_condition
 from agent.state import DesiredDatapath, Exclusion, ExclusionReason, Role
+from mcapi.gateway_nodes import ANNOTATION_UNREACHABLE_GATEWAY
 from member.gateway.election import ANNOTATION_WIREGUARD_PUBLIC_KEY as MEMBER_ANNOTATION
 
 NODE: dict[str, Any] = {
@@ -70,13 +71,23 @@ def test_without_its_node_the_agent_has_no_inputs_and_a_deleting_gateway_is_igno
     assert inputs is not None and inputs.gateway is not None and inputs.gateway.node_name == "b"
 
 
-def test_the_key_annotation_is_patched_only_when_it_differs_and_agrees_with_the_member() -> None:
+def test_the_node_annotations_are_patched_only_when_they_differ_and_agree_with_the_member() -> None:
     assert ANNOTATION_WIREGUARD_PUBLIC_KEY == MEMBER_ANNOTATION
-    assert key_patch(NODE, None) is None
-    assert key_patch(NODE, "k=") == {"metadata": {"annotations": {ANNOTATION_WIREGUARD_PUBLIC_KEY: "k="}}}
+
+    def patch(node: dict[str, Any], key: str | None, unreachable: str | None = None) -> Any:
+        return annotations_patch(node, wanted_annotations(key, unreachable))
+
+    assert patch(NODE, None) is None
+    assert patch(NODE, "k=") == {"metadata": {"annotations": {ANNOTATION_WIREGUARD_PUBLIC_KEY: "k="}}}
     annotated = {"metadata": {"annotations": {ANNOTATION_WIREGUARD_PUBLIC_KEY: "k="}}}
-    assert key_patch(annotated, "k=") is None
-    assert key_patch(annotated, None) == {"metadata": {"annotations": {ANNOTATION_WIREGUARD_PUBLIC_KEY: None}}}
+    assert patch(annotated, "k=") is None
+    assert patch(annotated, None) == {"metadata": {"annotations": {ANNOTATION_WIREGUARD_PUBLIC_KEY: None}}}
+    # A candidate's verdict on its own Gateway: only the annotation that changes is written.
+    assert patch(annotated, "k=", "node-1") == {"metadata": {"annotations": {ANNOTATION_UNREACHABLE_GATEWAY: "node-1"}}}
+    reported = {
+        "metadata": {"annotations": {ANNOTATION_WIREGUARD_PUBLIC_KEY: "k=", ANNOTATION_UNREACHABLE_GATEWAY: "n"}}
+    }
+    assert patch(reported, "k=") == {"metadata": {"annotations": {ANNOTATION_UNREACHABLE_GATEWAY: None}}}
 
 
 def peer(reachability: Reachability, rtt: float | None = 0.0004, at: datetime | None = None) -> PeerHealth:

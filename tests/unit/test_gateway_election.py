@@ -6,12 +6,14 @@ from typing import Any
 
 import pytest
 
+from mcapi.gateway_nodes import ANNOTATION_UNREACHABLE_GATEWAY
 from mcapi.names import ANNOTATION_GATEWAY, ANNOTATION_GATEWAY_IP
 from member.gateway.election import (
     ANNOTATION_WIREGUARD_PUBLIC_KEY,
     candidate_from_node,
     candidates_from_nodes,
     elect,
+    reported_unreachable,
 )
 
 
@@ -145,3 +147,32 @@ def test_a_cordoned_gateway_stays_when_no_other_candidate_is_eligible() -> None:
     assert winner is not None and winner.name == "a"
     alone = elect(candidates_from_nodes([_cordoned(node("a"))], "internal"), None)
     assert alone is not None and alone.name == "a"
+
+
+def _reporting(obj: dict[str, Any], unreachable: str) -> dict[str, Any]:
+    notes = {**obj["metadata"]["annotations"], ANNOTATION_UNREACHABLE_GATEWAY: unreachable}
+    return {**obj, "metadata": {**obj["metadata"], "annotations": notes}}
+
+
+def test_a_gateway_another_candidate_cannot_reach_is_replaced_at_once() -> None:
+    nodes = [node("a", internal="10.0.0.1"), _reporting(node("b", internal="10.0.0.2"), "a")]
+    candidates = candidates_from_nodes(nodes, "internal")
+    assert reported_unreachable(candidates) == {"a": ["b"]}
+    winner = elect(candidates, "a")
+    assert winner is not None and winner.name == "b"
+    # Reports not trusted (the damping after a report moved the Gateway): the current one stays.
+    kept = elect(candidates, "a", trust_reports=False)
+    assert kept is not None and kept.name == "a"
+
+
+def test_a_report_from_a_candidate_that_cannot_serve_or_of_itself_counts_for_nothing() -> None:
+    ineligible = [node("a", internal="10.0.0.1"), _reporting(node("b", ready=False), "a")]
+    assert elect(candidates_from_nodes(ineligible, "internal"), "a").name == "a"  # type: ignore[union-attr]
+    itself = [_reporting(node("a", internal="10.0.0.1"), "a"), node("b", internal="10.0.0.2")]
+    assert reported_unreachable(candidates_from_nodes(itself, "internal")) == {}
+
+
+def test_when_every_eligible_candidate_is_reported_the_current_gateway_stays() -> None:
+    nodes = [_reporting(node("a", internal="10.0.0.1"), "b"), _reporting(node("b", internal="10.0.0.2"), "a")]
+    winner = elect(candidates_from_nodes(nodes, "internal"), "a")
+    assert winner is not None and winner.name == "a"

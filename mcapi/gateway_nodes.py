@@ -1,0 +1,33 @@
+"""What a Node says about the Multi-cluster Gateway, read by the member (election) and the agent.
+
+* ``multicluster.antrea.io/gateway``: the Node is a Gateway candidate (any value but ``false``:
+  Antrea tests only for the key; an explicit ``false`` reading as "yes" would surprise an operator).
+* ``mchub.antrea.io/unreachable-gateway=<Node>``: written by the agent of a candidate that is not
+  the Gateway when its probes of the active Gateway's internalIP went unanswered
+  (``health.missThreshold`` in a row), removed when they are answered again. The member takes the
+  Gateway away from that Node at once instead of waiting for it to turn NotReady (about 40 s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mcapi.names import ANNOTATION_GATEWAY
+
+ANNOTATION_UNREACHABLE_GATEWAY = "mchub.antrea.io/unreachable-gateway"
+
+
+def _annotations(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (node.get("metadata") or {}).get("annotations") or {}
+
+
+def is_candidate(node: Mapping[str, Any]) -> bool:
+    value = _annotations(node).get(ANNOTATION_GATEWAY)
+    return value is not None and str(value).strip().lower() != "false"
+
+
+def unreachable_gateway(node: Mapping[str, Any]) -> str | None:
+    """The Gateway Node this Node's agent cannot reach (None: none)."""
+    value = str(_annotations(node).get(ANNOTATION_UNREACHABLE_GATEWAY) or "").strip()
+    return value or None
