@@ -11,14 +11,31 @@
 
 The collectors belong to no registry until ``register(registry)``: every client counts, and
 a process shows the counts of the clients it chose (a member registers its own client).
+
+``once_per_registry`` makes a set of collectors once per registry, for parts made more than once
+in one process (a member that joins again, several work queues).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+M = TypeVar("M")
+_MADE: weakref.WeakKeyDictionary[CollectorRegistry, dict[Callable[..., Any], Any]] = weakref.WeakKeyDictionary()
+
+
+def once_per_registry(make: Callable[[CollectorRegistry], M], registry: CollectorRegistry) -> M:
+    """``make(registry)``, called once per registry and kept: a metric's name can be registered in
+    a registry only once, and every part made later on that registry shares the first's collectors."""
+    made = _MADE.setdefault(registry, {})
+    if make not in made:
+        made[make] = make(registry)
+    return cast(M, made[make])
+
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 NO_ANSWER = "<error>"

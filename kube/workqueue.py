@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
@@ -30,6 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kube.backoff import Backoff
 from kube.errors import PermanentError, TemporaryError
+from kube.metrics import once_per_registry
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +45,6 @@ class QueueShutDown(Exception):
 
 class WorkqueueMetrics:
     """controller-runtime's metric names, on a registry the caller owns (one per test/process)."""
-
-    _by_registry: weakref.WeakKeyDictionary[CollectorRegistry, WorkqueueMetrics] = weakref.WeakKeyDictionary()
 
     def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
@@ -69,10 +67,7 @@ class WorkqueueMetrics:
     @classmethod
     def for_registry(cls, registry: CollectorRegistry) -> WorkqueueMetrics:
         """The metrics on ``registry``, created once: several queues may share one registry."""
-        metrics = cls._by_registry.get(registry)
-        if metrics is None:
-            metrics = cls._by_registry[registry] = cls(registry)
-        return metrics
+        return once_per_registry(cls, registry)
 
 
 class WorkQueue(Generic[K]):

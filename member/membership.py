@@ -141,6 +141,7 @@ class ClusterSetMembership:
             session,
             recorder=self.recorder,
             sync_timeout=options.sync_timeout,
+            registry=registry,
         )
         identities = (
             LabelIdentityController(

@@ -25,6 +25,8 @@ import asyncio
 import logging
 from typing import Any, Literal
 
+from prometheus_client import CollectorRegistry, Counter
+
 from kube.apply import delete_if_owned, ensure
 from kube.client import KubeClient, WatchEvent
 from kube.conditions import find_condition
@@ -32,6 +34,7 @@ from kube.errors import NotFound
 from kube.events import EventRecorder
 from kube.informer import Informer
 from kube.manager import Watches
+from kube.metrics import once_per_registry
 from kube.queue_worker import QueueWorker
 from kube.resources import NODES, Obj, name_of
 from kube.workqueue import WorkQueue
@@ -82,8 +85,11 @@ class GatewayController:
         *,
         recorder: EventRecorder | None = None,
         sync_timeout: float | None = 30.0,
+        registry: CollectorRegistry | None = None,
     ) -> None:
-        """``sink``: the hub session. ``sync_timeout``: seconds start() waits for the informers' first lists."""
+        """``sink``: the hub session. ``sync_timeout``: seconds start() waits for the informers' first lists.
+        ``registry``: the member's metrics (mchub_member_gateway_transitions_total)."""
+        self._metrics = _Metrics(None) if registry is None else once_per_registry(_Metrics, registry)
         self._client = client
         self._namespace = namespace
         self._config = config
@@ -190,6 +196,8 @@ class GatewayController:
     async def _announce(
         self, previous: Candidate | None, winner: Candidate | None, candidates: list[Candidate]
     ) -> None:
+        reason, words = _departure(previous.name if previous else None, winner, candidates)
+        self._metrics.transitions.labels(reason=reason).inc()
         problems = {c.name: c.problem for c in candidates if c.problem}
         extra: dict[str, Any] = {
             "namespace": self._namespace,
@@ -204,7 +212,7 @@ class GatewayController:
         if self._recorder is not None and self._nodes is not None:
             node = self._nodes.get(winner.name)
             if node is not None:
-                why = f"replaces {previous.name} ({_why_left(previous.name, candidates)})" if previous else "first"
+                why = f"replaces {previous.name} ({words})" if previous else words
                 await self._recorder.normal(
                     node, "GatewayElected", f"Node is the active Multi-cluster Gateway ({why})", NODES
                 )
@@ -269,14 +277,31 @@ class GatewayController:
         await self._recorder.warning(live, CONDITION_CIDR_CONFLICT, message, CLUSTER_INFO_IMPORTS)
 
 
-def _why_left(name: str, candidates: list[Candidate]) -> str:
-    """Why the Node ``name`` is no longer the Gateway, for the Event."""
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.transitions = Counter(
+            "mchub_member_gateway_transitions",
+            "Changes of the active Gateway, by why the one before left: first, ineligible (not Ready, "
+            "no address), unreachable (a candidate's probes), cordoned, gone (Node or annotation), none "
+            "(no eligible candidate left).",
+            ["reason"],
+            registry=registry,
+        )
+
+
+def _departure(name: str | None, winner: Candidate | None, candidates: list[Candidate]) -> tuple[str, str]:
+    """Why the Gateway ``name`` (None: there was none) is no longer it: the metric's reason and the
+    Event's words."""
+    if name is None:
+        return "first", "first"
+    if winner is None:
+        return "none", "no eligible candidate"
     found = next((c for c in candidates if c.name == name), None)
     if found is None:
-        return "gone"
+        return "gone", "gone"
     if found.problem:
-        return found.problem
+        return "ineligible", found.problem
     reporters = reported_unreachable(candidates).get(name)
     if reporters:
-        return f"unreachable: probes from {', '.join(reporters)} unanswered"
-    return "cordoned" if found.cordoned else "replaced"
+        return "unreachable", f"unreachable: probes from {', '.join(reporters)} unanswered"
+    return ("cordoned", "cordoned") if found.cordoned else ("replaced", "replaced")

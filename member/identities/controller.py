@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -33,6 +32,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from kube.client import KubeClient, WatchEvent
 from kube.informer import Informer
 from kube.manager import Watches
+from kube.metrics import once_per_registry
 from kube.queue_worker import QueueWorker
 from kube.resources import NAMESPACES, PODS, name_of
 from kube.workqueue import WorkQueue
@@ -54,8 +54,6 @@ _FLUSH = "flush"
 class _Metrics:
     """On the member's registry, created once per registry (a member joins again after a leave)."""
 
-    _by_registry: weakref.WeakKeyDictionary[CollectorRegistry, _Metrics] = weakref.WeakKeyDictionary()
-
     def __init__(self, registry: CollectorRegistry | None) -> None:
         # registry None: kept, not registered (a controller built outside a member).
         self.exported = Gauge(
@@ -70,12 +68,7 @@ class _Metrics:
 
     @classmethod
     def for_registry(cls, registry: CollectorRegistry | None) -> _Metrics:
-        if registry is None:
-            return cls(None)
-        metrics = cls._by_registry.get(registry)
-        if metrics is None:
-            metrics = cls._by_registry[registry] = cls(registry)
-        return metrics
+        return cls(None) if registry is None else once_per_registry(cls, registry)
 
 
 def label_identity_export(cluster_id: str, label: str) -> pb.ResourceExport:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kube.client import KubeClient
 from kube.events import EventRecorder
@@ -42,6 +43,11 @@ class Gateways:
     reports: list[tuple[str, bool, str, str]] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     controllers: list[GatewayController] = field(default_factory=list)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def transitions(self, reason: str) -> float:
+        """mchub_member_gateway_transitions_total{reason} on the controllers' registry."""
+        return self.registry.get_sample_value("mchub_member_gateway_transitions_total", {"reason": reason}) or 0.0
 
     def set_export(self, export: pb.ResourceExport) -> None:
         self.exported[export.export_name] = export
@@ -65,6 +71,7 @@ class Gateways:
             self,
             recorder=EventRecorder(self.client, "mchub-member"),
             sync_timeout=10.0,
+            registry=self.registry,
         )
         self.controllers.append(controller)
         await controller.start()

@@ -78,6 +78,8 @@ async def test_cordoning_the_gateway_node_hands_over_before_a_drain_and_uncordon
 
     await client.patch(NODES, "node-a", {"spec": {"unschedulable": True}})  # kubectl cordon (drain's first step)
     await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="hand-over to node-b")
+    await gateways.controllers[0].wait_idle()
+    assert gateways.transitions("cordoned") == 1
     await gateways.export_where(lambda e: e is not None and e.cluster_info.gateway_infos[0].gateway_ip == "192.168.1.2")
 
     await client.patch(NODES, "node-a", {"spec": {"unschedulable": None}})  # kubectl uncordon
@@ -98,6 +100,8 @@ async def test_a_candidate_reporting_the_gateway_unreachable_takes_over_and_repo
     # node-b's agent: its probes of node-a went unanswered (node-a stays Ready all along).
     await annotate(client, "node-b", ANNOTATION_UNREACHABLE_GATEWAY, "node-a")
     await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="hand-over to node-b")
+    await gateways.controllers[0].wait_idle()
+    assert (gateways.transitions("first"), gateways.transitions("unreachable")) == (1, 1)
     await gateways.export_where(lambda e: e is not None and e.cluster_info.gateway_infos[0].gateway_ip == "192.168.1.2")
 
     # node-a's agent now says the same of node-b (a flapping link): within the hold, nothing moves.
