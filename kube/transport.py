@@ -69,12 +69,15 @@ def skip_env_lookups(api: ApiClient) -> None:
     # else: a proxy applies to this server, and aiohttp keeps honouring the environment.
 
 
-# TCP keepalive on every connection to the API server, as client-go sets it: an idle watch whose
-# server (or the node a Service sent it to) went away is noticed within about 30 s, instead of
-# when the informer's inactivity timer runs out (minutes), and re-opened elsewhere.
-KEEPALIVE_IDLE = 15
-KEEPALIVE_INTERVAL = 5
-KEEPALIVE_PROBES = 3
+# TCP keepalive on every connection to the API server: an idle watch whose server (or the node a
+# Service sent it to) went away is noticed within about 5 s, instead of when the informer's
+# inactivity timer runs out (minutes), and re-opened elsewhere. Shorter than client-go's 30 s: a
+# Gateway failover waits for the member's Node watch, which may have gone through the Node that
+# died (an API server endpoint on each Node); a probe every few seconds per idle connection is
+# the price.
+KEEPALIVE_IDLE = 3
+KEEPALIVE_INTERVAL = 1
+KEEPALIVE_PROBES = 2
 
 
 def keepalive_socket(addr_info: Any) -> socket.socket:

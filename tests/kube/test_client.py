@@ -11,6 +11,7 @@ from kube import config as kube_config
 from kube.client import KubeClient, PatchType, bearer_configuration, connect
 from kube.errors import AlreadyExists, Conflict, ConnectionFailed, Invalid, NotFound, TemporaryError, Unauthorized
 from kube.resources import CONFIG_MAPS, NODES, SERVICES, Resource
+from kube.transport import KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES
 from mcapi.resources import LABEL_IDENTITIES, SERVICE_EXPORTS
 from sandbox.server import SandboxServer
 
@@ -226,6 +227,6 @@ async def test_connections_to_the_server_keep_tcp_keepalive_on(client: KubeClien
     assert sockets, "no pooled connection to look at"
     for sock in sockets:
         assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
-        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 15
-        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 5
-        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 3
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == KEEPALIVE_IDLE == 3
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == KEEPALIVE_INTERVAL == 1
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == KEEPALIVE_PROBES == 2

@@ -115,6 +115,53 @@ def test_requests_flow_and_imports_stay_while_the_hub_is_down(world: World) -> N
     until("every member Ready again", lambda: clusterset_ready(world.clusterset.installed), timeout=120)
 
 
+def _import_versions(world: World) -> dict[str, str]:
+    """The resourceVersion of every object the importers hold for web: a rewrite changes it."""
+    versions = {}
+    for cluster in (world.east, world.north):
+        for kind, name in (("serviceimport", "web"), ("service", "antrea-mc-web"), ("endpoints", "antrea-mc-web")):
+            obj = cluster.kubectl.json("get", kind, name, "-n", NS)
+            versions[f"{cluster.name}/{kind}/{name}"] = obj["metadata"]["resourceVersion"]
+    return versions
+
+
+def test_rolling_restarts_of_hub_members_and_agents_fail_no_request_and_rewrite_no_import(world: World) -> None:
+    """The hub's Deployment, every member's Deployment and every agent DaemonSet (maxUnavailable 1)
+    restarted one after another, as an upgrade rolls them, while east sends requests to west's
+    Service: none fails, and no importer rewrites anything it imported."""
+    service_ip, _ = world.imported_ips(world.east)
+    fetch_until(world.east, NS, "client", f"http://{service_ip}/")
+    before = _import_versions(world)
+    request_loop(world.east, NS, "loop-rolling", node=world.east.nodes[-1].name, url=f"http://{service_ip}/")
+    time.sleep(3)
+    started = time.time()
+    leader = world.clusterset.leader.kubectl
+    members = (world.east, world.west, world.north)
+    try:
+        leader("-n", LEADER_NS, "rollout", "restart", "deployment/mchub-hub")
+        wait_rollout(leader, LEADER_NS, "deployment/mchub-hub")
+        for cluster in members:
+            cluster.kubectl("-n", MEMBER_NS, "rollout", "restart", "deployment/mchub-member")
+            wait_rollout(cluster.kubectl, MEMBER_NS, "deployment/mchub-member")
+        for cluster in members:
+            cluster.kubectl("-n", MEMBER_NS, "rollout", "restart", "daemonset/mchub-agent")
+            wait_rollout(cluster.kubectl, MEMBER_NS, "daemonset/mchub-agent")
+        until("every member Ready again", lambda: clusterset_ready(world.clusterset.installed), timeout=120)
+        time.sleep(5)
+        outcomes = [o for o in loop_outcomes(world.east, NS, "loop-rolling") if o.at >= started]
+        failed = sum(not o.ok for o in outcomes)
+        record(
+            rolling_upgrade_requests=len(outcomes),
+            rolling_upgrade_failed=failed,
+            rolling_upgrade_s=round(time.time() - started),
+        )
+        assert len(outcomes) >= 100, "the request loop did not run"
+        assert failed == 0, f"{failed} of {len(outcomes)} requests failed across the rolling restarts"
+        assert _import_versions(world) == before
+    finally:
+        world.east.kubectl("-n", NS, "delete", "pod", "loop-rolling", "--wait=false")
+
+
 def _gateway(cluster: Cluster) -> str | None:
     items = cluster.kubectl.json("get", "gateway", "-n", MEMBER_NS)["items"]
     return items[0]["metadata"]["name"] if items else None
