@@ -11,7 +11,7 @@ from kube import config as kube_config
 from kube.client import KubeClient, PatchType, bearer_configuration, connect
 from kube.errors import AlreadyExists, Conflict, ConnectionFailed, Invalid, NotFound, TemporaryError, Unauthorized
 from kube.resources import CONFIG_MAPS, NODES, SERVICES, Resource
-from kube.transport import KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES
+from kube.transport import KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES, USER_TIMEOUT_MS
 from mcapi.resources import LABEL_IDENTITIES, SERVICE_EXPORTS
 from sandbox.server import SandboxServer
 
@@ -230,3 +230,4 @@ async def test_connections_to_the_server_keep_tcp_keepalive_on(client: KubeClien
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == KEEPALIVE_IDLE == 3
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == KEEPALIVE_INTERVAL == 1
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == KEEPALIVE_PROBES == 2
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == USER_TIMEOUT_MS == 5000
