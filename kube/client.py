@@ -38,6 +38,11 @@ from kube.transport import describe_request, keep_connections_alive, query_param
 
 log = logging.getLogger(__name__)
 
+# Seconds to open a connection to the API server. A healthy one answers in milliseconds; an
+# endpoint behind a Node that died never does, and the next attempt may reach another (a Service's
+# endpoints are chosen per connection).
+CONNECT_TIMEOUT = 5.0
+
 _AUTH = ["BearerToken"]
 
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
@@ -203,7 +208,8 @@ class KubeClient:
                 body=body,
                 auth_settings=_AUTH,
                 _preload_content=False,
-                _request_timeout=client_timeout or aiohttp.ClientTimeout(total=self.request_timeout),
+                _request_timeout=client_timeout
+                or aiohttp.ClientTimeout(total=self.request_timeout, sock_connect=CONNECT_TIMEOUT),
             )
         except (aiohttp.ClientError, OSError) as err:
             # TimeoutError is an OSError: a request that timed out is a connection failure too.
@@ -440,7 +446,7 @@ class KubeClient:
             "GET",
             path,
             query=query,
-            client_timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout),
+            client_timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT),
         )
         # Read what has arrived, not a line at a time: a burst of events is one read, and the
         # inactivity timer is armed once per read, not once per event.
