@@ -244,9 +244,12 @@ def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
         assert len(found) == 1, found
         (gap,) = found
         # The standby's probes (3 misses at 300 ms) move the Gateway, not the Node turning NotReady
-        # (about 40 s): the gap is the probes, the member's election, the ClusterInfo's way through
-        # the hub to east, and east's agents re-routing.
-        assert gap.seconds < 15, gap
+        # (its 40 s grace period and more): the gap is the probes, the member's election, the
+        # ClusterInfo's way through the hub to east, and east's agents re-routing; here also up to
+        # about 5 s for each API connection of west's member or agent that went through the dead
+        # Node (every Node is an API server endpoint in these clusters). 2.3-10.1 s in the runs so
+        # far; the bound leaves room for a loaded machine and stays below any NotReady failover.
+        assert gap.seconds < 30, gap
         # Once back, the requests keep succeeding.
         assert all(o.ok for o in outcomes[-20:])
         record(failover_failed_requests=gap.failed, failover_gap_s=round(gap.seconds, 1))
