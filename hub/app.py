@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -109,8 +110,6 @@ class HubApp:
         self._grpc: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer()
         self._rest: web.AppRunner | None = None
-        # The certificate and key gRPC and REST serve (None with --insecure), once the gRPC part chose them.
-        self._tls: tuple[Path, Path] | None = None
         self._parts: Manager | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.grpc_port = 0
@@ -170,13 +169,14 @@ class HubApp:
     async def start(self) -> None:
         """Start the parts in order, each ready before the next; a part that fails stops those
         before it again (kube.manager), so a failed start leaves no server listening."""
+        tls = self._serving_tls()  # one certificate for both servers
         self._parts = Manager(
             "hub",
             [
                 Step(self._start_data, self._stop_data),
                 Step(self._start_mirror, self._stop_mirror),
-                Step(self._start_grpc, self._stop_grpc),
-                Step(self._start_rest, self._stop_rest),
+                Step(partial(self._start_grpc, tls), self._stop_grpc),
+                Step(partial(self._start_rest, tls), self._stop_rest),
                 Step(self._start_loops, self._stop_loops),
                 Step(self._start_leadership, self._stop_leadership),
             ],
@@ -282,8 +282,7 @@ class HubApp:
         self.serving_cert = cert
         return cert, key
 
-    async def _start_grpc(self) -> None:
-        tls = self._tls = self._serving_tls()
+    async def _start_grpc(self, tls: tuple[Path, Path] | None) -> None:
         limit = self.config.max_message_bytes
         service = CommonAreaService(
             lambda: self.engine,
@@ -311,8 +310,7 @@ class HubApp:
         if server is not None:
             await server.stop(self.config.shutdown_grace)
 
-    async def _start_rest(self) -> None:
-        tls = self._tls
+    async def _start_rest(self, tls: tuple[Path, Path] | None) -> None:
         runner = web.AppRunner(build_rest_app(self), access_log=None)
         self._rest = runner
         await runner.setup()
