@@ -18,6 +18,24 @@ from tests.member_gateway.kubeobjects import annotate, create_node, only, set_re
 Cluster = tuple[SandboxServer, KubeClient]
 
 
+async def two_candidates_node_a_elected(client: KubeClient, gateways: Gateways) -> None:
+    """Two Ready candidates and the controller started: node-a, the lowest name, is the Gateway."""
+    await create_node(client, "node-a", "192.168.1.1")
+    await create_node(client, "node-b", "192.168.1.2")
+    await gateways.start()
+    await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE, what="lowest name elected")
+
+
+async def exported_gateway_ip(gateways: Gateways, ip: str) -> None:
+    await gateways.export_where(lambda e: e is not None and e.cluster_info.gateway_infos[0].gateway_ip == ip)
+
+
+async def gateway_stays(client: KubeClient, gateways: Gateways, name: str) -> None:
+    """Once the controller has nothing left to do, ``name`` is still the one Gateway."""
+    await gateways.controllers[0].wait_idle()
+    assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == [name]
+
+
 async def test_a_ready_candidate_becomes_the_gateway_and_its_cluster_info_is_exported(
     cluster: Cluster, gateways: Gateways
 ) -> None:
@@ -52,64 +70,52 @@ async def test_a_gateway_node_turning_not_ready_hands_over_to_another_ready_cand
     cluster: Cluster, gateways: Gateways
 ) -> None:
     _, client = cluster
-    await create_node(client, "node-a", "192.168.1.1")
-    await create_node(client, "node-b", "192.168.1.2")
-    await gateways.start()
-    await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE, what="lowest name elected")
+    await two_candidates_node_a_elected(client, gateways)
 
     await set_ready(client, "node-a", False)
     await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="failover to node-b")
-    await gateways.export_where(lambda e: e is not None and e.cluster_info.gateway_infos[0].gateway_ip == "192.168.1.2")
+    await exported_gateway_ip(gateways, "192.168.1.2")
 
     await set_ready(client, "node-a", True)  # the current Gateway stays while it is valid
     await until(client, NODES, lambda nodes: all(n["status"]["conditions"][0]["status"] == "True" for n in nodes))
-    await gateways.controllers[0].wait_idle()
-    assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == ["node-b"]
+    await gateway_stays(client, gateways, "node-b")
 
 
 async def test_cordoning_the_gateway_node_hands_over_before_a_drain_and_uncordoning_does_not_move_it_back(
     cluster: Cluster, gateways: Gateways
 ) -> None:
     _, client = cluster
-    await create_node(client, "node-a", "192.168.1.1")
-    await create_node(client, "node-b", "192.168.1.2")
-    await gateways.start()
-    await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE, what="lowest name elected")
+    await two_candidates_node_a_elected(client, gateways)
 
     await client.patch(NODES, "node-a", {"spec": {"unschedulable": True}})  # kubectl cordon (drain's first step)
     await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="hand-over to node-b")
     await gateways.controllers[0].wait_idle()
     assert gateways.transitions("cordoned") == 1
-    await gateways.export_where(lambda e: e is not None and e.cluster_info.gateway_infos[0].gateway_ip == "192.168.1.2")
+    await exported_gateway_ip(gateways, "192.168.1.2")
 
     await client.patch(NODES, "node-a", {"spec": {"unschedulable": None}})  # kubectl uncordon
     await until(client, NODES, lambda nodes: not any(n.get("spec", {}).get("unschedulable") for n in nodes))
-    await gateways.controllers[0].wait_idle()
-    assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == ["node-b"]
+    await gateway_stays(client, gateways, "node-b")
 
 
 async def test_a_candidate_reporting_the_gateway_unreachable_takes_over_and_reports_are_damped_after(
     cluster: Cluster, gateways: Gateways
 ) -> None:
     _, client = cluster
-    await create_node(client, "node-a", "192.168.1.1")
-    await create_node(client, "node-b", "192.168.1.2")
-    await gateways.start()
-    await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE, what="lowest name elected")
+    await two_candidates_node_a_elected(client, gateways)
 
     # node-b's agent: its probes of node-a went unanswered (node-a stays Ready all along).
     await annotate(client, "node-b", ANNOTATION_UNREACHABLE_GATEWAY, "node-a")
     await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="hand-over to node-b")
     await gateways.controllers[0].wait_idle()
     assert (gateways.transitions("first"), gateways.transitions("unreachable")) == (1, 1)
-    await gateways.export_where(lambda e: e is not None and e.cluster_info.gateway_infos[0].gateway_ip == "192.168.1.2")
+    await exported_gateway_ip(gateways, "192.168.1.2")
 
     # node-a's agent now says the same of node-b (a flapping link): within the hold, nothing moves.
     await annotate(client, "node-b", ANNOTATION_UNREACHABLE_GATEWAY, None)
     await annotate(client, "node-a", ANNOTATION_UNREACHABLE_GATEWAY, "node-b")
     await until(client, NODES, lambda nodes: any(unreachable_gateway(n) == "node-b" for n in nodes))
-    await gateways.controllers[0].wait_idle()
-    assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == ["node-b"]
+    await gateway_stays(client, gateways, "node-b")
 
 
 async def test_removing_the_annotation_hands_over_and_without_candidates_the_export_is_withdrawn(
