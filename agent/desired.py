@@ -17,17 +17,24 @@ its global block instead of its CIDRs (agent.remotes). When the local cluster is
 addressed, its Gateway SNATs to its egress address (the block's first host address) instead of
 the Gateway IP, so replies come back through the tunnel whatever the ranges, and translates
 its exported Pods' global addresses to the Pods (GlobalDnat).
+
+Active-active (``gatewayMode``, AgentInputs.active_active; not with WireGuard): every Gateway CR
+is a Gateway. Other Nodes spread the remote CIDRs over them (SpreadRoutes); each Gateway sends
+to the remote Gateway it is paired with (agent.pairing) and SNATs to its own gatewayIP, even
+when globally addressed; replies to a remote Gateway (or a one-Gateway remote's egress address)
+go back through the local Gateway that remote Gateway is paired with.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from ipaddress import IPv4Address, IPv4Network, collapse_addresses, ip_address, ip_network
 
 from agent.config import AgentConfig
 from agent.errors import InvalidInputsError
-from agent.inputs import AgentInputs
+from agent.inputs import ActiveGateway, AgentInputs
+from agent.pairing import pair
 from agent.policy.state import PolicyDatapath
 from agent.remotes import AcceptedRemote, LocalAddressing, select_remotes
 from agent.state import (
@@ -41,6 +48,7 @@ from agent.state import (
     Route,
     RouteTable,
     SnatRule,
+    SpreadRoutes,
     TunnelDevice,
     TunnelPeer,
     WireGuardDevice,
@@ -50,32 +58,42 @@ from agent.tunnel_mac import gateway_tunnel_mac, node_tunnel_mac
 from mcapi.global_addresses import egress_ip, parse_block
 
 
-def _rules(reply_mark: int) -> tuple[PolicyRule, ...]:
-    return (
+def _rules(reply_mark: int, spread: bool) -> tuple[PolicyRule, ...]:
+    rules = (
         PolicyRule(RULE_PRIORITY[RouteTable.REPLY], RouteTable.REPLY, fwmark=reply_mark),
         PolicyRule(RULE_PRIORITY[RouteTable.REMOTE], RouteTable.REMOTE),
     )
+    return (*rules, PolicyRule(RULE_PRIORITY[RouteTable.SPREAD], RouteTable.SPREAD)) if spread else rules
+
+
+@dataclass(frozen=True)
+class _LocalGateway:
+    node_name: str
+    gateway_ip: IPv4Address
+    internal_ip: IPv4Address
 
 
 def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath:
     """The datapath this Node should have. Raises InvalidInputsError on bad local inputs."""
     if not config.enable_gateway:
         return DesiredDatapath(role=Role.DISABLED)
-    if inputs.gateway is None:
+    use_wireguard = config.wireguard_enabled
+    # Active-active needs one WireGuard key per Gateway in the ClusterInfo: WireGuard stays single.
+    spread = inputs.active_active and not use_wireguard
+    gateways = _local_gateways(inputs.all_gateways if spread else inputs.all_gateways[:1])
+    if not gateways:
         return DesiredDatapath(role=Role.NO_GATEWAY)
     node_ip = _local_ip(inputs.node.internal_ip, f"Node {inputs.node.name} internalIP")
-    gateway_ip = _local_ip(inputs.gateway.gateway_ip, "Gateway gatewayIP")
-    gateway_internal_ip = _local_ip(inputs.gateway.internal_ip, "Gateway internalIP")
-    is_gateway = inputs.gateway.node_name == inputs.node.name
-    role = Role.GATEWAY if is_gateway else Role.MEMBER
-    use_wireguard = config.wireguard_enabled
-    if use_wireguard and is_gateway and not inputs.wireguard_public_key:
+    me = next((g for g in gateways if g.node_name == inputs.node.name), None)
+    role = Role.GATEWAY if me is not None else Role.MEMBER
+    if use_wireguard and me is not None and not inputs.wireguard_public_key:
         raise InvalidInputsError("trafficEncryptionMode is wireGuard but this Node has no WireGuard key")
 
+    endpoints = [node_ip, *(ip for g in gateways for ip in (g.gateway_ip, g.internal_ip))]
     local = LocalAddressing(
         cluster_id=inputs.cluster.cluster_id,
         cidrs=_local_cidrs(inputs),
-        tunnel_endpoints=tuple(dict.fromkeys((node_ip, gateway_ip, gateway_internal_ip))),
+        tunnel_endpoints=tuple(dict.fromkeys(endpoints)),
         wireguard_public_key=inputs.wireguard_public_key,
     )
     accepted, exclusions = select_remotes(
@@ -83,65 +101,117 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
         local,
         pod_to_pod=config.enable_pod_to_pod_connectivity,
         # Other Nodes never talk WireGuard; only the Gateway needs the peers' keys.
-        require_wireguard_key=use_wireguard and is_gateway,
+        require_wireguard_key=use_wireguard and me is not None,
     )
     if not accepted:
         return DesiredDatapath(role=role, exclusions=tuple(exclusions))
 
-    own_mac = gateway_tunnel_mac(gateway_ip) if is_gateway else node_tunnel_mac(node_ip)
+    own_mac = gateway_tunnel_mac(me.gateway_ip) if me is not None else node_tunnel_mac(node_ip)
     tunnel = TunnelDevice(
         config.tunnel.interface, config.tunnel.vni, config.tunnel.port, own_mac, node_ip, config.tunnel.mtu
     )
-    mark, remote_gateways = config.tunnel.reply_mark, tuple(sorted(r.gateway_ip for r in accepted))
+    mark = config.tunnel.reply_mark
+    remote_gateways = tuple(sorted(ip for r in accepted for ip in r.gateways))
+    local_gateway_ips = tuple(g.gateway_ip for g in gateways)
+    by_gateway_ip = {g.gateway_ip: g for g in gateways}
+
+    def reply_hop(remote_gateway: IPv4Address) -> _LocalGateway:
+        """The local Gateway that the remote Gateway sends to, and so its replies go back through."""
+        return by_gateway_ip[pair(remote_gateway, local_gateway_ips)]
+
     common = DesiredDatapath(
         role=role,
         tunnel=tunnel,
-        rules=_rules(mark),
+        rules=_rules(mark, spread),
         remote_clusters=tuple(r.cluster_id for r in accepted),
         exclusions=tuple(exclusions),
     )
-    if not is_gateway:
-        # A candidate that is not the Gateway probes it (its internalIP), for the member to replace
-        # it as soon as it stops answering (mcapi.gateway_nodes); keyed by our own cluster ID.
-        local_probe = (ProbeTarget(inputs.cluster.cluster_id, gateway_internal_ip, by_kernel=True),)
-        return replace(
+    local_peers = tuple(TunnelPeer(g.internal_ip, gateway_tunnel_mac(g.gateway_ip)) for g in gateways if g is not me)
+    if me is None:
+        # A candidate that is not a Gateway probes them (their internalIPs), for the member to
+        # replace one as soon as it stops answering (mcapi.gateway_nodes); keyed by our own cluster ID.
+        local_probes = tuple(ProbeTarget(inputs.cluster.cluster_id, g.internal_ip, by_kernel=True) for g in gateways)
+        member = replace(
             common,
-            probe_targets=local_probe if inputs.node.gateway_candidate else (),
-            tunnel_peers=(TunnelPeer(gateway_internal_ip, gateway_tunnel_mac(gateway_ip)),),
-            routes=_routes(accepted, tunnel.name, via=lambda _r: gateway_internal_ip),
+            probe_targets=local_probes if inputs.node.gateway_candidate else (),
+            tunnel_peers=local_peers,
+            routes=_reply_routes(accepted, tunnel.name, lambda ip: reply_hop(ip).internal_ip),
             # From any device: the Gateway hands cross-cluster traffic over through the primary CNI.
             reply_marking=ReplyMarking(mark, remote_gateways),
             mss_clamp_interfaces=(tunnel.name,),
             snat=_snat(accepted, tunnel.name, None),
         )
-    probes = tuple(ProbeTarget(r.cluster_id, r.gateway_ip) for r in accepted)
+        if spread:
+            hops = tuple(g.internal_ip for g in gateways)
+            egress = _egress_routes(accepted, tunnel.name, lambda ip: reply_hop(ip).internal_ip)
+            return replace(
+                member,
+                routes=(*egress, *member.routes),
+                spread=SpreadRoutes(tunnel.name, hops, _destinations(accepted)),
+            )
+        only = gateways[0].internal_ip
+        return replace(member, routes=(*_remote_routes(accepted, tunnel.name, lambda _r: only), *member.routes))
+    # The remote Gateway this one sends to (and is probed): the one it is paired with.
+    paired = {r.cluster_id: pair(me.gateway_ip, r.gateways) for r in accepted}
+    probes = tuple(ProbeTarget(r.cluster_id, paired[r.cluster_id]) for r in accepted)
+    if spread:  # the other local Gateways, by their kernels, as a candidate does
+        probes += tuple(
+            ProbeTarget(inputs.cluster.cluster_id, g.internal_ip, by_kernel=True) for g in gateways if g is not me
+        )
     block = _local_block(inputs)
     # A globally addressed cluster's traffic leaves as its egress address: its own ranges are
     # not unique in the ClusterSet, its global block is (and is routed back to this Gateway).
-    source = egress_ip(block) if block is not None else gateway_ip
-    common = replace(common, global_dnat=_global_dnat(inputs, block))
+    # Active-active Gateways each keep their own gatewayIP instead: one egress address would
+    # bring every reply back through whichever Gateway the remote pairs with, not the sender.
+    source = egress_ip(block) if block is not None and not spread else me.gateway_ip
+    common = replace(
+        common, global_dnat=_global_dnat(inputs, block), probe_targets=probes, reports_reachability=me is gateways[0]
+    )
     if use_wireguard:
         wg = config.wireguard
         device = WireGuardDevice(wg.interface, wg.port, tuple(_wireguard_peer(r, wg.port) for r in accepted))
+        routes = _remote_routes(accepted, wg.interface, lambda _r: None)
         return replace(
             common,
             wireguard=device,
-            routes=_routes(accepted, wg.interface, via=lambda _r: None),
+            routes=(*routes, *_reply_routes(accepted, wg.interface, lambda _ip: None)),
             snat=_snat(accepted, wg.interface, source),
             reply_marking=ReplyMarking(mark, remote_gateways, (wg.interface,)),
             mss_clamp_interfaces=(tunnel.name, wg.interface),
-            probe_targets=probes,
         )
+
+    def reply_via(remote_gateway: IPv4Address) -> IPv4Address:
+        # Straight back when the remote Gateway sends to us; else through the local one it sends to.
+        hop = reply_hop(remote_gateway)
+        return remote_gateway if hop is me else hop.internal_ip
+
+    routes = _remote_routes(accepted, tunnel.name, lambda r: paired[r.cluster_id])
+    if spread:
+        routes += _egress_routes(accepted, tunnel.name, reply_via)
     return replace(
         common,
         policy=_policy(inputs, config, remote_gateways),
-        tunnel_peers=tuple(TunnelPeer(r.gateway_ip, gateway_tunnel_mac(r.gateway_ip)) for r in accepted),
-        routes=_routes(accepted, tunnel.name, via=lambda r: r.gateway_ip),
+        tunnel_peers=(*(TunnelPeer(ip, gateway_tunnel_mac(ip)) for ip in remote_gateways), *local_peers),
+        routes=(*routes, *_reply_routes(accepted, tunnel.name, reply_via)),
         snat=_snat(accepted, tunnel.name, source),
-        reply_marking=ReplyMarking(mark, remote_gateways, (tunnel.name,)),
+        # Active-active: a reply may also come from a Pod here whose request another local Gateway
+        # handed over through the primary CNI, so from any device, as on other Nodes.
+        reply_marking=ReplyMarking(mark, remote_gateways, () if spread else (tunnel.name,)),
         mss_clamp_interfaces=(tunnel.name,),
-        probe_targets=probes,
     )
+
+
+def _local_gateways(gateways: Sequence[ActiveGateway]) -> tuple[_LocalGateway, ...]:
+    """The Gateways' addresses, validated, by gatewayIP (the order every Node and cluster agrees on)."""
+    found = [
+        _LocalGateway(
+            g.node_name,
+            _local_ip(g.gateway_ip, f"Gateway {g.node_name} gatewayIP"),
+            _local_ip(g.internal_ip, f"Gateway {g.node_name} internalIP"),
+        )
+        for g in gateways
+    ]
+    return tuple(sorted(found, key=lambda g: g.gateway_ip))
 
 
 def _policy(
@@ -165,17 +235,41 @@ def _policy(
     )
 
 
-def _routes(
+def _remote_routes(
     accepted: Sequence[AcceptedRemote],
     device: str,
     via: Callable[[AcceptedRemote], IPv4Address | None],
 ) -> tuple[Route, ...]:
-    routes: list[Route] = []
-    for remote in accepted:
-        hop = via(remote)
-        routes.extend(Route(cidr, RouteTable.REMOTE, device, hop) for cidr in remote.cidrs)
-        routes.append(Route(IPv4Network(remote.gateway_ip), RouteTable.REPLY, device, hop))
-    return tuple(routes)
+    return tuple(Route(cidr, RouteTable.REMOTE, device, via(remote)) for remote in accepted for cidr in remote.cidrs)
+
+
+def _reply_routes(
+    accepted: Sequence[AcceptedRemote],
+    device: str,
+    via: Callable[[IPv4Address], IPv4Address | None],
+) -> tuple[Route, ...]:
+    """A /32 to every remote Gateway in table REPLY, for the replies of connections from it."""
+    ips = sorted({ip for remote in accepted for ip in remote.gateways})
+    return tuple(Route(IPv4Network(ip), RouteTable.REPLY, device, via(ip)) for ip in ips)
+
+
+def _egress_routes(
+    accepted: Sequence[AcceptedRemote],
+    device: str,
+    via: Callable[[IPv4Address], IPv4Address | None],
+) -> tuple[Route, ...]:
+    """Active-active: replies to a globally addressed remote's egress address (its traffic's source
+    while it has one Gateway) go back through the local Gateway that remote Gateway sends to, like
+    replies to a Gateway IP (a /32 in table REMOTE, before the block's route)."""
+    return tuple(
+        Route(IPv4Network(r.egress_ip), RouteTable.REMOTE, device, via(r.gateway_ip))
+        for r in accepted
+        if r.egress_ip is not None and len(r.gateways) == 1
+    )
+
+
+def _destinations(accepted: Iterable[AcceptedRemote]) -> tuple[IPv4Network, ...]:
+    return tuple(cidr for r in accepted for cidr in r.cidrs)
 
 
 def _snat(accepted: Iterable[AcceptedRemote], device: str, to: IPv4Address | None) -> SnatRule:
@@ -185,6 +279,7 @@ def _snat(accepted: Iterable[AcceptedRemote], device: str, to: IPv4Address | Non
 
 
 def _wireguard_peer(remote: AcceptedRemote, port: int) -> WireGuardPeer:
+    # A WireGuard cluster has one Gateway (the member keeps it single-active): its first.
     assert remote.wireguard_public_key is not None  # select_remotes required it
     allowed = tuple(collapse_addresses([*remote.cidrs, IPv4Network(remote.gateway_ip)]))
     return WireGuardPeer(remote.wireguard_public_key, remote.gateway_ip, port, allowed)

@@ -162,20 +162,22 @@ class GatewayProber:
 
     def set_targets(self, targets: Iterable[ProbeTarget]) -> None:
         """Probe exactly these Gateways; a Gateway whose IP changed starts over as UNKNOWN."""
-        wanted = {t.cluster_id: (str(t.gateway_ip), t.by_kernel) for t in targets}
-        for cid in list(self._peers):
-            state = self._peers[cid]
-            if wanted.get(cid) != (state.health.gateway_ip, state.by_kernel):
-                del self._peers[cid]
-        for cid, (ip, by_kernel) in wanted.items():
-            if cid not in self._peers:
+        wanted = {t.key: t for t in targets}
+        for key in list(self._peers):
+            state = self._peers[key]
+            target = wanted.get(key)
+            probed = (state.health.gateway_ip, state.by_kernel)
+            if target is None or (str(target.gateway_ip), target.by_kernel) != probed:
+                del self._peers[key]
+        for key, target in wanted.items():
+            if key not in self._peers:
                 now = datetime.now(UTC)
-                health = PeerHealth(cid, ip, Reachability.UNKNOWN, None, 0, now)
-                self._peers[cid] = _PeerState(health, by_kernel=by_kernel)
-        self._by_ip = {state.health.gateway_ip: cid for cid, state in self._peers.items()}
+                health = PeerHealth(target.cluster_id, str(target.gateway_ip), Reachability.UNKNOWN, None, 0, now)
+                self._peers[key] = _PeerState(health, by_kernel=target.by_kernel)
+        self._by_ip = {state.health.gateway_ip: key for key, state in self._peers.items()}
 
     def snapshot(self) -> dict[str, PeerHealth]:
-        """Current health per remote cluster ID."""
+        """Current health by ProbeTarget.key: a remote cluster's ID, or our own Gateways' cluster/IP."""
         return {cid: state.health for cid, state in self._peers.items()}
 
     async def run(self) -> None:

@@ -75,8 +75,17 @@ class AgentInputs:
     node: LocalNode
     cluster: LocalCluster
     gateway: ActiveGateway | None
+    """The Gateway of single-active mode (with several Gateway CRs, the lowest-named)."""
     remotes: tuple[RemoteCluster, ...] = ()
+    gateways: tuple[ActiveGateway, ...] = ()
+    """Every live Gateway CR, by name (empty: just ``gateway``)."""
+    active_active: bool = False
+    """The member's ``gatewayMode`` is active-active: every Gateway in ``gateways`` carries traffic."""
     wireguard_public_key: str | None = None
     """This agent's own WireGuard public key (published in its Gateway CR)."""
     policy: CompiledPolicy | None = None
     """ClusterSet-scoped policy rules and label identities (enableStretchedNetworkPolicy)."""
+
+    @property
+    def all_gateways(self) -> tuple[ActiveGateway, ...]:
+        return self.gateways or ((self.gateway,) if self.gateway is not None else ())

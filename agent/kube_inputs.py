@@ -3,11 +3,13 @@
 What the agent reads, all in the member Namespace except its Node:
 
 * its Node: the first IPv4 InternalIP, ``spec.podCIDRs`` (else ``spec.podCIDR``);
-* the Gateway CR (the member elects one; should several exist for a moment, the lowest
-  name is used so that every Node agrees): gatewayIP, internalIP, serviceCIDR (the local
-  cluster's Service CIDR, which the member writes there as Antrea does);
+* the Gateway CRs (the member elects one; should several exist for a moment, the lowest
+  name is used so that every Node agrees; in active-active mode all of them):
+  gatewayIP, internalIP, serviceCIDR (the local cluster's Service CIDR, which the member
+  writes there as Antrea does);
 * every ClusterInfoImport not being deleted: one RemoteCluster each;
-* the member's ConfigMap ``antrea-mc-controller-config``: the local cluster's podCIDRs;
+* the member's ConfigMap ``antrea-mc-controller-config``: the local cluster's podCIDRs and
+  ``gatewayMode``;
 * the member's ConfigMap ``mchub-global-addresses`` (mcapi.global_addresses): the local global
   block while the cluster is globally addressed, and its exported Pods' global addresses;
 * the ClusterSet: the local cluster ID (only guards against importing ourselves).
@@ -23,7 +25,7 @@ from ipaddress import IPv4Address, ip_address
 
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
 from kube.resources import Obj
-from mcapi.config import ConfigError, parse_configmap_data
+from mcapi.config import ConfigError, MultiClusterConfig, parse_configmap_data
 from mcapi.gateway_nodes import is_candidate
 from mcapi.global_addresses import GlobalAddresses
 
@@ -62,14 +64,21 @@ def local_node(node: Obj) -> LocalNode | None:
     return LocalNode(_name(node), internal_ip, tuple(str(c) for c in cidrs), is_candidate(node))
 
 
+def _active(obj: Obj) -> ActiveGateway:
+    return ActiveGateway(_name(obj), str(obj.get("gatewayIP") or ""), str(obj.get("internalIP") or ""))
+
+
 def active_gateway(gateways: Iterable[Obj]) -> tuple[ActiveGateway | None, str | None]:
     """The Gateway to use and the local Service CIDR it carries."""
     live = sorted((g for g in gateways if not _deleting(g)), key=_name)
     if not live:
         return None, None
     chosen = live[0]
-    gateway = ActiveGateway(_name(chosen), str(chosen.get("gatewayIP") or ""), str(chosen.get("internalIP") or ""))
-    return gateway, (str(chosen.get("serviceCIDR")) if chosen.get("serviceCIDR") else None)
+    return _active(chosen), (str(chosen.get("serviceCIDR")) if chosen.get("serviceCIDR") else None)
+
+
+def live_gateways(gateways: Iterable[Obj]) -> tuple[ActiveGateway, ...]:
+    return tuple(_active(g) for g in sorted(gateways, key=_name) if not _deleting(g))
 
 
 def remote_cluster(cluster_info_import: Obj) -> RemoteCluster:
@@ -90,16 +99,26 @@ def remote_clusters(imports: Iterable[Obj]) -> tuple[RemoteCluster, ...]:
     return tuple(remote_cluster(obj) for obj in sorted(imports, key=_name) if not _deleting(obj))
 
 
-def cluster_pod_cidrs(configmap: Obj | None) -> tuple[str, ...]:
-    """podCIDRs of the member's MultiClusterConfig; () when absent or unusable (the member
-    refuses to start on an invalid one and says why)."""
+def _member_config(configmap: Obj | None) -> MultiClusterConfig | None:
+    """The member's MultiClusterConfig; None when absent or unusable (the member refuses to
+    start on an invalid one and says why)."""
     if configmap is None:
-        return ()
-    data = configmap.get("data") or {}
+        return None
     try:
-        return tuple(parse_configmap_data(data).pod_cidrs)
+        return parse_configmap_data(configmap.get("data") or {})
     except ConfigError:
-        return ()
+        return None
+
+
+def cluster_pod_cidrs(configmap: Obj | None) -> tuple[str, ...]:
+    """podCIDRs of the member's MultiClusterConfig; () when absent or unusable."""
+    config = _member_config(configmap)
+    return tuple(config.pod_cidrs) if config is not None else ()
+
+
+def gateway_mode_active_active(configmap: Obj | None) -> bool:
+    config = _member_config(configmap)
+    return config is not None and config.gateway_mode == "active-active"
 
 
 def local_cluster(
@@ -138,11 +157,14 @@ def build_inputs(
     local = local_node(node) if node is not None else None
     if local is None:
         return None
-    gateway, service_cidr = active_gateway(gateways)
+    listed = list(gateways)
+    gateway, service_cidr = active_gateway(listed)
     return AgentInputs(
         node=local,
         cluster=local_cluster(cluster_sets, service_cidr, configmap, global_addresses),
         gateway=gateway,
         remotes=remote_clusters(imports),
         wireguard_public_key=wireguard_public_key,
+        gateways=live_gateways(listed),
+        active_active=gateway_mode_active_active(configmap),
     )

@@ -42,12 +42,14 @@ from agent.kubewatch.reachability import ReachabilityPublisher
 from agent.kubewatch.view import ClusterView
 from agent.policy.state import PolicyReport
 from agent.runner import DEFAULT_RESYNC_INTERVAL, Datapath, DatapathAgent, run_datapath_agent
+from agent.state import own_gateway_key
 from agent.wgkey import load_or_create_key_pair
 from kube.client import KubeClient
 from kube.errors import KubeError
 from kube.manager import Manager, Runnable
 from kube.probe_server import ProbeServer
 from kube.resources import Obj
+from mcapi.gateway_nodes import unreachable_annotation
 from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 
 log = logging.getLogger(__name__)
@@ -196,15 +198,21 @@ class KubeAgent:
         self.publisher.poke()  # a remote Gateway's verdict: its ClusterInfoImport
         self.view.node_changed.set()  # our own Gateway's: our Node's annotation
 
-    def _unreachable_gateway(self) -> str | None:
-        """The active Gateway's Node while this candidate's probes of it go unanswered."""
+    def _unreachable_gateways(self) -> tuple[str, ...]:
+        """The local Gateways' Nodes, other than ours, whose probes by this candidate go unanswered."""
         inputs = self.inputs
-        if inputs is None or inputs.gateway is None or inputs.gateway.node_name == self.node_name:
-            return None
-        own = self.agent.health().get(inputs.cluster.cluster_id)
-        if own is None or own.gateway_ip != inputs.gateway.internal_ip:
-            return None  # no verdict on this Gateway yet (the last one was of another)
-        return inputs.gateway.node_name if own.reachability is Reachability.UNREACHABLE else None
+        if inputs is None:
+            return ()
+        health = self.agent.health()
+        unreachable = []
+        for gateway in inputs.all_gateways if inputs.active_active else inputs.all_gateways[:1]:
+            if gateway.node_name == self.node_name:
+                continue
+            found = health.get(own_gateway_key(inputs.cluster.cluster_id, gateway.internal_ip))
+            # No verdict on this Gateway yet: not reported (the last one may have been of another).
+            if found is not None and found.reachability is Reachability.UNREACHABLE:
+                unreachable.append(gateway.node_name)
+        return tuple(unreachable)
 
     async def _publish_node(self) -> None:
         while True:
@@ -214,9 +222,8 @@ class KubeAgent:
             if node is None:
                 continue
             try:
-                await publish_annotations(
-                    self.client, node, wanted_annotations(self.public_key, self._unreachable_gateway())
-                )
+                unreachable = unreachable_annotation(self._unreachable_gateways())
+                await publish_annotations(self.client, node, wanted_annotations(self.public_key, unreachable))
             except KubeError as err:
                 log.warning("nodeAnnotationsPublishFailed", extra={"node": self.node_name, "error": str(err)})
                 await asyncio.sleep(NODE_RETRY_DELAY)

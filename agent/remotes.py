@@ -17,6 +17,7 @@ from ipaddress import IPv4Address, IPv4Network, ip_address, ip_network
 
 from agent.inputs import RemoteCluster
 from agent.state import Exclusion, ExclusionReason
+from mcapi.global_addresses import egress_ip, parse_block
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,17 @@ class AcceptedRemote:
 
     cluster_id: str
     gateway_ip: IPv4Address
+    """The first of ``gateway_ips`` (the one a single-Gateway importer uses)."""
     cidrs: tuple[IPv4Network, ...]
     wireguard_public_key: str | None
+    gateway_ips: tuple[IPv4Address, ...] = ()
+    """Every usable gatewayIP, in the ClusterInfo's order (empty: just ``gateway_ip``)."""
+    egress_ip: IPv4Address | None = None
+    """A globally addressed remote's egress address (its traffic's source when it has one Gateway)."""
+
+    @property
+    def gateways(self) -> tuple[IPv4Address, ...]:
+        return self.gateway_ips or (self.gateway_ip,)
 
 
 def select_remotes(
@@ -61,11 +71,12 @@ def select_remotes(
             exclusions.append(Exclusion(cid, ExclusionReason.DUPLICATE_CLUSTER, "cluster ID imported twice"))
             continue
         seen.add(cid)
-        gateway_or_exclusion = _gateway_ip(remote, local, accepted)
-        if isinstance(gateway_or_exclusion, Exclusion):
-            exclusions.append(gateway_or_exclusion)
+        gateway_ips, gateway_exclusions = _gateway_ips(remote, local, accepted)
+        if not gateway_ips:
+            exclusions.extend(gateway_exclusions[:1])
             continue
-        gateway_ip = gateway_or_exclusion
+        exclusions.extend(gateway_exclusions)  # a further Gateway unusable: the others still carry
+        gateway_ip = gateway_ips[0]
         key = remote.wireguard_public_key or None
         if require_wireguard_key and (key is None or key == local.wireguard_public_key):
             why = "no WireGuard public key" if key is None else "same WireGuard public key as this Node"
@@ -78,22 +89,39 @@ def select_remotes(
             wanted = [remote.service_cidr] if remote.service_cidr else []
             if pod_to_pod:
                 wanted.extend(remote.pod_cidrs)
-        cidrs, cidr_exclusions = _routable_cidrs(cid, wanted, gateway_ip, local, accepted)
+        cidrs, cidr_exclusions = _routable_cidrs(cid, wanted, gateway_ips, local, accepted)
         exclusions.extend(cidr_exclusions)
         if not cidrs:
             exclusions.append(Exclusion(cid, ExclusionReason.NO_ROUTABLE_CIDR, "no Service or Pod CIDR left to route"))
             continue
-        accepted.append(AcceptedRemote(cid, gateway_ip, tuple(cidrs), key))
+        block = parse_block(remote.global_cidr) if remote.global_cidr is not None else None
+        egress = egress_ip(block) if block is not None and block in cidrs else None
+        accepted.append(AcceptedRemote(cid, gateway_ip, tuple(cidrs), key, gateway_ips, egress))
     return accepted, exclusions
 
 
-def _gateway_ip(
+def _gateway_ips(
     remote: RemoteCluster, local: LocalAddressing, accepted: Sequence[AcceptedRemote]
-) -> IPv4Address | Exclusion:
+) -> tuple[tuple[IPv4Address, ...], list[Exclusion]]:
+    """The usable gatewayIPs (none: the first exclusion says why the cluster is left out); an
+    unusable one besides usable ones is an exclusion naming it."""
     cid = remote.cluster_id
     if not remote.gateway_ips or not remote.gateway_ips[0]:
-        return Exclusion(cid, ExclusionReason.NO_GATEWAY_IP, "gatewayInfos is empty")
-    text = remote.gateway_ips[0]
+        return (), [Exclusion(cid, ExclusionReason.NO_GATEWAY_IP, "gatewayInfos is empty")]
+    usable: list[IPv4Address] = []
+    exclusions: list[Exclusion] = []
+    for text in dict.fromkeys(remote.gateway_ips):
+        found = _gateway_ip(cid, text, local, accepted)
+        if isinstance(found, Exclusion):
+            exclusions.append(Exclusion(found.cluster_id, found.reason, found.message, text) if usable else found)
+        else:
+            usable.append(found)
+    return tuple(usable), exclusions
+
+
+def _gateway_ip(
+    cid: str, text: str, local: LocalAddressing, accepted: Sequence[AcceptedRemote]
+) -> IPv4Address | Exclusion:
     try:
         parsed = ip_address(text)
     except ValueError:
@@ -106,7 +134,7 @@ def _gateway_ip(
         if parsed in cidr:
             return Exclusion(cid, ExclusionReason.GATEWAY_IP_CONFLICT, f"gatewayIP {parsed} is inside {what} {cidr}")
     for other in accepted:
-        if parsed == other.gateway_ip:
+        if parsed in other.gateways:
             msg = f"gatewayIP {parsed} is also cluster {other.cluster_id}'s"
             return Exclusion(cid, ExclusionReason.GATEWAY_IP_CONFLICT, msg)
         inside = next((c for c in other.cidrs if parsed in c), None)
@@ -119,13 +147,13 @@ def _gateway_ip(
 def _routable_cidrs(
     cid: str,
     wanted: Sequence[str],
-    gateway_ip: IPv4Address,
+    gateway_ips: Sequence[IPv4Address],
     local: LocalAddressing,
     accepted: Sequence[AcceptedRemote],
 ) -> tuple[list[IPv4Network], list[Exclusion]]:
     cidrs: list[IPv4Network] = []
     exclusions: list[Exclusion] = []
-    endpoints = (*local.tunnel_endpoints, gateway_ip, *(a.gateway_ip for a in accepted))
+    endpoints = (*local.tunnel_endpoints, *gateway_ips, *(ip for a in accepted for ip in a.gateways))
     for text in wanted:
         try:
             # strict=False: Antrea's own docs show "10.10.1.1/16"; the host bits are dropped.

@@ -10,6 +10,10 @@ Routing scheme (IPv4 only, as Antrea's Multi-cluster Gateway):
 * table REMOTE (rule: every packet) holds the remote clusters' Service/Pod CIDRs:
   on the Gateway via the remote Gateway through the tunnel, on other Nodes via the
   local Gateway's internalIP through the tunnel.
+* table SPREAD (rule: every packet; ``gatewayMode: active-active``, on Nodes that are not a
+  Gateway) holds the remote CIDRs via a resilient nexthop group of every local Gateway's
+  internalIP: the kernel hashes each flow (L4) onto a bucket, and a Gateway that leaves the
+  group gives up only its own buckets (agent.linux.spread).
 * table REPLY (rule: packets marked as replies, ``fwmark M/M`` with M the reply mark,
   see agent.linux.ownership.REPLY_MARK) holds /32 routes to the remote Gateway IPs.
   Cross-cluster traffic arrives SNATed to the remote Gateway IP, so replies of local
@@ -34,10 +38,11 @@ class RouteTable(enum.IntEnum):
 
     REMOTE = 28003
     REPLY = 28004
+    SPREAD = 28005
 
 
 # Rule priorities: before ``main`` (32766) so a primary CNI's routes cannot shadow ours.
-RULE_PRIORITY: dict[RouteTable, int] = {RouteTable.REPLY: 28002, RouteTable.REMOTE: 28003}
+RULE_PRIORITY: dict[RouteTable, int] = {RouteTable.REPLY: 28002, RouteTable.REMOTE: 28003, RouteTable.SPREAD: 28005}
 
 
 class Role(enum.Enum):
@@ -48,9 +53,10 @@ class Role(enum.Enum):
     NO_GATEWAY = "NoGateway"
     """No active Gateway in the local cluster: nothing can be routed."""
     GATEWAY = "Gateway"
-    """This Node is the active Gateway."""
+    """This Node is the active Gateway (in active-active mode: one of them)."""
     MEMBER = "Member"
-    """Another Node is the active Gateway; tunnel cross-cluster traffic to it."""
+    """Another Node is the active Gateway; tunnel cross-cluster traffic to it (or, active-active,
+    spread it over them)."""
 
 
 class ExclusionReason(enum.Enum):
@@ -110,6 +116,17 @@ class Route:
     table: RouteTable
     device: str
     via: IPv4Address | None = None
+
+
+@dataclass(frozen=True)
+class SpreadRoutes:
+    """``destinations`` in table SPREAD via one resilient nexthop group over ``hops`` (the local
+    Gateways' internalIPs, onlink through ``device``): one flow keeps one Gateway, and a Gateway
+    that leaves moves only the flows it carried."""
+
+    device: str
+    hops: tuple[IPv4Address, ...]
+    destinations: tuple[IPv4Network, ...]
 
 
 @dataclass(frozen=True)
@@ -194,6 +211,17 @@ class ProbeTarget:
     closed port counts): our own Gateway's datapath lives in its kernel and outlives a restart
     of its agent, which must not move the Gateway. Remote Gateways are probed agent to agent."""
 
+    @property
+    def key(self) -> str:
+        """One remote Gateway per cluster is probed (its cluster ID); our own cluster's, which in
+        active-active mode are several, by cluster ID and address."""
+        return own_gateway_key(self.cluster_id, str(self.gateway_ip)) if self.by_kernel else self.cluster_id
+
+
+def own_gateway_key(cluster_id: str, internal_ip: str) -> str:
+    """The health key of one of our own cluster's Gateways, probed by its internalIP."""
+    return f"{cluster_id}/{internal_ip}"
+
 
 @dataclass(frozen=True)
 class DesiredDatapath:
@@ -204,6 +232,7 @@ class DesiredDatapath:
     tunnel_peers: tuple[TunnelPeer, ...] = ()
     wireguard: WireGuardDevice | None = None
     routes: tuple[Route, ...] = ()
+    spread: SpreadRoutes | None = None
     rules: tuple[PolicyRule, ...] = ()
     snat: SnatRule | None = None
     mss_clamp_interfaces: tuple[str, ...] = ()
@@ -216,6 +245,9 @@ class DesiredDatapath:
     """The active VXLAN Gateway's identity tagging and ClusterSet rules (agent.policy)."""
     global_dnat: GlobalDnat | None = None
     exclusions: tuple[Exclusion, ...] = field(default=())
+    reports_reachability: bool = False
+    """This Gateway writes the remote Gateways' GatewayReachable conditions (in active-active
+    mode only the first local Gateway does, so that they do not overwrite each other)."""
 
     @property
     def is_empty(self) -> bool:
@@ -223,6 +255,7 @@ class DesiredDatapath:
             self.tunnel is None
             and self.wireguard is None
             and not self.routes
+            and self.spread is None
             and self.snat is None
             and self.reply_marking is None
             and self.global_dnat is None

@@ -4,7 +4,8 @@
 Faithful to Antrea's type (multicluster.crd.antrea.io/v1alpha1): ``serviceCIDR``,
 ``podCIDRs``, ``gatewayIPPrecedence``, ``endpointIPType``,
 ``enableStretchedNetworkPolicy`` and the controller's ``metrics``, ``health``
-and ``webhook`` blocks. Unknown fields (``leaderElection`` from older releases,
+and ``webhook`` blocks; beyond Antrea, ``gatewayMode`` (``active-active``: every eligible
+Gateway candidate carries traffic at once). Unknown fields (``leaderElection`` from older releases,
 typos) do not fail the load; they are listed in ``warnings``.
 """
 
@@ -26,6 +27,8 @@ GATEWAY_IP_PRECEDENCES = ("private", "public", "internal", "external")
 ENDPOINT_IP_TYPES = ("ClusterIP", "PodIP")
 GatewayIPPrecedence = Literal["private", "public", "internal", "external"]
 EndpointIPType = Literal["ClusterIP", "PodIP"]
+GATEWAY_MODES = ("single-active", "active-active")
+GatewayMode = Literal["single-active", "active-active"]
 
 
 class ConfigError(ValueError):
@@ -91,6 +94,11 @@ class MultiClusterConfig(_Section):
         description="Endpoints of multi-cluster Services: the exported Service's ClusterIP or the Pod IPs.",
     )
     enable_stretched_network_policy: bool = Field(default=False, alias="enableStretchedNetworkPolicy")
+    gateway_mode: GatewayMode = Field(
+        default="single-active",
+        alias="gatewayMode",
+        description="single-active: one Gateway Node at a time (Antrea); active-active: every eligible candidate.",
+    )
     warnings: tuple[str, ...] = Field(default=(), exclude=True, description="Ignored unknown fields.")
 
     @field_validator("api_version")
@@ -131,6 +139,11 @@ class MultiClusterConfig(_Section):
     @classmethod
     def _known_endpoint_ip_type(cls, value: Any) -> Any:
         return _choice(value, ENDPOINT_IP_TYPES, "endpointIPType", default="ClusterIP")
+
+    @field_validator("gateway_mode", mode="before")
+    @classmethod
+    def _known_gateway_mode(cls, value: Any) -> Any:
+        return _choice(value, GATEWAY_MODES, "gatewayMode", default="single-active")
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = self.model_dump(mode="json", by_alias=True, exclude_none=True)

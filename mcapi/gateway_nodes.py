@@ -2,9 +2,10 @@
 
 * ``multicluster.antrea.io/gateway``: the Node is a Gateway candidate (any value but ``false``:
   Antrea tests only for the key; an explicit ``false`` reading as "yes" would surprise an operator).
-* ``mchub.antrea.io/unreachable-gateway=<Node>``: written by the agent of a candidate that is not
-  the Gateway when its probes of the active Gateway's internalIP went unanswered
-  (``health.missThreshold`` in a row), removed when they are answered again. The member takes the
+* ``mchub.antrea.io/unreachable-gateway=<Node>[,<Node>...]``: written by the agent of a candidate
+  when its probes of another active Gateway's internalIP went unanswered (``health.missThreshold``
+  in a row), removed when they are answered again. In single-active mode it names at most one Node;
+  in active-active mode every unanswering Gateway, sorted and comma-separated. The member takes the
   Gateway away from that Node at once instead of waiting for it to turn NotReady (about 40 s).
 """
 
@@ -27,7 +28,12 @@ def is_candidate(node: Mapping[str, Any]) -> bool:
     return value is not None and str(value).strip().lower() != "false"
 
 
-def unreachable_gateway(node: Mapping[str, Any]) -> str | None:
-    """The Gateway Node this Node's agent cannot reach (None: none)."""
-    value = str(_annotations(node).get(ANNOTATION_UNREACHABLE_GATEWAY) or "").strip()
-    return value or None
+def unreachable_gateways(node: Mapping[str, Any]) -> tuple[str, ...]:
+    """The Gateway Nodes this Node's agent cannot reach (sorted; () for none)."""
+    value = str(_annotations(node).get(ANNOTATION_UNREACHABLE_GATEWAY) or "")
+    return tuple(sorted({name.strip() for name in value.split(",") if name.strip()}))
+
+
+def unreachable_annotation(names: tuple[str, ...]) -> str | None:
+    """The annotation's value naming ``names`` (None: remove it)."""
+    return ",".join(sorted(set(names))) or None

@@ -108,10 +108,13 @@ class ReachabilityPublisher:
     def wanted(self) -> dict[str, WantedCondition]:
         """Cluster ID -> the condition its import should carry (empty unless this Node is the Gateway)."""
         desired = self._desired()
-        if desired is None or desired.role is not Role.GATEWAY:
+        if desired is None or desired.role is not Role.GATEWAY or not desired.reports_reachability:
             return {}
         wanted: dict[str, WantedCondition] = {}
-        for cid, peer in self._health().items():
+        for probed, peer in self._health().items():
+            cid = peer.cluster_id
+            if probed != cid:
+                continue  # one of our own cluster's Gateways (active-active): no import of ours
             key = (peer.reachability.value, peer.gateway_ip, cid, peer.changed_at)
             memo = self._messages.get(cid)
             if memo is None or memo[0] != key:

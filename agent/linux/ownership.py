@@ -3,6 +3,7 @@
 * links: named by the config (``mc`` prefix) and tagged with an ``ifalias`` below;
 * routes: only in the agent's own tables (agent.state.RouteTable), protocol ROUTE_PROTOCOL;
 * policy rules: protocol ROUTE_PROTOCOL at the priorities of agent.state.RULE_PRIORITY;
+* nexthop objects (active-active, agent.linux.spread): protocol ROUTE_PROTOCOL, IDs from spread.GROUP_ID;
 * nftables: tables of its own, ``ip mchub`` and ``ip mchub_policy``, each replaced atomically as a whole;
 * packet and conntrack marks: one bit, REPLY_MARK (configurable as ``tunnel.replyMark``);
 * neighbour/FDB entries: only on the agent's own tunnel device.

@@ -18,6 +18,7 @@ from agent.linux.nft import reconcile_nft, remove_nft
 from agent.linux.ownership import ALIAS_PREFIX, ALIAS_WIREGUARD
 from agent.linux.policy_nft import reconcile_policy_nft
 from agent.linux.routing import reconcile_routes, reconcile_rules
+from agent.linux.spread import reconcile_spread
 from agent.linux.tunnel import ensure_link_tagged_up, reconcile_peers, reconcile_tunnel
 from agent.linux.wireguard import WireGuardDaemons, configure
 from agent.state import DesiredDatapath, Role
@@ -58,6 +59,7 @@ class LinuxDatapath:
                 await reconcile_peers(ipr, indexes[desired.tunnel.name], desired.tunnel_peers, changes)
             await reconcile_routes(ipr, desired.routes, indexes, changes)
             await reconcile_rules(ipr, desired.rules, changes)
+        await reconcile_spread(self.netns, desired.spread, changes)
         await reconcile_nft(self.netns, desired, changes)
         await reconcile_policy_nft(self.netns, desired.policy, changes)
         if changes:

@@ -25,7 +25,9 @@ async def reconcile_routes(ipr: Any, routes: tuple[Route, ...], indexes: Mapping
     wanted: dict[_RouteKey, _RouteValue] = {
         (str(r.destination), int(r.table)): (indexes[r.device], None if r.via is None else str(r.via)) for r in routes
     }
-    for table_id in (int(t) for t in RouteTable):
+    # Table SPREAD's routes point at nexthop objects, which this netlink library cannot read
+    # (agent.linux.spread keeps them).
+    for table_id in (int(t) for t in RouteTable if t is not RouteTable.SPREAD):
         present = await netlink.collect(
             f"dump table {table_id}", ipr.route("dump", table=table_id, family=socket.AF_INET)
         )

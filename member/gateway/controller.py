@@ -8,7 +8,10 @@ work queue with two keys:
   is eligible, else the lowest-named eligible candidate) -> the Gateway CR named after it
   (gatewayIP, internalIP, serviceCIDR, wireGuard.publicKey), every other Gateway CR in the
   Namespace deleted first (at most one Gateway at a time, as Antrea's webhook enforces) ->
-  the ClusterInfo export follows (withdrawn while there is no Gateway).
+  the ClusterInfo export follows (withdrawn while there is no Gateway). With ``gatewayMode:
+  active-active`` every candidate ``elect_all`` keeps has its Gateway CR, and the ClusterInfo
+  lists each one's gatewayIP; a cluster whose candidates publish WireGuard keys stays single-active
+  (a ClusterInfo has room for one key) and says why.
 * ``overlap``: the condition ``CIDRConflict`` on every ClusterInfoImport (status
   subresource only; the importer's ``Ready`` and everything else is left alone).
 
@@ -42,7 +45,7 @@ from mcapi import names
 from mcapi.config import MultiClusterConfig
 from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from member.gateway.cluster_info import ClusterInfoPublisher, ClusterRanges
-from member.gateway.election import Candidate, candidates_from_nodes, elect, reported_unreachable
+from member.gateway.election import Candidate, candidates_from_nodes, elect, elect_all, reported_unreachable
 from member.gateway.overlap import CONDITION_CIDR_CONFLICT, Ranges, find_overlaps, ranges_from_import
 from member.gateway.service_cidr import discover_service_cidr
 from member.hubclient.sink import ExportSink
@@ -104,7 +107,9 @@ class GatewayController:
         self._imports: Informer | None = None
         self._worker: QueueWorker[Key] = QueueWorker(self._queue, self._reconcile)
         self._ranges: ClusterRanges | None = None
-        self._active: Candidate | None = None
+        self._active: list[Candidate] = []
+        # Why active-active was last found unavailable (logged once per reason).
+        self._told_single: str | None = None
         # Loop time until which reports of an unreachable Gateway are not acted on (damping).
         self._distrust_reports_until = 0.0
         # Reachability verdicts already told to the hub, by ClusterInfoImport name.
@@ -143,7 +148,7 @@ class GatewayController:
         listed = await self._client.list(GATEWAYS, self._namespace)
         for obj in listed.items:
             await delete_if_owned(self._client, GATEWAYS, name_of(obj), self._namespace)
-        self._active = None
+        self._active = []
 
     async def wait_idle(self) -> None:
         await self._queue.wait_idle()
@@ -166,56 +171,92 @@ class GatewayController:
         return None
 
     def _current_name(self) -> str | None:
-        if self._active is not None:
-            return self._active.name
+        if self._active:
+            return self._active[0].name
         assert self._gateways is not None
         names = sorted(name_of(obj) for obj in self._gateways.list(self._namespace))
         return names[0] if names else None
 
+    def candidates(self) -> list[Candidate]:
+        """The Gateway candidates among the Nodes now, by name."""
+        assert self._nodes is not None
+        return candidates_from_nodes(self._nodes.list(), self._config.gateway_ip_precedence)
+
+    def active_active_blocked(self, candidates: list[Candidate]) -> str | None:
+        """Why active-active mode cannot be used now ("": it can; None: it is not configured)."""
+        if self._config.gateway_mode != "active-active":
+            return None
+        if any(c.wireguard_public_key for c in candidates if c.eligible):
+            return "trafficEncryptionMode is wireGuard"
+        return ""
+
+    def _elect(self, candidates: list[Candidate], trust_reports: bool) -> list[Candidate]:
+        blocked = self.active_active_blocked(candidates)
+        if blocked == "":
+            return elect_all(candidates, immune=() if trust_reports else {c.name for c in self._active})
+        if blocked is not None and blocked != self._told_single:
+            log.warning("gatewayModeActiveActiveUnavailable", extra={"namespace": self._namespace, "why": blocked})
+        self._told_single = blocked
+        winner = elect(candidates, self._current_name(), trust_reports=trust_reports)
+        return [winner] if winner is not None else []
+
     async def _reconcile_election(self) -> None:
-        assert self._nodes is not None and self._gateways is not None and self._ranges is not None
-        candidates = candidates_from_nodes(self._nodes.list(), self._config.gateway_ip_precedence)
+        assert self._gateways is not None and self._ranges is not None
+        candidates = self.candidates()
         previous = self._active
         now = asyncio.get_running_loop().time()
-        winner = elect(candidates, self._current_name(), trust_reports=now >= self._distrust_reports_until)
-        moved = previous is not None and winner is not None and winner.name != previous.name
-        if moved and previous is not None and previous.name in reported_unreachable(candidates):
+        winners = self._elect(candidates, trust_reports=now >= self._distrust_reports_until)
+        wanted = {c.name for c in winners}
+        reported = reported_unreachable(candidates)
+        if any(p.name not in wanted and p.name in reported for p in previous):
             # Moved on a report: the next report is believed only after a while, so a link that
             # comes and goes (or a reporter that is the one cut off) does not bounce the Gateway.
             self._distrust_reports_until = now + REPORT_HOLD_SECONDS
         for obj in self._gateways.list(self._namespace):
-            if winner is None or name_of(obj) != winner.name:
+            if name_of(obj) not in wanted:
                 await delete_if_owned(self._client, GATEWAYS, name_of(obj), self._namespace)
-        if winner is not None:
+        for winner in winners:
             await ensure(self._client, GATEWAYS, desired_gateway(winner, self._namespace, self._ranges.service_cidr))
-        self._active = winner
-        self._publisher.publish(winner, self._ranges)
-        if (previous.name if previous else None) != (winner.name if winner else None):
-            await self._announce(previous, winner, candidates)
+        self._active = winners
+        self._publisher.publish(winners, self._ranges)
+        await self._announce(previous, winners, candidates)
 
-    async def _announce(
-        self, previous: Candidate | None, winner: Candidate | None, candidates: list[Candidate]
-    ) -> None:
-        reason, words = _departure(previous.name if previous else None, winner, candidates)
+    async def _announce(self, previous: list[Candidate], winners: list[Candidate], candidates: list[Candidate]) -> None:
+        before, after = {c.name for c in previous}, {c.name for c in winners}
+        if before == after:
+            return
+        departed = sorted(before - after)
+        if departed:
+            reason, words = _departure(departed[0], winners, candidates)
+        else:
+            reason, words = ("added", "another eligible candidate") if before else ("first", "first")
         self._metrics.transitions.labels(reason=reason).inc()
         problems = {c.name: c.problem for c in candidates if c.problem}
         extra: dict[str, Any] = {
             "namespace": self._namespace,
-            "previous": previous.name if previous else "",
-            "gateway": winner.name if winner else "",
+            "previous": ",".join(sorted(before)),
+            "gateway": ",".join(sorted(after)),
             "ineligible": problems,
         }
-        if winner is None:
+        if not winners:
             log.warning("noEligibleGateway", extra=extra)
             return
-        log.info("gatewayElected", extra={**extra, "gatewayIP": winner.gateway_ip, "internalIP": winner.internal_ip})
-        if self._recorder is not None and self._nodes is not None:
+        log.info("gatewayElected", extra=extra)
+        if self._recorder is None or self._nodes is None:
+            return
+        why = f"replaces {', '.join(departed)} ({words})" if departed else words
+        for winner in winners:
             node = self._nodes.get(winner.name)
-            if node is not None:
-                why = f"replaces {previous.name} ({words})" if previous else words
-                await self._recorder.normal(
-                    node, "GatewayElected", f"Node is the active Multi-cluster Gateway ({why})", NODES
-                )
+            if winner.name in before or node is None:
+                continue
+            article = "an" if len(after) > 1 else "the"
+            message = f"Node is {article} active Multi-cluster Gateway ({why})"
+            await self._recorder.normal(node, "GatewayElected", message, NODES)
+        for name in departed:
+            node = self._nodes.get(name)
+            if node is not None and after:
+                message = f"Node is no longer an active Multi-cluster Gateway ({words})"
+                await self._recorder.normal(node, "GatewayRemoved", message, NODES)
 
     def _forward_reachability(self, imports: dict[str, dict[str, Any]]) -> None:
         for name, live in imports.items():
@@ -281,20 +322,17 @@ class _Metrics:
     def __init__(self, registry: CollectorRegistry | None) -> None:
         self.transitions = Counter(
             "mchub_member_gateway_transitions",
-            "Changes of the active Gateway, by why the one before left: first, ineligible (not Ready, "
+            "Changes of the active Gateway(s), by why one left: first, ineligible (not Ready, "
             "no address), unreachable (a candidate's probes), cordoned, gone (Node or annotation), none "
-            "(no eligible candidate left).",
+            "(no eligible candidate left); added (active-active: one more Gateway).",
             ["reason"],
             registry=registry,
         )
 
 
-def _departure(name: str | None, winner: Candidate | None, candidates: list[Candidate]) -> tuple[str, str]:
-    """Why the Gateway ``name`` (None: there was none) is no longer it: the metric's reason and the
-    Event's words."""
-    if name is None:
-        return "first", "first"
-    if winner is None:
+def _departure(name: str, winners: list[Candidate], candidates: list[Candidate]) -> tuple[str, str]:
+    """Why the Gateway ``name`` is no longer one: the metric's reason and the Event's words."""
+    if not winners:
         return "none", "no eligible candidate"
     found = next((c for c in candidates if c.name == name), None)
     if found is None:

@@ -21,18 +21,22 @@ Rules (Antrea's NodeReconciler, made deterministic):
   Gateway whose Node died or lost its link is replaced within about a second of probes instead
   of the 40 s a Node takes to turn NotReady. The caller can distrust reports for a while after
   one moved the Gateway (``trust_reports``), which damps a flapping link.
+
+``gatewayMode: active-active`` (``elect_all``): every candidate the rules above would prefer is a
+Gateway at once (eligible, uncordoned, not reported); when none is left, the uncordoned eligible
+ones, then the cordoned ones, so that two Gateways that lose sight of each other both stay.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, ip_address
 from typing import Any
 
 from mcapi import names
 from mcapi.config import GatewayIPPrecedence
-from mcapi.gateway_nodes import is_candidate, unreachable_gateway
+from mcapi.gateway_nodes import is_candidate, unreachable_gateways
 from mcapi.names import ANNOTATION_GATEWAY_IP
 
 ANNOTATION_WIREGUARD_PUBLIC_KEY = names.ANNOTATION_WIREGUARD_PUBLIC_KEY
@@ -54,8 +58,8 @@ class Candidate:
     """Why the Node cannot be the Gateway (None: eligible)."""
     cordoned: bool = False
     """``spec.unschedulable``: eligible, but only when no uncordoned candidate is."""
-    unreachable_gateway: str | None = None
-    """The Node this candidate's agent reports it cannot reach (its probes unanswered)."""
+    unreachable_gateways: tuple[str, ...] = ()
+    """The Nodes this candidate's agent reports it cannot reach (its probes unanswered)."""
 
     @property
     def eligible(self) -> bool:
@@ -114,7 +118,7 @@ def candidate_from_node(node: Mapping[str, Any], precedence: GatewayIPPrecedence
     elif problem is None and not ready:
         problem = "not Ready"
     cordoned = bool((node.get("spec") or {}).get("unschedulable"))
-    return Candidate(name, ready, internal_ip, gateway_ip, key, problem, cordoned, unreachable_gateway(node))
+    return Candidate(name, ready, internal_ip, gateway_ip, key, problem, cordoned, unreachable_gateways(node))
 
 
 def candidates_from_nodes(nodes: Iterable[Mapping[str, Any]], precedence: GatewayIPPrecedence) -> list[Candidate]:
@@ -126,19 +130,36 @@ def reported_unreachable(candidates: Iterable[Candidate]) -> dict[str, list[str]
     """Node -> the eligible candidates whose agents report it unreachable."""
     reports: dict[str, list[str]] = {}
     for c in candidates:
-        if c.eligible and c.unreachable_gateway and c.unreachable_gateway != c.name:
-            reports.setdefault(c.unreachable_gateway, []).append(c.name)
+        if not c.eligible:
+            continue
+        for name in c.unreachable_gateways:
+            if name != c.name:
+                reports.setdefault(name, []).append(c.name)
     return reports
+
+
+def _preferred(candidates: Iterable[Candidate], trust_reports: bool, immune: Collection[str] = ()) -> list[Candidate]:
+    """The eligible candidates neither cordoned nor reported unreachable (reports against ``immune``
+    do not count), by name; when there are none, the uncordoned eligible ones; then every eligible one."""
+    everyone = list(candidates)
+    eligible = sorted((c for c in everyone if c.eligible), key=lambda c: c.name)
+    reported = {n for n in reported_unreachable(everyone) if n not in immune} if trust_reports else set()
+    uncordoned = [c for c in eligible if not c.cordoned]
+    return [c for c in uncordoned if c.name not in reported] or uncordoned or eligible
 
 
 def elect(candidates: Iterable[Candidate], current: str | None, *, trust_reports: bool = True) -> Candidate | None:
     """The Gateway: ``current`` while eligible, else the eligible candidate with the lowest name;
     among those neither cordoned nor reported unreachable when there are any."""
-    everyone = list(candidates)
-    eligible = sorted((c for c in everyone if c.eligible), key=lambda c: c.name)
-    reported = reported_unreachable(everyone) if trust_reports else {}
-    preferred = [c for c in eligible if not c.cordoned and c.name not in reported] or eligible
+    preferred = _preferred(candidates, trust_reports)
     for candidate in preferred:
         if candidate.name == current:
             return candidate
     return preferred[0] if preferred else None
+
+
+def elect_all(candidates: Iterable[Candidate], *, immune: Collection[str] = ()) -> list[Candidate]:
+    """The Gateways of active-active mode, by name (empty: no eligible candidate). Reports against
+    ``immune`` are not acted on: while reports are distrusted, the caller passes the Gateways in
+    place, so a report keeps out a Gateway it took out but takes out no other."""
+    return _preferred(candidates, True, immune)

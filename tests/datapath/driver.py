@@ -38,6 +38,8 @@ class ClusterSetDriver:
     """cluster ID -> its global block, for the globally addressed clusters (what the hub stamps)."""
     global_pods: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     """cluster ID -> (global IP, Pod IP) of its exported Pods (its member's mchub-global-addresses)."""
+    active_active: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """cluster ID -> its Gateways' Node names, for the clusters in gatewayMode active-active."""
 
     def __post_init__(self) -> None:
         for cluster in self.topo.clusters.values():
@@ -65,15 +67,23 @@ class ClusterSetDriver:
         name = self.gateways.get(cluster.cluster_id)
         return None if name is None else cluster.node(name)
 
+    def gateway_nodes(self, cluster: ClusterNs) -> tuple[NodeNs, ...]:
+        """Its Gateways: the active-active set, else the one Gateway (if any)."""
+        if cluster.cluster_id in self.active_active:
+            return tuple(cluster.node(name) for name in self.active_active[cluster.cluster_id])
+        gateway = self.gateway_node(cluster)
+        return () if gateway is None else (gateway,)
+
     def cluster_info(self, cluster: ClusterNs) -> RemoteCluster | None:
         """What ``cluster`` exports (None while it has no Gateway)."""
-        gateway = self.gateway_node(cluster)
-        if gateway is None:
+        gateways = self.gateway_nodes(cluster)
+        if not gateways:
             return None
+        gateway = gateways[0]
         return RemoteCluster(
             cluster_id=cluster.cluster_id,
             service_cidr=cluster.service_cidr,
-            gateway_ips=(gateway.underlay_ip,),
+            gateway_ips=tuple(g.underlay_ip for g in gateways),
             pod_cidrs=(cluster.pod_cidr,),
             wireguard_public_key=self.keys[gateway.name].public_key,
             global_cidr=self.global_blocks.get(cluster.cluster_id),
@@ -100,6 +110,8 @@ class ClusterSetDriver:
             remotes=tuple(remotes),
             wireguard_public_key=self.keys[node.name].public_key,
             policy=None if self.policy is None else self.policy(cluster.cluster_id),
+            gateways=tuple(ActiveGateway(g.name, g.underlay_ip, g.underlay_ip) for g in self.gateway_nodes(cluster)),
+            active_active=cluster.cluster_id in self.active_active,
         )
 
     async def sync(self) -> dict[str, ReconcileOutcome]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from agent.linux.ownership import ROUTE_PROTOCOL
 from agent.state import RouteTable
-from tests.datapath.topology import sh
+from tests.datapath.topology import CommandFailed, sh
 
 
 @dataclass(frozen=True)
@@ -17,10 +17,11 @@ class AgentFootprint:
     routes: tuple[str, ...]
     rules: tuple[str, ...]
     nft_tables: tuple[str, ...]
+    nexthops: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.links or self.routes or self.rules or self.nft_tables)
+        return not (self.links or self.routes or self.rules or self.nft_tables or self.nexthops)
 
 
 async def footprint(netns: str) -> AgentFootprint:
@@ -28,7 +29,10 @@ async def footprint(netns: str) -> AgentFootprint:
     ours = tuple(link["ifname"] for link in links if link["ifname"].startswith("mc"))
     routes: list[str] = []
     for table in RouteTable:
-        listed = json.loads(await sh("ip", "-n", netns, "-j", "route", "show", "table", str(int(table))) or "[]")
+        try:
+            listed = json.loads(await sh("ip", "-n", netns, "-j", "route", "show", "table", str(int(table))) or "[]")
+        except CommandFailed:  # a table that never held a route "does not exist": it holds none
+            listed = []
         routes += [f"{r['dst']} table {int(table)}" for r in listed]
     main = json.loads(await sh("ip", "-n", netns, "-j", "route", "show", "table", "all") or "[]")
     routes += [str(r["dst"]) for r in main if str(r.get("protocol")) == str(ROUTE_PROTOCOL)]
@@ -41,4 +45,6 @@ async def footprint(netns: str) -> AgentFootprint:
     )
     tables = json.loads(await sh("ip", "netns", "exec", netns, "nft", "-j", "list", "tables"))["nftables"]
     nft = tuple(t["table"]["name"] for t in tables if "table" in t and t["table"]["name"] in {"mchub", "mchub_policy"})
-    return AgentFootprint(ours, tuple(routes), our_rules, nft)
+    nexthops = json.loads(await sh("ip", "-n", netns, "-j", "nexthop", "show") or "[]")
+    our_nexthops = tuple(str(n["id"]) for n in nexthops if str(n.get("protocol")) == str(ROUTE_PROTOCOL))
+    return AgentFootprint(ours, tuple(routes), our_rules, nft, our_nexthops)

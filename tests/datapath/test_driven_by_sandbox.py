@@ -28,7 +28,7 @@ from agent.main import KubeAgent
 from agent.state import Role
 from kube.conditions import find_condition
 from kube.resources import NODES
-from mcapi.gateway_nodes import unreachable_gateway
+from mcapi.gateway_nodes import unreachable_gateways
 from mcapi.names import ANNOTATION_GATEWAY, DEFAULT_MEMBER_NAMESPACE
 from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from member.gateway import GatewayController
@@ -185,7 +185,7 @@ async def test_a_gateway_node_that_loses_its_link_is_replaced_by_the_candidate_p
         await until(east.joined.client, GATEWAYS, only("east-b"), namespace=NAMESPACE, within=WAIT)
         moved = loop.time() - cut
         reporter = await east.joined.client.get(NODES, "east-b")
-        assert unreachable_gateway(reporter) == "east-a"
+        assert unreachable_gateways(reporter) == ("east-a",)
         await wait_agent(clusterset.agent("west-a"), routes_to("east", east_b.underlay_ip, Role.GATEWAY))
         # FAST_HEALTH: 5 probes 50 ms apart; then a Node patch, an election and a Gateway write.
         assert moved < 5.0, f"the Gateway moved {moved:.1f} s after its Node lost its link"
@@ -195,7 +195,7 @@ async def test_a_gateway_node_that_loses_its_link_is_replaced_by_the_candidate_p
     await until(
         east.joined.client,
         NODES,
-        lambda nodes: len(nodes) == 2 and not any(unreachable_gateway(n) for n in nodes),
+        lambda nodes: len(nodes) == 2 and not any(unreachable_gateways(n) for n in nodes),
         within=WAIT,
     )
     assert [g["metadata"]["name"] for g in (await east.joined.client.list(GATEWAYS, NAMESPACE)).items] == ["east-b"]

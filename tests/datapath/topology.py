@@ -1,6 +1,6 @@
 """Clusters made of network namespaces, standing in for real member clusters.
 
-Each cluster has two Nodes (``<id>-a`` and ``<id>-b``), each a namespace with one
+Each cluster has two Nodes (``<id>-a`` and ``<id>-b``; or a third, ``<id>-c``), each a namespace with one
 Pod namespace behind a veth. Every Node has a leg on one shared underlay bridge
 (inside its own "underlay" namespace). The topology itself plays the primary CNI:
 Pods route via their Node, and the Nodes of a cluster route each other's Pod CIDRs
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from agent.linux.wireguard import WG_RUN_DIR, socket_owner_pid
 
-NODE_SUFFIXES = ("a", "b")
+NODE_SUFFIXES = ("a", "b", "c")
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,13 @@ async def sh(*argv: str, check: bool = True, stdin: bytes | None = None) -> str:
 
 
 async def build_topology(
-    cluster_ids: Sequence[str] = ("east", "west", "north"), same_ranges: Mapping[str, str] | None = None
+    cluster_ids: Sequence[str] = ("east", "west", "north"),
+    same_ranges: Mapping[str, str] | None = None,
+    nodes: Mapping[str, int] | None = None,
 ) -> Topology:
     """Create the namespaces; on any failure, remove what was created and re-raise.
-    ``same_ranges``: cluster ID -> the (earlier) cluster whose Pod and Service CIDRs it reuses."""
+    ``same_ranges``: cluster ID -> the (earlier) cluster whose Pod and Service CIDRs it reuses.
+    ``nodes``: cluster ID -> how many Nodes it has (default two: ``-a`` and ``-b``; at most three)."""
     topo = Topology(run_id=secrets.token_hex(3), underlay_netns="")
     topo.underlay_netns = f"mc{topo.run_id}-ul"
     indexes = {cluster_id: i for i, cluster_id in enumerate(cluster_ids, start=1)}
@@ -107,16 +110,17 @@ async def build_topology(
         await sh("ip", "-n", topo.underlay_netns, "link", "set", "br0", "up")
         for cluster_id, c_index in indexes.items():
             ranges = indexes[(same_ranges or {}).get(cluster_id, cluster_id)]
-            topo.clusters[cluster_id] = await _build_cluster(topo, cluster_id, c_index, ranges)
+            count = (nodes or {}).get(cluster_id, 2)
+            topo.clusters[cluster_id] = await _build_cluster(topo, cluster_id, c_index, ranges, NODE_SUFFIXES[:count])
     except BaseException:
         await destroy_topology(topo)
         raise
     return topo
 
 
-async def _build_cluster(topo: Topology, cluster_id: str, c: int, a: int) -> ClusterNs:
+async def _build_cluster(topo: Topology, cluster_id: str, c: int, a: int, suffixes: Sequence[str]) -> ClusterNs:
     nodes = []
-    for n, suffix in enumerate(NODE_SUFFIXES, start=1):
+    for n, suffix in enumerate(suffixes, start=1):
         name = f"{cluster_id}-{suffix}"
         node = NodeNs(
             name=name,

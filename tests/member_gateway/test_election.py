@@ -6,7 +6,7 @@ from kube.client import KubeClient
 from kube.errors import NotFound
 from kube.resources import NODES, SERVICES
 from mcapi.config import MultiClusterConfig
-from mcapi.gateway_nodes import ANNOTATION_UNREACHABLE_GATEWAY, unreachable_gateway
+from mcapi.gateway_nodes import ANNOTATION_UNREACHABLE_GATEWAY, unreachable_gateways
 from mcapi.names import ANNOTATION_GATEWAY, ANNOTATION_GATEWAY_IP
 from mcapi.resources import GATEWAYS
 from member.gateway import ANNOTATION_WIREGUARD_PUBLIC_KEY
@@ -114,7 +114,7 @@ async def test_a_candidate_reporting_the_gateway_unreachable_takes_over_and_repo
     # node-a's agent now says the same of node-b (a flapping link): within the hold, nothing moves.
     await annotate(client, "node-b", ANNOTATION_UNREACHABLE_GATEWAY, None)
     await annotate(client, "node-a", ANNOTATION_UNREACHABLE_GATEWAY, "node-b")
-    await until(client, NODES, lambda nodes: any(unreachable_gateway(n) == "node-b" for n in nodes))
+    await until(client, NODES, lambda nodes: any(unreachable_gateways(n) == ("node-b",) for n in nodes))
     await gateway_stays(client, gateways, "node-b")
 
 

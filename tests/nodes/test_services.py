@@ -6,12 +6,22 @@ stopped, and across a failover of west's Gateway while requests flow."""
 from __future__ import annotations
 
 import time
+from ipaddress import IPv4Address
 
 import pytest
 
+from agent.pairing import pair
 from hack.nodeset.clusters import Cluster, EnvtestNodes
 from hack.nodeset.clusterset import Mode, NodeClusterSet
-from hack.nodeset.install import LEADER_NS, MEMBER_NS, clusterset_ready, wait_rollout
+from hack.nodeset.install import (
+    LEADER_NS,
+    MEMBER_CONFIG,
+    MEMBER_NS,
+    clusterset_ready,
+    restart_workloads,
+    set_config,
+    wait_rollout,
+)
 from hack.nodeset.kubectl import until
 from hack.nodeset.workloads import (
     client_pod,
@@ -263,3 +273,80 @@ def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
 def _node_ready(cluster: Cluster, node: str) -> bool:
     conditions = cluster.kubectl.json("get", "node", node)["status"]["conditions"]
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def _gateways(cluster: Cluster) -> list[str]:
+    return sorted(g["metadata"]["name"] for g in cluster.kubectl.json("get", "gateway", "-n", MEMBER_NS)["items"])
+
+
+def _member_node(cluster: Cluster) -> str:
+    member = cluster.kubectl.json("get", "pods", "-n", MEMBER_NS, "-l", "component=mchub-member")["items"][0]
+    return str(member["spec"]["nodeName"])
+
+
+def _imported_gateway_ips(importer: Cluster, exporter: str) -> list[str]:
+    found = importer.kubectl.json("get", "clusterinfoimport", "-n", MEMBER_NS)["items"]
+    spec = next((i["spec"] for i in found if i["spec"].get("clusterID") == exporter), {})
+    return sorted(g["gatewayIP"] for g in spec.get("gatewayInfos") or [])
+
+
+def _west_gateway_ip(cluster: Cluster, node: str) -> str:
+    return str(cluster.kubectl.json("get", "gateway", node, "-n", MEMBER_NS)["gatewayIP"])
+
+
+def test_west_in_active_active_mode_both_nodes_are_gateways_and_losing_one_fails_no_request_through_the_other(
+    world: World, envtest_nodes: EnvtestNodes
+) -> None:
+    """gatewayMode active-active in west: both its Nodes are Gateways and east imports both addresses.
+    east's one Gateway sends to the west Gateway it is paired with (agent.pairing); the other west
+    Gateway then fails (kubelet frozen, cable pulled) and comes back, and no request fails: only a
+    failed Gateway's flows move, and a returning one takes none (rendezvous pairing)."""
+    west, east = world.west, world.east
+    nodes = sorted(node.name for node in west.nodes)
+    set_config(west, MEMBER_CONFIG, gatewayMode="active-active")
+    try:
+        until("both west Nodes Gateways", lambda: _gateways(west) == nodes, timeout=60)
+        ips = {node: _west_gateway_ip(west, node) for node in nodes}
+        until("east imports both west Gateways", lambda: _imported_gateway_ips(east, "west") == sorted(ips.values()))
+        (east_gateway,) = east.kubectl.json("get", "gateway", "-n", MEMBER_NS)["items"]
+        paired_ip = str(pair(IPv4Address(east_gateway["gatewayIP"]), [IPv4Address(ip) for ip in ips.values()]))
+        (paired,) = [node for node, ip in ips.items() if ip == paired_ip]
+        (other,) = set(nodes) - {paired}
+        if _member_node(west) != paired:
+            # The member must outlive the Node that fails: move it onto the paired Node.
+            west.kubectl("cordon", other)
+            try:
+                restart_workloads([(west, "deployment/mchub-member")])
+            finally:
+                west.kubectl("uncordon", other)
+            until("both west Nodes Gateways again", lambda: _gateways(west) == nodes, timeout=60)
+        web_server(west, NS, "web", node=paired)
+        service_ip, _ = world.imported_ips(east)
+        fetch_until(east, NS, "client", f"http://{service_ip}/")
+        request_loop(east, NS, "loop-active", node=east.nodes[-1].name, url=f"http://{service_ip}/")
+        time.sleep(3)
+        started = time.time()
+        envtest_nodes.fail_node(other)
+        try:
+            until(f"{other} out of west's Gateways", lambda: _gateways(west) == [paired], timeout=60)
+            left_at = time.time()
+            until("east imports one west Gateway", lambda: _imported_gateway_ips(east, "west") == [paired_ip])
+            time.sleep(5)
+        finally:
+            envtest_nodes.recover_node(other)
+        until(f"{other} Ready again", lambda: _node_ready(west, other), timeout=120)
+        until(f"{other} a Gateway again", lambda: _gateways(west) == nodes, timeout=60)
+        time.sleep(5)
+        outcomes = [o for o in loop_outcomes(east, NS, "loop-active") if o.at >= started]
+        failed = sum(not o.ok for o in outcomes)
+        record(
+            active_active_requests=len(outcomes),
+            active_active_failed=failed,
+            active_active_gateway_left_s=round(left_at - started, 1),
+        )
+        assert len(outcomes) >= 100, "the request loop did not run"
+        assert failed == 0, f"{failed} of {len(outcomes)} requests failed while the other west Gateway failed"
+    finally:
+        east.kubectl("-n", NS, "delete", "pod", "loop-active", "--wait=false")
+        set_config(west, MEMBER_CONFIG, gatewayMode="single-active")
+        until("one west Gateway", lambda: len(_gateways(west)) == 1, timeout=60)

@@ -106,7 +106,7 @@ def test_reachability_conditions_read_well() -> None:
 
 def test_a_steady_link_keeps_its_message_whatever_the_rtt_does() -> None:
     health = {"west": peer(Reachability.REACHABLE, rtt=0.0004)}
-    desired = DesiredDatapath(role=Role.GATEWAY, remote_clusters=("west",))
+    desired = DesiredDatapath(role=Role.GATEWAY, remote_clusters=("west",), reports_reachability=True)
     publisher = ReachabilityPublisher(None, "east-a", lambda: [IMPORT], lambda: desired, lambda: health)  # type: ignore[arg-type]
     first = publisher.wanted()["west"]
     health["west"] = peer(Reachability.REACHABLE, rtt=0.0009)

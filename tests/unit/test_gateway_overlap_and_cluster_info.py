@@ -42,7 +42,9 @@ def test_disjoint_ranges_get_no_overlap_and_ipv6_never_overlaps_ipv4() -> None:
 
 def test_the_cluster_info_export_is_named_and_filled_like_antreas() -> None:
     gateway = Candidate("node-1", True, "10.0.0.1", "1.2.3.4", "key=")
-    export = build_cluster_info_export("east", "kube-system", gateway, ClusterRanges("10.96.0.0/12", ("10.1.0.0/16",)))
+    export = build_cluster_info_export(
+        "east", "kube-system", [gateway], ClusterRanges("10.96.0.0/12", ("10.1.0.0/16",))
+    )
     assert (export.export_name, export.cluster_id, export.namespace, export.name) == (
         "east-clusterinfo",
         "east",
@@ -73,10 +75,10 @@ def test_the_publisher_sends_only_changes_and_withdraws_without_a_gateway() -> N
     publisher = ClusterInfoPublisher("east", "kube-system", sink)  # type: ignore[arg-type]
     ranges = ClusterRanges("10.96.0.0/12")
     gateway = Candidate("node-1", True, "10.0.0.1", "10.0.0.1")
-    publisher.publish(gateway, ranges)
-    publisher.publish(gateway, ranges)
-    publisher.publish(None, ranges)
-    publisher.publish(None, ranges)
+    publisher.publish([gateway], ranges)
+    publisher.publish([gateway], ranges)
+    publisher.publish([], ranges)
+    publisher.publish([], ranges)
     sent = sink.sent
     assert len(sent) == 2 and isinstance(sent[0], pb.ResourceExport) and sent[1] == "east-clusterinfo"
     assert sent[0].export_name == "east-clusterinfo"

@@ -1,0 +1,204 @@
+"""Active-active Gateways (gatewayMode: active-active), in network namespaces.
+
+east has three Nodes: east-a and east-b are both Gateways, east-c is a plain Node whose flows
+the resilient nexthop group spreads over them. west has two Nodes, both Gateways. Every Gateway
+SNATs to its own address, so the address a west Pod sees names the east Gateway a flow took.
+The last test runs on overlapping ranges (both globally addressed, as on the real nodes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agent.linux.spread import BUCKETS, GROUP_ID
+from agent.state import RouteTable
+from tests.datapath.driver import ClusterSetDriver
+from tests.datapath.inspect_kernel import footprint
+from tests.datapath.test_gateway_vxlan import fake_kube_proxy, service_ip
+from tests.datapath.test_overlapping_cidrs import EGRESS, SERVICE_GLOBAL, global_driver, shadow_service
+from tests.datapath.topology import Topology, build_topology, destroy_topology, sh
+from tests.datapath.traffic import _socket_in, peer_reporting_server, seen_source
+
+ECHO_PORT = 7171
+FLOWS = 24
+
+
+@pytest.fixture
+async def topology() -> AsyncIterator[Topology]:
+    topo = await build_topology(("east", "west"), nodes={"east": 3})
+    try:
+        yield topo
+    finally:
+        await destroy_topology(topo)
+
+
+@pytest.fixture
+async def clusterset(topology: Topology) -> AsyncIterator[ClusterSetDriver]:
+    driver = ClusterSetDriver(topology, active_active={"east": ("east-a", "east-b"), "west": ("west-a", "west-b")})
+    try:
+        yield driver
+    finally:
+        await driver.stop_all(cleanup=True)
+
+
+def _underlay(topology: Topology, *names: str) -> set[str]:
+    return {topology.clusters[name.rsplit("-", 1)[0]].node(name).underlay_ip for name in names}
+
+
+async def test_flows_from_a_plain_node_spread_over_both_gateways_and_replies_come_back(
+    clusterset: ClusterSetDriver, topology: Topology
+) -> None:
+    east, west = topology.clusters["east"], topology.clusters["west"]
+    await clusterset.sync()
+    plain = east.node("east-c")
+    target = west.node("west-b").pod
+    async with peer_reporting_server(target.netns):
+        seen = [await seen_source(plain.pod.netns, target.ip) for _ in range(FLOWS)]
+    # Every connection completed (its replies found the way back) and both Gateways carried some.
+    assert set(seen) == _underlay(topology, "east-a", "east-b")
+
+
+async def test_a_service_behind_either_west_gateway_answers_through_the_gateway_that_translated_it(
+    clusterset: ClusterSetDriver, topology: Topology
+) -> None:
+    """kube-proxy's translation of the Service address is on whichever west Gateway received the
+    request; the reply must leave west through that one (agent.pairing), or the client would get
+    an answer from the Pod's own address and reset it."""
+    east, west = topology.clusters["east"], topology.clusters["west"]
+    backend = west.node("west-b").pod
+    await fake_kube_proxy(west, backend.ip)
+    await clusterset.sync()
+    async with peer_reporting_server(backend.netns):
+        seen = [await seen_source(east.node("east-c").pod.netns, service_ip(west), port=80) for _ in range(FLOWS)]
+    assert set(seen) == _underlay(topology, "east-a", "east-b")
+
+
+async def test_the_plain_node_holds_one_resilient_group_of_both_gateways(
+    clusterset: ClusterSetDriver, topology: Topology
+) -> None:
+    east = topology.clusters["east"]
+    await clusterset.sync()
+    netns = east.node("east-c").netns
+    groups = json.loads(await sh("ip", "-n", netns, "-j", "nexthop", "show", "id", str(GROUP_ID)))
+    assert groups[0]["type"] == "resilient" and groups[0]["resilient_args"]["buckets"] == BUCKETS
+    vias = {
+        json.loads(await sh("ip", "-n", netns, "-j", "nexthop", "show", "id", str(m["id"])))[0]["gateway"]
+        for m in groups[0]["group"]
+    }
+    assert vias == _underlay(topology, "east-a", "east-b")
+    routes = json.loads(await sh("ip", "-n", netns, "-j", "route", "show", "table", str(int(RouteTable.SPREAD))))
+    assert {r["dst"] for r in routes} == {"10.2.0.0/16", "10.102.0.0/16"}
+    assert {r["nhid"] for r in routes} == {GROUP_ID}
+    again = await clusterset.sync()
+    assert {name: outcome.changes for name, outcome in again.items()} == {name: () for name in again}
+
+
+@contextlib.asynccontextmanager
+async def _echo_server(netns: str) -> AsyncIterator[None]:
+    """Tells each connection the address it came from, then echoes what it sends."""
+    sock = await _socket_in(netns)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("0.0.0.0", ECHO_PORT))
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(f"{writer.get_extra_info('peername')[0]}\n".encode())
+        with contextlib.suppress(OSError):
+            while line := await reader.readline():
+                writer.write(line)
+                await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, sock=sock)
+    try:
+        yield
+    finally:
+        server.close()
+
+
+async def _open(netns: str, ip: str) -> tuple[str, asyncio.StreamReader, asyncio.StreamWriter]:
+    sock = await _socket_in(netns)
+    async with asyncio.timeout(3):
+        await asyncio.get_running_loop().sock_connect(sock, (ip, ECHO_PORT))
+        reader, writer = await asyncio.open_connection(sock=sock)
+        source = (await reader.readline()).decode().strip()
+    return source, reader, writer
+
+
+async def _alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    try:
+        async with asyncio.timeout(2):
+            writer.write(b"ping\n")
+            await writer.drain()
+            return await reader.readline() == b"ping\n"
+    except (OSError, TimeoutError):
+        return False
+
+
+async def test_a_gateway_that_leaves_moves_only_its_own_flows(clusterset: ClusterSetDriver, topology: Topology) -> None:
+    east, west = topology.clusters["east"], topology.clusters["west"]
+    await clusterset.sync()
+    target = west.node("west-b").pod
+    stays, leaves = _underlay(topology, "east-b").pop(), _underlay(topology, "east-a").pop()
+    async with _echo_server(target.netns):
+        flows = [await _open(east.node("east-c").pod.netns, target.ip) for _ in range(FLOWS)]
+        assert {source for source, _, _ in flows} == {stays, leaves}
+        clusterset.active_active["east"] = ("east-b",)
+        await clusterset.sync()
+        survivors = [flow for flow in flows if flow[0] == stays]
+        assert all([await _alive(reader, writer) for _, reader, writer in survivors])
+        # New flows all take the Gateway that stayed.
+        assert {(await _open(east.node("east-c").pod.netns, target.ip))[0] for _ in range(8)} == {stays}
+        for _, _, writer in flows:
+            writer.close()
+
+
+async def test_cleanup_removes_the_group_and_its_routes(clusterset: ClusterSetDriver, topology: Topology) -> None:
+    east = topology.clusters["east"]
+    plain = east.node("east-c")
+    await clusterset.sync()
+    assert (await footprint(plain.netns)).nexthops
+    await clusterset.stop_all(cleanup=True)
+    assert (await footprint(plain.netns)).empty
+
+
+@pytest.fixture
+async def overlapping() -> AsyncIterator[Topology]:
+    topo = await build_topology(("east", "west"), same_ranges={"west": "east"}, nodes={"east": 3, "west": 3})
+    try:
+        yield topo
+    finally:
+        await destroy_topology(topo)
+
+
+@pytest.fixture
+async def global_clusterset(overlapping: Topology) -> AsyncIterator[ClusterSetDriver]:
+    """east single-active, west active-active over west-a and west-b; both globally addressed."""
+    driver = global_driver(overlapping, active_active={"west": ("west-a", "west-b")})
+    try:
+        yield driver
+    finally:
+        await driver.stop_all(cleanup=True)
+
+
+async def test_globally_addressed_active_active_gateways_snat_to_their_own_ips_and_replies_find_them(
+    global_clusterset: ClusterSetDriver, overlapping: Topology
+) -> None:
+    """west's Gateways keep their own addresses (one egress address would bring replies back through
+    whichever west Gateway east pairs with); east's one Gateway keeps its egress address, and west
+    sends the replies to it back through the west Gateway that translated the request."""
+    east, west = overlapping.clusters["east"], overlapping.clusters["west"]
+    await shadow_service(west, SERVICE_GLOBAL["west"], west.node("west-c").pod.ip)
+    await shadow_service(east, SERVICE_GLOBAL["east"], east.node("east-c").pod.ip)
+    await global_clusterset.sync()
+    async with peer_reporting_server(east.node("east-c").pod.netns):
+        seen = {await seen_source(west.node("west-c").pod.netns, SERVICE_GLOBAL["east"], port=80) for _ in range(FLOWS)}
+    assert seen == _underlay(overlapping, "west-a", "west-b")
+    async with peer_reporting_server(west.node("west-c").pod.netns):
+        for _ in range(FLOWS // 2):
+            assert await seen_source(east.node("east-c").pod.netns, SERVICE_GLOBAL["west"], port=80) == EGRESS["east"]

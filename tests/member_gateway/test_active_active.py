@@ -1,0 +1,105 @@
+"""gatewayMode active-active on a sandbox cluster: every eligible candidate has a Gateway CR and the
+ClusterInfo lists them all; a candidate that fails leaves the set alone, and the set refuses to
+shrink to nothing on reports alone."""
+
+from __future__ import annotations
+
+from kube.client import KubeClient
+from kube.resources import NODES
+from mcapi.config import MultiClusterConfig
+from mcapi.gateway_nodes import ANNOTATION_UNREACHABLE_GATEWAY
+from mcapi.resources import GATEWAYS
+from member.gateway import ANNOTATION_WIREGUARD_PUBLIC_KEY
+from sandbox.server import SandboxServer
+from tests.member_gateway.conftest import NAMESPACE, Gateways
+from tests.member_gateway.kubeobjects import annotate, create_node, set_ready, until
+
+Cluster = tuple[SandboxServer, KubeClient]
+ACTIVE_ACTIVE = MultiClusterConfig(gatewayMode="active-active")
+
+
+def named(*wanted: str):  # type: ignore[no-untyped-def]
+    return lambda gws: sorted(g["metadata"]["name"] for g in gws) == sorted(wanted)
+
+
+async def exported_ips(gateways: Gateways, *ips: str) -> None:
+    await gateways.export_where(
+        lambda e: e is not None and [g.gateway_ip for g in e.cluster_info.gateway_infos] == list(ips)
+    )
+
+
+async def three_gateways(client: KubeClient, gateways: Gateways) -> None:
+    for n in (1, 2, 3):
+        await create_node(client, f"node-{n}", f"192.168.1.{n}")
+    await gateways.start(ACTIVE_ACTIVE)
+    await until(client, GATEWAYS, named("node-1", "node-2", "node-3"), namespace=NAMESPACE, what="three Gateways")
+    await exported_ips(gateways, "192.168.1.1", "192.168.1.2", "192.168.1.3")
+
+
+async def test_every_ready_candidate_is_a_gateway_and_one_not_ready_leaves_alone(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    _, client = cluster
+    await three_gateways(client, gateways)
+    assert (gateways.transitions("first"), gateways.transitions("added")) == (1, 0)
+
+    await set_ready(client, "node-2", False)
+    await until(client, GATEWAYS, named("node-1", "node-3"), namespace=NAMESPACE, what="node-2 leaves")
+    await exported_ips(gateways, "192.168.1.1", "192.168.1.3")
+    await gateways.controllers[0].wait_idle()
+    assert gateways.transitions("ineligible") == 1
+
+    await set_ready(client, "node-2", True)
+    await until(client, GATEWAYS, named("node-1", "node-2", "node-3"), namespace=NAMESPACE, what="node-2 back")
+    await gateways.controllers[0].wait_idle()
+    assert gateways.transitions("added") == 1
+
+
+async def test_a_reported_gateway_leaves_and_a_cordoned_one_too_but_reports_never_empty_the_set(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    _, client = cluster
+    await three_gateways(client, gateways)
+    await annotate(client, "node-1", ANNOTATION_UNREACHABLE_GATEWAY, "node-3")
+    await until(client, GATEWAYS, named("node-1", "node-2"), namespace=NAMESPACE, what="node-3 reported")
+    await gateways.controllers[0].wait_idle()
+    assert gateways.transitions("unreachable") == 1
+
+    await client.patch(NODES, "node-2", {"spec": {"unschedulable": True}})
+    await until(client, GATEWAYS, named("node-1"), namespace=NAMESPACE, what="node-2 cordoned")
+    await exported_ips(gateways, "192.168.1.1")
+
+
+async def test_two_gateways_that_report_each_other_keep_one(cluster: Cluster, gateways: Gateways) -> None:
+    """The link between them is cut, each still reaches the API server: the first report takes
+    one out, the other report is not acted on within the hold, so one Gateway stays."""
+    _, client = cluster
+    await create_node(client, "node-1", "192.168.1.1")
+    await create_node(client, "node-2", "192.168.1.2")
+    await gateways.start(ACTIVE_ACTIVE)
+    await until(client, GATEWAYS, named("node-1", "node-2"), namespace=NAMESPACE)
+    await annotate(client, "node-1", ANNOTATION_UNREACHABLE_GATEWAY, "node-2")
+    await until(client, GATEWAYS, named("node-1"), namespace=NAMESPACE, what="node-2 reported")
+    await annotate(client, "node-2", ANNOTATION_UNREACHABLE_GATEWAY, "node-1")
+    await until(
+        client,
+        NODES,
+        lambda nodes: all(ANNOTATION_UNREACHABLE_GATEWAY in n["metadata"].get("annotations", {}) for n in nodes),
+    )
+    await gateways.controllers[0].wait_idle()
+    assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == ["node-1"]
+
+
+async def test_wireguard_keys_keep_the_cluster_single_active(cluster: Cluster, gateways: Gateways) -> None:
+    """One WireGuard key fits in a ClusterInfo: with keys published, one Gateway, as without the mode."""
+    _, client = cluster
+    await create_node(client, "node-1", "192.168.1.1")
+    await create_node(client, "node-2", "192.168.1.2")
+    for name in ("node-1", "node-2"):
+        await annotate(client, name, ANNOTATION_WIREGUARD_PUBLIC_KEY, f"key-of-{name}=")
+    await gateways.start(ACTIVE_ACTIVE)
+    await until(client, GATEWAYS, named("node-1"), namespace=NAMESPACE, what="single-active")
+    await gateways.controllers[0].wait_idle()
+    assert gateways.controllers[0].active_active_blocked(gateways.controllers[0].candidates()) == (
+        "trafficEncryptionMode is wireGuard"
+    )
