@@ -1,6 +1,6 @@
 """Clusters made of network namespaces, standing in for real member clusters.
 
-Each cluster has two Nodes (``<id>-a`` and ``<id>-b``; or a third, ``<id>-c``), each a namespace with one
+Each cluster has two Nodes (``<id>-a`` and ``<id>-b``; or up to four, to ``<id>-d``), each a namespace with one
 Pod namespace behind a veth. Every Node has a leg on one shared underlay bridge
 (inside its own "underlay" namespace). The topology itself plays the primary CNI:
 Pods route via their Node, and the Nodes of a cluster route each other's Pod CIDRs
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from agent.linux.wireguard import WG_RUN_DIR, socket_owner_pid
 
-NODE_SUFFIXES = ("a", "b", "c")
+NODE_SUFFIXES = ("a", "b", "c", "d")
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ async def build_topology(
 ) -> Topology:
     """Create the namespaces; on any failure, remove what was created and re-raise.
     ``same_ranges``: cluster ID -> the (earlier) cluster whose Pod and Service CIDRs it reuses.
-    ``nodes``: cluster ID -> how many Nodes it has (default two: ``-a`` and ``-b``; at most three)."""
+    ``nodes``: cluster ID -> how many Nodes it has (default two: ``-a`` and ``-b``; at most four)."""
     topo = Topology(run_id=secrets.token_hex(3), underlay_netns="")
     topo.underlay_netns = f"mc{topo.run_id}-ul"
     indexes = {cluster_id: i for i, cluster_id in enumerate(cluster_ids, start=1)}

@@ -17,6 +17,7 @@ from hack.nodeset.install import (
     LEADER_NS,
     MEMBER_CONFIG,
     MEMBER_NS,
+    cluster_id,
     clusterset_ready,
     restart_workloads,
     set_config,
@@ -242,6 +243,13 @@ def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
     envtest_nodes.fail_node(active)
     try:
         until("west's Gateway on its other node", lambda: _gateway(west) == standby, timeout=60)
+        moved_s = time.time() - failed_at
+        standby_ip = _west_gateway_ip(west, standby)
+        until(
+            "east imports west's new Gateway",
+            lambda: _imported_gateway_ips(world.east, cluster_id("west")) == [standby_ip],
+        )
+        imported_s = time.time() - failed_at
         until(
             "requests through the new Gateway",
             lambda: any(o.ok for o in loop_outcomes(world.east, NS, "loop-failover") if o.at > failed_at + 1),
@@ -250,6 +258,8 @@ def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
         time.sleep(5)
         outcomes = loop_outcomes(world.east, NS, "loop-failover")
         found = gaps(outcomes, since=failed_at)
+        # Where the time went, as seen by polling (each up to about a second late).
+        record(failover_gateway_moved_s=round(moved_s, 1), failover_east_imported_s=round(imported_s, 1))
         assert found, "no request failed: the node did not carry the traffic"
         assert len(found) == 1, found
         (gap,) = found
@@ -307,7 +317,8 @@ def test_west_in_active_active_mode_both_nodes_are_gateways_and_losing_one_fails
     try:
         until("both west Nodes Gateways", lambda: _gateways(west) == nodes, timeout=60)
         ips = {node: _west_gateway_ip(west, node) for node in nodes}
-        until("east imports both west Gateways", lambda: _imported_gateway_ips(east, "west") == sorted(ips.values()))
+        west_id = cluster_id("west")
+        until("east imports both west Gateways", lambda: _imported_gateway_ips(east, west_id) == sorted(ips.values()))
         (east_gateway,) = east.kubectl.json("get", "gateway", "-n", MEMBER_NS)["items"]
         paired_ip = str(pair(IPv4Address(east_gateway["gatewayIP"]), [IPv4Address(ip) for ip in ips.values()]))
         (paired,) = [node for node, ip in ips.items() if ip == paired_ip]
@@ -330,7 +341,7 @@ def test_west_in_active_active_mode_both_nodes_are_gateways_and_losing_one_fails
         try:
             until(f"{other} out of west's Gateways", lambda: _gateways(west) == [paired], timeout=60)
             left_at = time.time()
-            until("east imports one west Gateway", lambda: _imported_gateway_ips(east, "west") == [paired_ip])
+            until("east imports one west Gateway", lambda: _imported_gateway_ips(east, west_id) == [paired_ip])
             time.sleep(5)
         finally:
             envtest_nodes.recover_node(other)
@@ -347,6 +358,6 @@ def test_west_in_active_active_mode_both_nodes_are_gateways_and_losing_one_fails
         assert len(outcomes) >= 100, "the request loop did not run"
         assert failed == 0, f"{failed} of {len(outcomes)} requests failed while the other west Gateway failed"
     finally:
-        east.kubectl("-n", NS, "delete", "pod", "loop-active", "--wait=false")
+        east.kubectl("-n", NS, "delete", "pod", "loop-active", "--wait=false", "--ignore-not-found")
         set_config(west, MEMBER_CONFIG, gatewayMode="single-active")
         until("one west Gateway", lambda: len(_gateways(west)) == 1, timeout=60)

@@ -11,7 +11,7 @@ from agent.kube_inputs import build_inputs
 from agent.kubewatch.node_annotations import ANNOTATION_WIREGUARD_PUBLIC_KEY, annotations_patch, wanted_annotations
 from agent.kubewatch.reachability import ReachabilityPublisher, exclusion_condition, reachability_condition
 from agent.state import DesiredDatapath, Exclusion, ExclusionReason, Role
-from mcapi.gateway_nodes import ANNOTATION_UNREACHABLE_GATEWAY
+from mcapi.gateway_nodes import ANNOTATION_UNREACHABLE_GATEWAY, unreachable_annotation, unreachable_gateways
 from member.gateway.election import ANNOTATION_WIREGUARD_PUBLIC_KEY as MEMBER_ANNOTATION
 
 NODE: dict[str, Any] = {
@@ -69,6 +69,23 @@ def test_without_its_node_the_agent_has_no_inputs_and_a_deleting_gateway_is_igno
     assert build_inputs(None, [], []) is None
     inputs = build_inputs(NODE, [gateway("a", "1.1.1.1", deleting=True), gateway("b", "2.2.2.2")], [])
     assert inputs is not None and inputs.gateway is not None and inputs.gateway.node_name == "b"
+
+
+def test_in_active_active_mode_every_live_gateway_is_an_input() -> None:
+    configmap = {"data": {"controller_manager_config.yaml": "gatewayMode: active-active\n"}}
+    listed = [gateway("east-c", "198.18.1.3"), gateway("east-a", "198.18.1.1"), gateway("x", "9.9.9.9", True)]
+    inputs = build_inputs(NODE, listed, [], configmap=configmap)
+    assert inputs is not None and inputs.active_active
+    assert [g.node_name for g in inputs.all_gateways] == ["east-a", "east-c"]
+    single = build_inputs(NODE, listed, [], configmap=CONFIGMAP)
+    assert single is not None and not single.active_active
+
+
+def test_an_unreachable_report_names_every_gateway_sorted_and_goes_when_empty() -> None:
+    assert unreachable_annotation(("node-c", "node-a")) == "node-a,node-c"
+    assert unreachable_annotation(()) is None
+    node = {"metadata": {"annotations": {ANNOTATION_UNREACHABLE_GATEWAY: " node-c, node-a ,"}}}
+    assert unreachable_gateways(node) == ("node-a", "node-c")
 
 
 def test_the_node_annotations_are_patched_only_when_they_differ_and_agree_with_the_member() -> None:
