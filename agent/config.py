@@ -20,6 +20,7 @@ import yaml
 
 from agent.errors import ConfigError
 from agent.linux.ownership import REPLY_MARK
+from mcapi.kernel_probe import GATEWAY_HEALTH_PORT
 
 # Every link the agent creates starts with this prefix, so that cleanup and humans can
 # tell ours from the primary CNI's. Linux allows at most 15 bytes in a link name.
@@ -69,8 +70,8 @@ class TunnelConfig:
 class HealthConfig:
     """Probing of remote Gateways by the active Gateway, and of the active Gateway by the other candidates."""
 
-    port: int = 51822
-    """UDP port of the probe echo responder."""
+    port: int = GATEWAY_HEALTH_PORT
+    """UDP port of the probe echo responder (TCP: where kernel probes knock)."""
     interval_seconds: float = 0.3
     """Seconds between two probes of one Gateway."""
     miss_threshold: int = 3

@@ -32,6 +32,7 @@ from typing import Any, cast
 from agent.linux.netns import async_call_in_netns
 from agent.state import ProbeTarget
 from kube.waiting import cancel_and_wait
+from mcapi.kernel_probe import knock
 
 log = logging.getLogger(__name__)
 
@@ -223,19 +224,10 @@ class GatewayProber:
 
     async def _knock(self, state: _PeerState, seq: int) -> None:
         """A TCP SYN to the Gateway's probe port; any answer before the next probe is one."""
-        ip = state.health.gateway_ip
         sock = await async_call_in_netns(self._netns, lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
         sock.setblocking(False)
-        try:
-            async with asyncio.timeout(self._interval):
-                await asyncio.get_running_loop().sock_connect(sock, (ip, self._port))
-        except ConnectionRefusedError:
-            pass  # the RST of a closed port: the kernel answered
-        except (TimeoutError, OSError):
-            return  # no answer (or no route): a miss at the next tick
-        finally:
-            sock.close()
-        self._answered(state, seq)
+        if await knock(sock, state.health.gateway_ip, self._port, self._interval):
+            self._answered(state, seq)  # else a miss at the next tick
 
     def _answered(self, state: _PeerState, seq: int) -> None:
         if state.answered or seq != state.seq or state.sent_at is None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry, Counter
@@ -43,6 +44,7 @@ from kube.resources import NODES, Obj, name_of
 from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.config import MultiClusterConfig
+from mcapi.kernel_probe import answers
 from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from member.gateway.cluster_info import ClusterInfoPublisher, ClusterRanges
 from member.gateway.election import Candidate, candidates_from_nodes, elect, elect_all, reported_unreachable
@@ -89,15 +91,18 @@ class GatewayController:
         recorder: EventRecorder | None = None,
         sync_timeout: float | None = 30.0,
         registry: CollectorRegistry | None = None,
+        probe: Callable[[str], Awaitable[bool]] = answers,
     ) -> None:
         """``sink``: the hub session. ``sync_timeout``: seconds start() waits for the informers' first lists.
-        ``registry``: the member's metrics (mchub_member_gateway_transitions_total)."""
+        ``registry``: the member's metrics (mchub_member_gateway_transitions_total). ``probe``: whether a
+        Node's internalIP answers (mcapi.kernel_probe), to check reports in active-active mode."""
         self._metrics = _Metrics(None) if registry is None else once_per_registry(_Metrics, registry)
         self._client = client
         self._namespace = namespace
         self._config = config
         self._recorder = recorder
         self._sink = sink
+        self._probe = probe
         self._sync_timeout = sync_timeout
         self._publisher = ClusterInfoPublisher(cluster_id, namespace, sink)
         self._queue: WorkQueue[Key] = WorkQueue(f"gateway-{cluster_id}")
@@ -190,22 +195,34 @@ class GatewayController:
             return "trafficEncryptionMode is wireGuard"
         return ""
 
-    def _elect(self, candidates: list[Candidate], trust_reports: bool) -> list[Candidate]:
+    async def _elect(self, candidates: list[Candidate], trust_reports: bool) -> list[Candidate]:
         blocked = self.active_active_blocked(candidates)
         if blocked == "":
-            return elect_all(candidates, immune=() if trust_reports else {c.name for c in self._active})
+            immune = set() if trust_reports else {c.name for c in self._active}
+            return elect_all(candidates, immune=immune | await self._answering(candidates, immune))
         if blocked is not None and blocked != self._told_single:
             log.warning("gatewayModeActiveActiveUnavailable", extra={"namespace": self._namespace, "why": blocked})
         self._told_single = blocked
         winner = elect(candidates, self._current_name(), trust_reports=trust_reports)
         return [winner] if winner is not None else []
 
+    async def _answering(self, candidates: list[Candidate], immune: set[str]) -> set[str]:
+        """The reported Gateways that answer the member's own probe. In active-active mode the
+        Gateways probe each other, and a cut between two of them (or one cut off from everything
+        but the API server) makes each report the other: the member, a third party, settles it."""
+        reported = [c for c in candidates if c.name in reported_unreachable(candidates) and c.name not in immune]
+        verdicts = await asyncio.gather(*(self._probe(c.internal_ip or "") for c in reported))
+        answering = {c.name for c, answered in zip(reported, verdicts, strict=True) if answered}
+        if answering:
+            log.info("gatewayReportNotConfirmed", extra={"namespace": self._namespace, "answering": sorted(answering)})
+        return answering
+
     async def _reconcile_election(self) -> None:
         assert self._gateways is not None and self._ranges is not None
         candidates = self.candidates()
         previous = self._active
         now = asyncio.get_running_loop().time()
-        winners = self._elect(candidates, trust_reports=now >= self._distrust_reports_until)
+        winners = await self._elect(candidates, trust_reports=now >= self._distrust_reports_until)
         wanted = {c.name for c in winners}
         reported = reported_unreachable(candidates)
         if any(p.name not in wanted and p.name in reported for p in previous):

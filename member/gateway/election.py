@@ -24,7 +24,8 @@ Rules (Antrea's NodeReconciler, made deterministic):
 
 ``gatewayMode: active-active`` (``elect_all``): every candidate the rules above would prefer is a
 Gateway at once (eligible, uncordoned, not reported); when none is left, the uncordoned eligible
-ones, then the cordoned ones, so that two Gateways that lose sight of each other both stay.
+ones, then the cordoned ones, so reports never empty the set. The caller makes reports it could
+not confirm ``immune`` (the GatewayController knocks on a reported Node itself first).
 """
 
 from __future__ import annotations

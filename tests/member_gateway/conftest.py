@@ -44,6 +44,12 @@ class Gateways:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     controllers: list[GatewayController] = field(default_factory=list)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    answering: set[str] = field(default_factory=set)
+    """internalIPs that answer the member's own probe (its check of reports in active-active mode);
+    the Nodes' addresses here are made up, so nothing is sent to them."""
+
+    async def probe(self, ip: str) -> bool:
+        return ip in self.answering
 
     def transitions(self, reason: str) -> float:
         """mchub_member_gateway_transitions_total{reason} on the controllers' registry."""
@@ -72,6 +78,7 @@ class Gateways:
             recorder=EventRecorder(self.client, "mchub-member"),
             sync_timeout=10.0,
             registry=self.registry,
+            probe=self.probe,
         )
         self.controllers.append(controller)
         await controller.start()

@@ -70,24 +70,41 @@ async def test_a_reported_gateway_leaves_and_a_cordoned_one_too_but_reports_neve
     await exported_ips(gateways, "192.168.1.1")
 
 
-async def test_two_gateways_that_report_each_other_keep_one(cluster: Cluster, gateways: Gateways) -> None:
-    """The link between them is cut, each still reaches the API server: the first report takes
-    one out, the other report is not acted on within the hold, so one Gateway stays."""
+async def test_two_gateways_that_report_each_other_keep_the_one_the_member_reaches(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    """node-2 is cut off but its agent still reaches the API server: each reports the other at
+    once. The member's own probe settles it: node-1 answers, node-2 does not."""
     _, client = cluster
     await create_node(client, "node-1", "192.168.1.1")
     await create_node(client, "node-2", "192.168.1.2")
+    gateways.answering.add("192.168.1.1")
+    await gateways.start(ACTIVE_ACTIVE)
+    await until(client, GATEWAYS, named("node-1", "node-2"), namespace=NAMESPACE)
+    await client.patch(NODES, "node-2", {"metadata": {"annotations": {ANNOTATION_UNREACHABLE_GATEWAY: "node-1"}}})
+    await client.patch(NODES, "node-1", {"metadata": {"annotations": {ANNOTATION_UNREACHABLE_GATEWAY: "node-2"}}})
+    await until(client, GATEWAYS, named("node-1"), namespace=NAMESPACE, what="node-2 out")
+    await gateways.controllers[0].wait_idle()
+    assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == ["node-1"]
+
+
+async def test_a_report_the_member_cannot_confirm_moves_nothing(cluster: Cluster, gateways: Gateways) -> None:
+    """Only the link between the two is cut: both answer the member, both stay."""
+    _, client = cluster
+    await create_node(client, "node-1", "192.168.1.1")
+    await create_node(client, "node-2", "192.168.1.2")
+    gateways.answering.update({"192.168.1.1", "192.168.1.2"})
     await gateways.start(ACTIVE_ACTIVE)
     await until(client, GATEWAYS, named("node-1", "node-2"), namespace=NAMESPACE)
     await annotate(client, "node-1", ANNOTATION_UNREACHABLE_GATEWAY, "node-2")
-    await until(client, GATEWAYS, named("node-1"), namespace=NAMESPACE, what="node-2 reported")
-    await annotate(client, "node-2", ANNOTATION_UNREACHABLE_GATEWAY, "node-1")
     await until(
         client,
         NODES,
-        lambda nodes: all(ANNOTATION_UNREACHABLE_GATEWAY in n["metadata"].get("annotations", {}) for n in nodes),
+        lambda nodes: any(ANNOTATION_UNREACHABLE_GATEWAY in n["metadata"].get("annotations", {}) for n in nodes),
     )
     await gateways.controllers[0].wait_idle()
-    assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == ["node-1"]
+    assert [g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items] == ["node-1", "node-2"]
+    assert gateways.transitions("unreachable") == 0
 
 
 async def test_wireguard_keys_keep_the_cluster_single_active(cluster: Cluster, gateways: Gateways) -> None:
