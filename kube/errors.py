@@ -42,6 +42,10 @@ class ConnectionFailed(KubeError, TemporaryError):
         TemporaryError.__init__(self, message)
 
 
+class NotConnected(ConnectionFailed):
+    """No connection to the API server could be opened: the request was never sent."""
+
+
 class ApiError(KubeError):
     """The API server answered with a failure Status."""
 

@@ -7,7 +7,9 @@ Resilient rather than plain ECMP because of what happens when the set changes: a
 leaves gives its buckets to the others and no other bucket moves (plain ECMP redraws the hash
 ranges, moving flows between Gateways that are both still up, which breaks them, since each
 Gateway SNATs to its own address); a Gateway that joins receives only buckets idle for
-``IDLE_TIMER`` seconds, so no live flow moves to it.
+``IDLE_TIMER`` seconds, so no live flow moves to it, until the group has been unbalanced for
+``UNBALANCED_TIMER`` seconds: then busy buckets move too (their flows break once), or a busy
+cluster would never give a returning Gateway any traffic.
 
 Nexthop objects are read and written with iproute2's ``ip`` (JSON output): the netlink library
 the agent uses for links and routes does not know them. Ours carry protocol ROUTE_PROTOCOL;
@@ -32,6 +34,7 @@ GROUP_ID = 0x6D5E0000
 _MEMBER_IDS = range(GROUP_ID + 1, GROUP_ID + 4096)
 BUCKETS = 128
 IDLE_TIMER = 30
+UNBALANCED_TIMER = 300
 _HASH_POLICY = ("net/ipv4/fib_multipath_hash_policy", "1")
 _TABLE = str(int(RouteTable.SPREAD))
 
@@ -98,7 +101,8 @@ async def _ensure_group(netns: str | None, group: dict[str, Any] | None, ids: li
     if group is not None:
         live = sorted(int(m["id"]) for m in group.get("group") or [])
         args = group.get("resilient_args") or {}
-        settled = (group.get("type"), args.get("buckets"), args.get("idle_timer")) == ("resilient", BUCKETS, IDLE_TIMER)
+        shape = (group.get("type"), args.get("buckets"), args.get("idle_timer"), args.get("unbalanced_timer"))
+        settled = shape == ("resilient", BUCKETS, IDLE_TIMER, UNBALANCED_TIMER)
         if live == sorted(ids) and settled:
             return
     verb = "add" if group is None or group.get("type") != "resilient" else "replace"
@@ -106,6 +110,7 @@ async def _ensure_group(netns: str | None, group: dict[str, Any] | None, ids: li
         await _ip(netns, ["nexthop", "del", "id", str(GROUP_ID)])
     members = "/".join(str(i) for i in ids)
     shape = ["type", "resilient", "buckets", str(BUCKETS), "idle_timer", str(IDLE_TIMER)]
+    shape += ["unbalanced_timer", str(UNBALANCED_TIMER)]
     await _ip(netns, ["nexthop", verb, "id", str(GROUP_ID), "group", members, *shape, "proto", str(ROUTE_PROTOCOL)])
     changes.append(f"set nexthop group {members}")
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from kube import config as kube_config
-from kube.client import KubeClient, PatchType, bearer_configuration, connect
+from kube.client import CONNECT_ATTEMPTS, KubeClient, PatchType, bearer_configuration, connect
 from kube.errors import AlreadyExists, Conflict, ConnectionFailed, Invalid, NotFound, TemporaryError, Unauthorized
+from kube.metrics import NO_ANSWER
 from kube.resources import CONFIG_MAPS, NODES, SERVICES, Resource
 from kube.transport import KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES, USER_TIMEOUT_MS
 from mcapi.resources import LABEL_IDENTITIES, SERVICE_EXPORTS
@@ -187,7 +188,15 @@ async def test_an_unreachable_server_is_a_temporary_connection_failure(sandbox: 
     async with KubeClient.from_configuration(configuration) as kube:
         with pytest.raises(ConnectionFailed) as caught:
             await kube.server_version()
+        sent = sum(
+            sample.value
+            for metric in kube.metrics.requests.collect()
+            for sample in metric.samples
+            if sample.name.endswith("_total") and sample.labels["code"] == NO_ANSWER
+        )
     assert isinstance(caught.value, TemporaryError)
+    # Never sent, so tried again at once on new connections (another endpoint of a Service, maybe).
+    assert sent == CONNECT_ATTEMPTS
 
 
 async def test_connect_loads_a_named_context(sandbox: SandboxServer) -> None:
