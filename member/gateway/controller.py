@@ -59,6 +59,8 @@ log = logging.getLogger(__name__)
 # a flapping link, or a reporter that is itself the one cut off, moves the Gateway at most
 # once per period; Node readiness and cordons act at once all the same.
 REPORT_HOLD_SECONDS = 30.0
+# Active-active: how often the member knocks on a Gateway it took out on a report.
+QUARANTINE_RECHECK_SECONDS = 1.0
 
 Key = Literal["election", "overlap"]
 ELECTION: Key = "election"
@@ -115,6 +117,8 @@ class GatewayController:
         self._active: list[Candidate] = []
         # Why active-active was last found unavailable (logged once per reason).
         self._told_single: str | None = None
+        # Active-active: Nodes taken out on a confirmed report, until they answer the member again.
+        self._quarantined: set[str] = set()
         # Loop time until which reports of an unreachable Gateway are not acted on (damping).
         self._distrust_reports_until = 0.0
         # Reachability verdicts already told to the hub, by ClusterInfoImport name.
@@ -156,7 +160,8 @@ class GatewayController:
         self._active = []
 
     async def wait_idle(self) -> None:
-        await self._queue.wait_idle()
+        """Until every change so far was reconciled once (a quarantine's periodic recheck may be pending)."""
+        await self._queue.wait_quiet()
 
     # ---- events --------------------------------------------------------------
 
@@ -171,8 +176,10 @@ class GatewayController:
     async def _reconcile(self, key: Key) -> float | None:
         if key == ELECTION:
             await self._reconcile_election()
-        else:
-            await self._reconcile_overlap()
+            # A Gateway kept out on a report comes back once the member's knock is answered again:
+            # nothing else would tell (its peers stop probing a Node that is no longer a Gateway).
+            return QUARANTINE_RECHECK_SECONDS if self._quarantined else None
+        await self._reconcile_overlap()
         return None
 
     def _current_name(self) -> str | None:
@@ -198,23 +205,30 @@ class GatewayController:
     async def _elect(self, candidates: list[Candidate], trust_reports: bool) -> list[Candidate]:
         blocked = self.active_active_blocked(candidates)
         if blocked == "":
+            eligible = {c.name: c for c in candidates if c.eligible}
+            held = [eligible[name] for name in sorted(self._quarantined) if name in eligible]
+            self._quarantined = {c.name for c in held} - await self._answering(held)
             immune = set() if trust_reports else {c.name for c in self._active}
-            return elect_all(candidates, immune=immune | await self._answering(candidates, immune))
+            reported = [c for c in candidates if c.name in reported_unreachable(candidates)]
+            unsettled = [c for c in reported if c.name not in immune | self._quarantined]
+            immune |= await self._answering(unsettled)
+            self._quarantined |= {c.name for c in unsettled if c.name not in immune and c.name in eligible}
+            return elect_all(candidates, immune=immune, out=self._quarantined)
         if blocked is not None and blocked != self._told_single:
             log.warning("gatewayModeActiveActiveUnavailable", extra={"namespace": self._namespace, "why": blocked})
         self._told_single = blocked
         winner = elect(candidates, self._current_name(), trust_reports=trust_reports)
         return [winner] if winner is not None else []
 
-    async def _answering(self, candidates: list[Candidate], immune: set[str]) -> set[str]:
-        """The reported Gateways that answer the member's own probe. In active-active mode the
-        Gateways probe each other, and a cut between two of them (or one cut off from everything
-        but the API server) makes each report the other: the member, a third party, settles it."""
-        reported = [c for c in candidates if c.name in reported_unreachable(candidates) and c.name not in immune]
-        verdicts = await asyncio.gather(*(self._probe(c.internal_ip or "") for c in reported))
-        answering = {c.name for c, answered in zip(reported, verdicts, strict=True) if answered}
+    async def _answering(self, candidates: list[Candidate]) -> set[str]:
+        """Those of ``candidates`` whose internalIP answers the member's own knock. In active-active
+        mode the Gateways probe each other, and a cut between two of them (or one cut off from
+        everything but the API server) makes each report the other: the member, a third party,
+        settles it; and it keeps a Gateway it took out on a report out until it answers again."""
+        verdicts = await asyncio.gather(*(self._probe(c.internal_ip or "") for c in candidates))
+        answering = {c.name for c, answered in zip(candidates, verdicts, strict=True) if answered}
         if answering:
-            log.info("gatewayReportNotConfirmed", extra={"namespace": self._namespace, "answering": sorted(answering)})
+            log.info("gatewayAnswers", extra={"namespace": self._namespace, "answering": sorted(answering)})
         return answering
 
     async def _reconcile_election(self) -> None:

@@ -139,12 +139,16 @@ def reported_unreachable(candidates: Iterable[Candidate]) -> dict[str, list[str]
     return reports
 
 
-def _preferred(candidates: Iterable[Candidate], trust_reports: bool, immune: Collection[str] = ()) -> list[Candidate]:
+def _preferred(
+    candidates: Iterable[Candidate], trust_reports: bool, immune: Collection[str] = (), out: Collection[str] = ()
+) -> list[Candidate]:
     """The eligible candidates neither cordoned nor reported unreachable (reports against ``immune``
-    do not count), by name; when there are none, the uncordoned eligible ones; then every eligible one."""
+    do not count; ``out`` counts as reported), by name; when there are none, the uncordoned eligible
+    ones; then every eligible one."""
     everyone = list(candidates)
     eligible = sorted((c for c in everyone if c.eligible), key=lambda c: c.name)
     reported = {n for n in reported_unreachable(everyone) if n not in immune} if trust_reports else set()
+    reported |= set(out)
     uncordoned = [c for c in eligible if not c.cordoned]
     return [c for c in uncordoned if c.name not in reported] or uncordoned or eligible
 
@@ -159,8 +163,11 @@ def elect(candidates: Iterable[Candidate], current: str | None, *, trust_reports
     return preferred[0] if preferred else None
 
 
-def elect_all(candidates: Iterable[Candidate], *, immune: Collection[str] = ()) -> list[Candidate]:
+def elect_all(
+    candidates: Iterable[Candidate], *, immune: Collection[str] = (), out: Collection[str] = ()
+) -> list[Candidate]:
     """The Gateways of active-active mode, by name (empty: no eligible candidate). Reports against
-    ``immune`` are not acted on: while reports are distrusted, the caller passes the Gateways in
-    place, so a report keeps out a Gateway it took out but takes out no other."""
-    return _preferred(candidates, True, immune)
+    ``immune`` are not acted on (while reports are distrusted, the caller passes the Gateways in
+    place, so a report takes out no other); ``out`` stay out as if reported (the caller's quarantine
+    of those it took out, until they answer it again)."""
+    return _preferred(candidates, True, immune, out)

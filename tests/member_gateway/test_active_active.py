@@ -4,12 +4,15 @@ shrink to nothing on reports alone."""
 
 from __future__ import annotations
 
+import asyncio
+
 from kube.client import KubeClient
 from kube.resources import NODES
 from mcapi.config import MultiClusterConfig
 from mcapi.gateway_nodes import ANNOTATION_UNREACHABLE_GATEWAY
 from mcapi.resources import GATEWAYS
 from member.gateway import ANNOTATION_WIREGUARD_PUBLIC_KEY
+from member.gateway.controller import QUARANTINE_RECHECK_SECONDS
 from sandbox.server import SandboxServer
 from tests.member_gateway.conftest import NAMESPACE, Gateways
 from tests.member_gateway.kubeobjects import annotate, create_node, set_ready, until
@@ -120,3 +123,27 @@ async def test_wireguard_keys_keep_the_cluster_single_active(cluster: Cluster, g
     assert gateways.controllers[0].active_active_blocked(gateways.controllers[0].candidates()) == (
         "trafficEncryptionMode is wireGuard"
     )
+
+
+async def test_a_gateway_taken_out_on_a_report_stays_out_until_it_answers_the_member_again(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    """Its peers stop probing a Node that is no longer a Gateway, so their report goes: the member's
+    own knock, repeated every second, decides when it comes back."""
+    _, client = cluster
+    await three_gateways(client, gateways)
+    gateways.answering.update({"192.168.1.1", "192.168.1.2"})
+    await annotate(client, "node-1", ANNOTATION_UNREACHABLE_GATEWAY, "node-3")
+    await until(client, GATEWAYS, named("node-1", "node-2"), namespace=NAMESPACE, what="node-3 out")
+    await annotate(client, "node-1", ANNOTATION_UNREACHABLE_GATEWAY, None)
+    await until(
+        client,
+        NODES,
+        lambda nodes: not any(ANNOTATION_UNREACHABLE_GATEWAY in n["metadata"].get("annotations", {}) for n in nodes),
+    )
+    await asyncio.sleep(2 * QUARANTINE_RECHECK_SECONDS + 0.5)  # two rechecks, still silent
+    await gateways.controllers[0].wait_idle()
+    assert sorted(g["metadata"]["name"] for g in (await client.list(GATEWAYS, NAMESPACE)).items) == ["node-1", "node-2"]
+
+    gateways.answering.add("192.168.1.3")
+    await until(client, GATEWAYS, named("node-1", "node-2", "node-3"), namespace=NAMESPACE, what="node-3 back")

@@ -358,6 +358,9 @@ def test_west_in_active_active_mode_both_nodes_are_gateways_and_losing_one_fails
             active_active_gateway_left_s=round(left_at - started, 1),
         )
         assert len(outcomes) >= 100, "the request loop did not run"
+        # On the probes (its peer's and then the member's own knock), not the Node turning NotReady
+        # (40 s and more): about a second of probes, plus re-opened API connections here.
+        assert left_at - started < 20, f"the failed Gateway left the set only after {left_at - started:.1f} s"
         marks = {"left": left_at - started, "ready": ready_at - started, "rejoined": rejoined_at - started}
         when = [round(o.at - started, 1) for o in outcomes if not o.ok]
         assert failed == 0, f"{failed} of {len(outcomes)} requests failed at {when} s; {marks}"
