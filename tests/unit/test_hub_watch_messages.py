@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hub.store.base import ImportChange
 from hub.watch import batches as watch_batches
@@ -194,3 +196,47 @@ def test_a_batch_fits_the_smaller_of_the_hubs_and_the_watchers_message_limits() 
     assert batch_bytes(4 * mib, 64 * 1024) == 64 * 1024 - WATCH_ENVELOPE_BYTES
     assert batch_bytes(256 * 1024, 4 * mib) == 256 * 1024 - WATCH_ENVELOPE_BYTES
     assert batch_bytes(4 * mib, 10) == 1  # every change goes alone
+
+
+def _packed_one_by_one(batches: list[ImportBatch], complete: int, max_bytes: int) -> list[tuple[str, int, int]]:
+    """The packing rule, change by change: (form, revision, changes) of each message. A change goes
+    in the message being filled if it fits in bytes and count, else the message goes first; a
+    change larger than a batch goes alone; a message's revision is the last one complete in it."""
+    out: list[tuple[str, int, int]] = []
+    count = size = 0
+    for batch in batches:
+        for change in batch.changes:
+            entry = len(change_entry(pb.ImportChange(revision=batch.revision, upsert=change.resource)))
+            if entry > max_bytes or (count and (size + entry > max_bytes or count >= watch_batches.MAX_BATCH_CHANGES)):
+                if count:
+                    out.append(("changes", complete, count))
+                count = size = 0
+            if entry > max_bytes:
+                out.append(("upsert", batch.revision, 1))
+            else:
+                count, size = count + 1, size + entry
+        complete = batch.revision
+    if count:
+        out.append(("changes", complete, count))
+    return out
+
+
+@given(
+    paddings=st.lists(st.lists(st.integers(0, 300), min_size=1, max_size=6), min_size=1, max_size=8),
+    max_bytes=st.integers(60, 900),
+    max_changes=st.integers(1, 7),
+)
+def test_runs_of_shared_entries_pack_as_the_changes_one_by_one_would(
+    paddings: list[list[int]], max_bytes: int, max_changes: int
+) -> None:
+    batches = [
+        ImportBatch(r, [ImportChange(r, f"i{r}-{n}", _import(f"i{r}-{n}", padding=p)) for n, p in enumerate(sizes)])
+        for r, sizes in enumerate(paddings, start=10)
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(watch_batches, "MAX_BATCH_CHANGES", max_changes)
+        sent = _decoded(batched_deltas(batches, EPOCH, "west", 9, max_bytes))
+        expected = _packed_one_by_one(batches, 9, max_bytes)
+    got = [(m.WhichOneof("event") or "", m.revision, len(m.changes.changes) or 1) for m in sent]
+    assert got == expected
+    assert [name for _, _, name in _changes(sent)] == [c.import_name for b in batches for c in b.changes]
