@@ -85,7 +85,7 @@ class ImportBatch:
     def seen_by(self, audience: str | None) -> _View:
         """The batch's changes as ``audience`` must see them (None: the admin, who sees every import)."""
         targeted = self._targeted
-        key = tuple(audience is None or delivers_to(self._upsert(n), audience) for n in targeted)
+        key = tuple(audience is None or delivers_to(self._upsert(n), audience) for n in targeted) if targeted else ()
         view = self.views.get(key)
         if view is None:
             delivered = [c.resource is not None for c in self.changes]

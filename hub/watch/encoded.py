@@ -11,6 +11,7 @@ carries: the very bytes ``SerializeToString`` gives for that message.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from mcapi.mchub.v1 import common_area_pb2 as pb
@@ -62,13 +63,19 @@ def change_entry(change: pb.ImportChange) -> bytes:
     return CHANGE_ENTRY + varint(len(data)) + data
 
 
+@functools.lru_cache(maxsize=8)
+def _epoch_field(epoch: str) -> bytes:
+    """The epoch field of a message (none for the empty epoch): the same for every message of a history."""
+    if not epoch:
+        return b""
+    data = epoch.encode()
+    return _EPOCH + varint(len(data)) + data
+
+
 def changes_message(epoch: str, revision: int, entries: list[bytes], size: int) -> Encoded:
     """A WatchImportsResponse carrying the Changes whose entries (``change_entry``, ``size`` bytes
     in all) are ``entries``, in order; proto3 leaves an empty epoch and a zero revision out."""
-    envelope = bytearray()
-    if epoch:
-        epoch_bytes = epoch.encode()
-        envelope += _EPOCH + varint(len(epoch_bytes)) + epoch_bytes
+    envelope = bytearray(_epoch_field(epoch))
     if revision:
         envelope += _REVISION + varint(revision)
     envelope += _CHANGES + varint(size)
