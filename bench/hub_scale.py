@@ -311,8 +311,14 @@ async def export_all(target: str, ca: bytes, tokens: dict[str, str], work: dict[
                     await call.write(pb.ExportRequest(sequence=i + 1, upsert=export))
 
             writing = asyncio.create_task(writer())
-            for _ in exports:
-                accepted(await call.read())
+            answered = 0
+            while answered < len(exports):
+                answer = await call.read()
+                # Sequence 0: an unsolicited verdict (an Endpoints export's status changes when its
+                # Service's export commits after it), not the answer to a request.
+                if answer.sequence:
+                    accepted(answer)
+                    answered += 1
             await writing
             call.cancel()
         finally:

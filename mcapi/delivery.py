@@ -15,3 +15,8 @@ def delivers_to(imp: pb.ResourceImport, cluster_id: str) -> bool:
     if imp.HasField("cluster_info") and imp.cluster_info.cluster_id == cluster_id:
         return False
     return not imp.cluster_ids or cluster_id in imp.cluster_ids
+
+
+def delivers_to_all(imp: pb.ResourceImport) -> bool:
+    """Whether every member receives imp, whoever it is (``delivers_to`` need not be asked per member)."""
+    return not imp.cluster_ids and not imp.HasField("cluster_info")

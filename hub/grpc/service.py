@@ -16,6 +16,7 @@ from hub.grpc.export_stream import Request as ExportRequest
 from hub.grpc.lenient import lenient
 from hub.grpc.watch_stream import WatchImportsStream
 from hub.metrics import HubMetrics
+from hub.watch.encoded import WatchResponse, serialize
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 SERVICE_NAME = "mchub.v1.CommonAreaService"
@@ -89,7 +90,7 @@ class CommonAreaService:
     @rpc(writes=False)
     async def WatchImports(
         self, who: Identity, request: pb.WatchImportsRequest, _: Context
-    ) -> AsyncIterator[pb.WatchImportsResponse]:
+    ) -> AsyncIterator[WatchResponse]:
         if not who.admin and request.cluster_id != who.cluster_id:
             raise Forbidden(f"token belongs to cluster {quote(who.cluster_id)}, not {quote(request.cluster_id)}")
         audience: str | None = None if who.admin and not request.cluster_id else request.cluster_id
@@ -102,22 +103,23 @@ class CommonAreaService:
             self._metrics.watchers.dec()
 
 
-# Each method: how grpc calls it, and the messages it takes and answers.
-_METHODS: dict[str, tuple[Callable[..., grpc.RpcMethodHandler[Any, Any]], type[Any], type[Any]]] = {
-    "Announce": (grpc.unary_unary_rpc_method_handler, pb.AnnounceRequest, pb.AnnounceResponse),
-    "Export": (grpc.stream_stream_rpc_method_handler, pb.ExportRequest, pb.ExportResponse),
-    "WatchImports": (grpc.unary_stream_rpc_method_handler, pb.WatchImportsRequest, pb.WatchImportsResponse),
+# Each method: how grpc calls it, the message it takes, and how it serializes its answers
+# (WatchImports sends messages encoded once for many watchers as they are: hub.watch.encoded).
+_METHODS: dict[str, tuple[Callable[..., grpc.RpcMethodHandler[Any, Any]], type[Any], Callable[[Any], bytes]]] = {
+    "Announce": (grpc.unary_unary_rpc_method_handler, pb.AnnounceRequest, pb.AnnounceResponse.SerializeToString),
+    "Export": (grpc.stream_stream_rpc_method_handler, pb.ExportRequest, pb.ExportResponse.SerializeToString),
+    "WatchImports": (grpc.unary_stream_rpc_method_handler, pb.WatchImportsRequest, serialize),
     "ReportImportStatus": (
         grpc.unary_unary_rpc_method_handler,
         pb.ReportImportStatusRequest,
-        pb.ReportImportStatusResponse,
+        pb.ReportImportStatusResponse.SerializeToString,
     ),
     "ReportImportStatuses": (
         grpc.unary_unary_rpc_method_handler,
         pb.ReportImportStatusesRequest,
-        pb.ReportImportStatusesResponse,
+        pb.ReportImportStatusesResponse.SerializeToString,
     ),
-    "Leave": (grpc.unary_unary_rpc_method_handler, pb.LeaveRequest, pb.LeaveResponse),
+    "Leave": (grpc.unary_unary_rpc_method_handler, pb.LeaveRequest, pb.LeaveResponse.SerializeToString),
 }
 
 
@@ -128,8 +130,8 @@ def handlers(service: CommonAreaService) -> grpc.GenericRpcHandler:
         name: handler(
             getattr(service, name),
             request_deserializer=lenient(request),
-            response_serializer=response.SerializeToString,
+            response_serializer=serializer,
         )
-        for name, (handler, request, response) in _METHODS.items()
+        for name, (handler, request, serializer) in _METHODS.items()
     }
     return grpc.method_handlers_generic_handler(SERVICE_NAME, methods)

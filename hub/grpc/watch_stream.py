@@ -28,6 +28,7 @@ from hub.watch.batches import (
     batched_snapshot,
     single_deltas,
 )
+from hub.watch.encoded import Encoded, WatchResponse
 from mcapi import trace
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
@@ -59,7 +60,7 @@ class WatchImportsStream:
         # How large a batch may be for this watch (None: it reads one change per message).
         self._limit = batch_bytes(max_message_bytes, request.max_message_bytes) if request.batched else None
 
-    async def responses(self) -> AsyncIterator[pb.WatchImportsResponse]:
+    async def responses(self) -> AsyncIterator[WatchResponse]:
         """Until the subscription overflows; then raises FellBehind, or Unavailable at shutdown."""
         engine = self._engine
         with engine.imports_bus.subscribe() as sub:
@@ -83,11 +84,12 @@ class WatchImportsStream:
                         raise Unavailable("hub shutting down; resume later")
                     raise FellBehind("watch fell behind; resume from your last revision")
 
-    def _traced(self, response: pb.WatchImportsResponse) -> None:
+    def _traced(self, response: WatchResponse) -> None:
         if trace.enabled():
-            trace.mark_imports(trace.Hop.WATCH_SENT, trace.sent_imports(response), self._audience or "")
+            message = response.decoded() if isinstance(response, Encoded) else response
+            trace.mark_imports(trace.Hop.WATCH_SENT, trace.sent_imports(message), self._audience or "")
 
-    async def _initial(self) -> AsyncIterator[pb.WatchImportsResponse]:
+    async def _initial(self) -> AsyncIterator[WatchResponse]:
         """Snapshot or resumption, from the engine whose bus the watch subscribed to."""
         engine, request = self._engine, self._request
         reason = pb.SYNCED_REASON_INITIAL
@@ -124,7 +126,7 @@ class WatchImportsStream:
                 yield pb.WatchImportsResponse(epoch=engine.epoch, revision=revision, upsert=imp)
         yield pb.WatchImportsResponse(epoch=engine.epoch, revision=revision, synced=pb.Synced(reason=reason))
 
-    def _answer(self, items: list[ImportBatch | None], sent: _Sent) -> Iterator[pb.WatchImportsResponse]:
+    def _answer(self, items: list[ImportBatch | None], sent: _Sent) -> Iterator[WatchResponse]:
         """What to send for items taken from the watch's subscription, in order, each message
         made when the one before was taken: their changes (those not sent yet), bookmarks for the
         ticks. ``sent`` follows the revision sent in full, and whether the subscription
@@ -145,13 +147,15 @@ class WatchImportsStream:
             yield pb.WatchImportsResponse(epoch=self._engine.epoch, revision=sent.revision, bookmark=pb.Bookmark())
         yield from self._changed(changed, sent)
 
-    def _changed(self, batches: list[ImportBatch], sent: _Sent) -> Iterator[pb.WatchImportsResponse]:
+    def _changed(self, batches: list[ImportBatch], sent: _Sent) -> Iterator[Encoded]:
         """Batches published since the watch began (counted: resumed ones are not)."""
+        if not batches:
+            return
         yield from self._deltas(batches, sent.revision)
         self._metrics.imports_sent.inc(sum(len(b.changes) for b in batches))
         sent.revision = max([sent.revision, *(b.revision for b in batches)])
 
-    def _deltas(self, batches: list[ImportBatch], complete: int) -> Iterator[pb.WatchImportsResponse]:
+    def _deltas(self, batches: list[ImportBatch], complete: int) -> Iterator[Encoded]:
         """The batches' changes as messages, one per change or in batches of the watch's limit;
         ``complete``: the revision sent in full before them."""
         # The epoch of the history that made a batch, even if another serves by now (take-over):

@@ -14,15 +14,24 @@ carry).
 
 A batched message's revision is the last revision whose changes it and the messages before it
 carried in full: the watcher's resume position after applying it.
+
+Every watcher of a commit sees its changes alike, but for the few imports meant for some members
+only (delivers_to_all): each change is encoded once per commit and way it is seen (hub.watch.encoded),
+and a watcher's messages join those bytes, in both forms: what a watcher costs per change is a
+share of a copy, not a message built and serialized for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import bisect
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, partial
+from typing import TypeVar
 
 from hub.store.base import ImportChange
-from mcapi.delivery import delivers_to
+from hub.watch.encoded import Encoded, change_entry, changes_message
+from mcapi.delivery import delivers_to, delivers_to_all
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 # Well under the 4 MiB a member's channel takes by default.
@@ -34,6 +43,26 @@ WATCH_ENVELOPE_BYTES = 64
 
 
 @dataclass(frozen=True)
+class _View:
+    """A run of changes as one watcher sees them, encoded as entries of a Changes message."""
+
+    # Each change delivered (an upsert) or not (a delete), in order.
+    delivered: tuple[bool, ...]
+    # The entries (hub.watch.encoded.change_entry), joined.
+    data: bytes
+    # Where each entry starts in ``data``, and its end last: entry n is data[offsets[n]:offsets[n + 1]].
+    offsets: list[int]
+
+
+def _view(changes: Sequence[pb.ImportChange], delivered: tuple[bool, ...]) -> _View:
+    entries = [change_entry(change) for change in changes]
+    offsets = [0]
+    for entry in entries:
+        offsets.append(offsets[-1] + len(entry))
+    return _View(delivered, b"".join(entries), offsets)
+
+
+@dataclass(frozen=True)
 class ImportBatch:
     """What one commit changed in imports, as published to every watcher."""
 
@@ -42,12 +71,49 @@ class ImportBatch:
     # The history the batch belongs to ("": the epoch of the engine that published it). A
     # follower changes its epoch in place, and a batch queued before must keep its own.
     epoch: str = ""
-    # Each change as watchers see it, made once for all of them: (position, delivered to the
-    # watcher) -> the upsert (delivered) or the delete (deleted, or no longer meant for that
-    # member) with its size in a batch; and the same as a message of its own (`single_deltas`).
-    # A batched message holds copies of the changes it carries.
-    made: dict[tuple[int, bool], tuple[pb.ImportChange, int]] = field(default_factory=dict, compare=False, repr=False)
-    responses: dict[tuple[int, bool], pb.WatchImportsResponse] = field(default_factory=dict, compare=False, repr=False)
+    # The changes as watchers see them, made once for all watchers alike: by whether the
+    # watcher receives each change meant for some members only (`_targeted`) -> their entries;
+    # and each change as a message of its own (`single_deltas`): (position, delivered) -> it.
+    views: dict[tuple[bool, ...], _View] = field(default_factory=dict, compare=False, repr=False)
+    responses: dict[tuple[int, bool], Encoded] = field(default_factory=dict, compare=False, repr=False)
+
+    @cached_property
+    def _targeted(self) -> list[int]:
+        """The positions of the upserts that some members do not receive (the rest: all or none do)."""
+        return [n for n, c in enumerate(self.changes) if c.resource is not None and not delivers_to_all(c.resource)]
+
+    def seen_by(self, audience: str | None) -> _View:
+        """The batch's changes as ``audience`` must see them (None: the admin, who sees every import)."""
+        targeted = self._targeted
+        key = tuple(audience is None or delivers_to(self._upsert(n), audience) for n in targeted) if targeted else ()
+        view = self.views.get(key)
+        if view is None:
+            delivered = [c.resource is not None for c in self.changes]
+            for n, receives in zip(targeted, key, strict=True):
+                delivered[n] = receives
+            messages = [self._change(n, d) for n, d in enumerate(delivered)]
+            view = self.views[key] = _view(messages, tuple(delivered))
+        return view
+
+    def single(self, n: int, delivered: bool, epoch: str) -> Encoded:
+        """Change n as a message of its own: the upsert (delivered) or the delete."""
+        response = self.responses.get((n, delivered))
+        if response is None:
+            response = self.responses[(n, delivered)] = Encoded.of(_single(epoch, self._change(n, delivered)))
+        return response
+
+    def _upsert(self, n: int) -> pb.ResourceImport:
+        resource = self.changes[n].resource
+        assert resource is not None  # `_targeted` holds upserts only
+        return resource
+
+    def _change(self, n: int, delivered: bool) -> pb.ImportChange:
+        """Change n: the upsert (delivered to the watcher) or the delete (deleted, or no longer
+        meant for that member)."""
+        if delivered:
+            return pb.ImportChange(revision=self.revision, upsert=self._upsert(n))
+        delete = pb.ImportDelete(import_name=self.changes[n].import_name)
+        return pb.ImportChange(revision=self.revision, delete=delete)
 
 
 def batch_bytes(hub_limit: int, watcher_limit: int) -> int:
@@ -57,49 +123,16 @@ def batch_bytes(hub_limit: int, watcher_limit: int) -> int:
     return max(1, min(MAX_BATCH_BYTES, limit - WATCH_ENVELOPE_BYTES))
 
 
-def _change(batch: ImportBatch, n: int, audience: str | None) -> tuple[pb.ImportChange, int]:
-    """Change n of the batch as this watcher must see it, and its size in a batch; made once
-    for all watchers alike: the upsert (delivered to it) or the delete (deleted, or no longer
-    meant for that member)."""
-    change = batch.changes[n]
-    imp = change.resource
-    delivered = imp is not None and (audience is None or delivers_to(imp, audience))
-    made = batch.made.get((n, delivered))
-    if made is None:
-        if delivered:
-            message = pb.ImportChange(revision=batch.revision, upsert=imp)
-        else:
-            message = pb.ImportChange(revision=batch.revision, delete=pb.ImportDelete(import_name=change.import_name))
-        made = batch.made[(n, delivered)] = (message, _entry_bytes(message.ByteSize()))
-    return made
-
-
 def _single(epoch: str, change: pb.ImportChange) -> pb.WatchImportsResponse:
     if change.HasField("upsert"):
         return pb.WatchImportsResponse(epoch=epoch, revision=change.revision, upsert=change.upsert)
     return pb.WatchImportsResponse(epoch=epoch, revision=change.revision, delete=change.delete)
 
 
-def single_deltas(batch: ImportBatch, epoch: str, audience: str | None) -> list[pb.WatchImportsResponse]:
+def single_deltas(batch: ImportBatch, epoch: str, audience: str | None) -> list[Encoded]:
     """The batch's changes one per message, each made once for every watcher of the batch."""
-    responses = []
-    for n in range(len(batch.changes)):
-        change, _ = _change(batch, n, audience)
-        key = (n, change.HasField("upsert"))
-        response = batch.responses.get(key)
-        if response is None:
-            response = _single(epoch, change)
-            batch.responses[key] = response
-        responses.append(response)
-    return responses
-
-
-def _entry_bytes(size: int) -> int:
-    """What a change of ``size`` bytes adds to a Changes message: its tag, its length, itself."""
-    length = 1
-    while size >= 0x80 << (7 * (length - 1)):
-        length += 1
-    return 1 + length + size
+    view = batch.seen_by(audience)
+    return [batch.single(n, delivered, epoch) for n, delivered in enumerate(view.delivered)]
 
 
 class _Packer:
@@ -108,51 +141,86 @@ class _Packer:
     def __init__(self, epoch: str, max_bytes: int) -> None:
         self._epoch = epoch
         self._max_bytes = max_bytes
-        self._pending: list[pb.ImportChange] = []
+        # Entries, or runs of entries, of the message being filled.
+        self._pending: list[bytes] = []
         self._bytes = 0
+        self._count = 0
 
-    def add(self, change: pb.ImportChange, size: int, revision: int) -> Iterator[pb.WatchImportsResponse]:
-        """Add a change of ``size`` bytes in a batch; yields what had to go first. ``revision``:
-        the message revision of what is pending before this change (complete up to there)."""
-        if size > self._max_bytes:
-            yield from self.flush(revision)
-            yield _single(self._epoch, change)
-            return
-        if self._pending and (self._bytes + size > self._max_bytes or len(self._pending) >= MAX_BATCH_CHANGES):
-            yield from self.flush(revision)
-        self._pending.append(change)
-        self._bytes += size
+    def add(self, view: _View, revision: int, single: Callable[[int], Encoded]) -> Iterator[Encoded]:
+        """Add the changes of ``view``; yields what had to go first. ``revision``: the message
+        revision of what is pending before these changes (complete up to there); ``single``:
+        change n as a message of its own, for a change larger than a batch may be."""
+        offsets, end = view.offsets, len(view.offsets) - 1
+        start = 0
+        while start < end:
+            if offsets[start + 1] - offsets[start] > self._max_bytes:
+                yield from self.flush(revision)
+                yield single(start)
+                start += 1
+                continue
+            # The longest run from ``start`` that fits the room left, in changes and in bytes (a
+            # change larger than a batch never fits: the run stops before it).
+            last = min(end, start + MAX_BATCH_CHANGES - self._count)
+            room = offsets[start] + self._max_bytes - self._bytes
+            stop = bisect.bisect_right(offsets, room, start, last + 1) - 1
+            if stop == start:  # the message is full (an empty one takes any change but a larger one)
+                yield from self.flush(revision)
+                continue
+            self._pending.append(view.data[offsets[start] : offsets[stop]])
+            self._bytes += offsets[stop] - offsets[start]
+            self._count += stop - start
+            start = stop
 
-    def flush(self, revision: int) -> Iterator[pb.WatchImportsResponse]:
+    def flush(self, revision: int) -> Iterator[Encoded]:
         if not self._pending:
             return
-        response = pb.WatchImportsResponse(epoch=self._epoch, revision=revision)
-        response.changes.changes.extend(self._pending)
-        self._pending, self._bytes = [], 0
-        yield response
+        message = changes_message(self._epoch, revision, self._pending, self._bytes)
+        self._pending, self._bytes, self._count = [], 0, 0
+        yield message
 
 
 def batched_deltas(
     batches: Sequence[ImportBatch], epoch: str, audience: str | None, complete: int, max_bytes: int = MAX_BATCH_BYTES
-) -> Iterator[pb.WatchImportsResponse]:
+) -> Iterator[Encoded]:
     """The changes of these batches (in revision order) in as few messages as fit, each made when
     the one before was taken. ``complete``: the revision every change before the first batch
     belongs to; ``max_bytes``: of changes in a message (``batch_bytes``)."""
     packer = _Packer(epoch, max_bytes)
     for batch in batches:
-        for n in range(len(batch.changes)):
-            change, size = _change(batch, n, audience)
-            yield from packer.add(change, size, complete)
+        view = batch.seen_by(audience)
+        yield from packer.add(view, complete, partial(_batch_single, batch, view, epoch))
         complete = batch.revision
     yield from packer.flush(complete)
 
 
+def _batch_single(batch: ImportBatch, view: _View, epoch: str, n: int) -> Encoded:
+    return batch.single(n, view.delivered[n], epoch)
+
+
 def batched_snapshot(
     imports: Iterable[pb.ResourceImport], epoch: str, revision: int, max_bytes: int = MAX_BATCH_BYTES
-) -> Iterator[pb.WatchImportsResponse]:
-    """A snapshot's imports (all at ``revision``) in as few messages as fit."""
+) -> Iterator[Encoded]:
+    """A snapshot's imports (all at ``revision``) in as few messages as fit, made a batch's worth at a time."""
     packer = _Packer(epoch, max_bytes)
-    for imp in imports:
-        change = pb.ImportChange(revision=revision, upsert=imp)
-        yield from packer.add(change, _entry_bytes(change.ByteSize()), revision)
+    for changes in _chunks((pb.ImportChange(revision=revision, upsert=imp) for imp in imports), MAX_BATCH_CHANGES):
+        view = _view(changes, (True,) * len(changes))
+        yield from packer.add(view, revision, partial(_snapshot_single, epoch, changes))
     yield from packer.flush(revision)
+
+
+def _snapshot_single(epoch: str, changes: list[pb.ImportChange], n: int) -> Encoded:
+    return Encoded.of(_single(epoch, changes[n]))
+
+
+T = TypeVar("T")
+
+
+def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -12,6 +12,7 @@ whatever the batch sizes.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,14 +30,18 @@ class Subscription(Generic[T]):
     limit: int
     # What an item counts against the limit.
     weight: Callable[[T], int] = _one
-    # None in the queue marks the overflow: the reader sees it after what it
-    # was already given, in order.
-    queue: asyncio.Queue[T | None] = field(default_factory=asyncio.Queue)
+    # What was offered and not taken yet, each with its weight. None marks the overflow: the
+    # reader sees it after what it was already given, in order. (A deque and one waiter, not an
+    # asyncio.Queue: the bus offers every commit to every watcher, and the queue's bookkeeping
+    # for many getters and putters was a good part of what a watcher cost per commit.)
+    items: deque[tuple[T | None, int]] = field(default_factory=deque)
     # The weight of what is queued.
     held: int = 0
     overflowed: bool = False
     # Set when the publisher ended this subscription on purpose (Bus.end): why.
     ended: str = ""
+    # The reader waiting in get(), woken by the next item.
+    _waiter: asyncio.Future[None] | None = None
 
     def offer(self, item: T) -> None:
         if self.overflowed:
@@ -46,17 +51,27 @@ class Subscription(Generic[T]):
             self.overflow()
             return
         self.held += weight
-        self.queue.put_nowait(item)
+        self._put(item, weight)
 
     def overflow(self) -> None:
         self.overflowed = True
-        self.queue.put_nowait(None)
+        self._put(None, 0)
+
+    def _put(self, item: T | None, weight: int) -> None:
+        self.items.append((item, weight))
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
     async def get(self) -> T | None:
         """The next item, or None once the subscription has overflowed."""
-        item = await self.queue.get()
-        if item is not None:
-            self.held -= self.weight(item)
+        while not self.items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        item, weight = self.items.popleft()
+        self.held -= weight
         return item
 
     def ready(self, max_weight: int) -> list[T | None]:
@@ -64,12 +79,10 @@ class Subscription(Generic[T]):
         last once it has overflowed): the rest stays queued and counted against the limit."""
         items: list[T | None] = []
         taken = 0
-        while taken < max_weight and not self.queue.empty():
-            item = self.queue.get_nowait()
-            if item is not None:
-                weight = self.weight(item)
-                self.held -= weight
-                taken += weight
+        while taken < max_weight and self.items:
+            item, weight = self.items.popleft()
+            self.held -= weight
+            taken += weight
             items.append(item)
         return items
 

@@ -29,6 +29,7 @@ from hub.metrics import HubMetrics
 from hub.store.base import Store
 from hub.store.kube import KubeStore
 from hub.store.sqlite import SqliteStore
+from hub.watch.encoded import WatchResponse, serialize
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.contract.leader_api import leader_api
@@ -73,11 +74,16 @@ async def _queued_changes_keep_their_epoch(old_store: Store, new_store: Store, t
     serving = [old]
     service = CommonAreaService(lambda: serving[0], _West(), HubMetrics(), max_message_bytes=4 * 1024 * 1024)
     watch = cast(
-        AsyncGenerator[pb.WatchImportsResponse, None],
+        AsyncGenerator[WatchResponse, None],
         service.WatchImports(pb.WatchImportsRequest(cluster_id="west"), cast(Context, _Context())),
     )
+
+    async def sent() -> pb.WatchImportsResponse:
+        """The next message as the watcher reads it off the wire."""
+        return pb.WatchImportsResponse.FromString(serialize(await anext(watch)))
+
     try:
-        while (await anext(watch)).WhichOneof("event") != "synced":
+        while (await sent()).WhichOneof("event") != "synced":
             pass
         east = Identity(cluster_id="east")
         await old.announce(east, pb.AnnounceRequest(cluster_id="east", cluster_set_id=config.cluster_set_id))
@@ -86,7 +92,7 @@ async def _queued_changes_keep_their_epoch(old_store: Store, new_store: Store, t
         old.imports_bus.close()
         serving[0] = new
 
-        queued = await anext(watch)
+        queued = await sent()
         assert queued.upsert.import_name.startswith("default-web-")
         assert queued.epoch == old.epoch
         assert queued.revision == old.revision

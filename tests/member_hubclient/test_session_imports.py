@@ -184,8 +184,7 @@ async def test_a_watch_that_fell_behind_resumes_without_a_snapshot(sessions: Ses
     # and the stream ends with ABORTED ("resume from your last revision").
     for subscribers in hub.engine.imports_bus._subs.values():
         for subscription in subscribers:
-            subscription.overflowed = True
-            subscription.queue.put_nowait(None)
+            subscription.overflow()
     east.set_export(service_export("east", "default", "during"))
     during = names.service_import_name("default", "during")
     await recorder.wait_for(lambda: during in recorder.applied)
