@@ -101,8 +101,8 @@ async def _ensure_group(netns: str | None, group: dict[str, Any] | None, ids: li
     if group is not None:
         live = sorted(int(m["id"]) for m in group.get("group") or [])
         args = group.get("resilient_args") or {}
-        shape = (group.get("type"), args.get("buckets"), args.get("idle_timer"), args.get("unbalanced_timer"))
-        settled = shape == ("resilient", BUCKETS, IDLE_TIMER, UNBALANCED_TIMER)
+        found = (group.get("type"), args.get("buckets"), args.get("idle_timer"), args.get("unbalanced_timer"))
+        settled = found == ("resilient", BUCKETS, IDLE_TIMER, UNBALANCED_TIMER)
         if live == sorted(ids) and settled:
             return
     verb = "add" if group is None or group.get("type") != "resilient" else "replace"
