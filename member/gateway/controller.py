@@ -119,6 +119,7 @@ class GatewayController:
         self._told_single: str | None = None
         # Active-active: Nodes taken out on a confirmed report, until they answer the member again.
         self._quarantined: set[str] = set()
+        self._told_answering: set[str] = set()  # logged already
         # Loop time until which reports of an unreachable Gateway are not acted on (damping).
         self._distrust_reports_until = 0.0
         # Reachability verdicts already told to the hub, by ClusterInfoImport name.
@@ -227,8 +228,9 @@ class GatewayController:
         settles it; and it keeps a Gateway it took out on a report out until it answers again."""
         verdicts = await asyncio.gather(*(self._probe(c.internal_ip or "") for c in candidates))
         answering = {c.name for c, answered in zip(candidates, verdicts, strict=True) if answered}
-        if answering:
-            log.info("gatewayAnswers", extra={"namespace": self._namespace, "answering": sorted(answering)})
+        if answering - self._told_answering:
+            log.info("gatewayReportNotConfirmed", extra={"namespace": self._namespace, "answering": sorted(answering)})
+        self._told_answering = answering
         return answering
 
     async def _reconcile_election(self) -> None:
