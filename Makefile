@@ -66,6 +66,7 @@ bench: setup
 	$(BIN)/python bench/hub_scale.py --members 1000 --json bench/results/hub_scale_1000.json --plot bench/results/hub_scale_1000.png
 	$(BIN)/python bench/propagation.py --json bench/results/propagation.json
 	$(BIN)/python bench/datapath.py > bench/results/datapath.json
+	$(BIN)/python bench/gateways.py --rounds 3 --json bench/results/gateways.json
 	$(BIN)/python bench/clusterset_dns.py --json bench/results/dns.json
 	$(BIN)/python bench/policy_datapath.py > bench/results/policy_datapath.json
 	$(BIN)/python -m bench.label_identities --json bench/results/label_identities.json
