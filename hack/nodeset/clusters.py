@@ -203,6 +203,13 @@ class EnvtestNodes:
         self._set_cable(node, "up")
         os.kill(self._pid(node, "kubelet"), signal.SIGCONT)
 
+    def cut_link(self, node: str) -> None:
+        """Only the node's cable is pulled (a cut link): its kubelet and everything else keep running."""
+        self._set_cable(node, "down")
+
+    def restore_link(self, node: str) -> None:
+        self._set_cable(node, "up")
+
 
 def user_clusters() -> dict[str, Cluster] | None:
     """The clusters named by MCHUB_E2E_CLUSTERS, if it is set (leader first)."""
