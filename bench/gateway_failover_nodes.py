@@ -111,7 +111,9 @@ def _actions(envtest: EnvtestNodes, west: Cluster, case: str, target: str) -> tu
     if case == "cut":
         return (lambda: envtest.cut_link(target), lambda: envtest.restore_link(target))
     return (
-        lambda: west.kubectl("drain", target, "--ignore-daemonsets", "--delete-emptydir-data"),
+        lambda: west.kubectl(
+            "drain", target, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=120s"
+        ),
         lambda: west.kubectl("uncordon", target),
     )
 
