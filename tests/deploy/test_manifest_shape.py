@@ -367,9 +367,10 @@ def test_the_member_configmap_holds_a_valid_multicluster_config_with_every_field
     assert config.warnings == ()
     assert config.gateway_ip_precedence == "internal"
     assert config.endpoint_ip_type == "ClusterIP"
+    assert config.gateway_mode == "single-active"
     lines = configmap["data"][MC_CONTROLLER_CONFIG_KEY].splitlines()
     documented = {"metrics", "health", "serviceCIDR", "podCIDRs", "gatewayIPPrecedence", "endpointIPType"}
-    documented |= {"enableStretchedNetworkPolicy"}
+    documented |= {"enableStretchedNetworkPolicy", "gatewayMode"}
     # The webhook block is Antrea's admission webhook; the hub makes those checks itself.
     assert documented == {_alias(name) for name in MultiClusterConfig.model_fields} - {
         "apiVersion",
