@@ -50,6 +50,7 @@ from hack.nodeset.workloads import (
     request_loop,
     web_server,
 )
+from member.gateway.controller import REPORT_HOLD_SECONDS
 
 NS = "failover"
 SETTLE = 8.0  # seconds of requests after the failure is in place, and after it is undone
@@ -182,6 +183,9 @@ def measure(clusterset: NodeClusterSet) -> dict[str, dict[str, Any]]:
         for mode in ("single-active", "active-active"):
             set_config(west, MEMBER_CONFIG, gatewayMode=mode)
             for case in ("killed", "cut", "drained"):
+                # After a move on a report the member acts on no report for REPORT_HOLD_SECONDS
+                # (damping): each case starts after the hold of the one before.
+                time.sleep(REPORT_HOLD_SECONDS)
                 target = _target(east, west, mode)
                 fail, undo = _actions(envtest, west, case, target)
                 row = _case(east, west, url, name=f"loop-{mode[:6]}-{case}", target=target, fail=fail, undo=undo)
