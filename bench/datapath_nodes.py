@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -39,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import yaml
 
 from hack.nodeset.clusters import Cluster
-from hack.nodeset.clusterset import Mode, NodeClusterSet, attach, start
+from hack.nodeset.clusterset import Mode, NodeClusterSet, for_bench
 from hack.nodeset.images import TOOLS_IMAGE
 from hack.nodeset.kubectl import KubectlError, until
 from hack.nodeset.workloads import client_pod, ensure_namespace, exec_in, fetch_until, time_requests, web_server
@@ -186,15 +184,8 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    running = os.environ.get("MCHUB_NODESET_DIR")
-    clusterset = (
-        attach(Path(running)) if running else start(Path(tempfile.mkdtemp(prefix="mchub-bench-")) / "ct", overlap=False)
-    )
-    try:
+    with for_bench(overlap=False) as clusterset:
         rows = measure(clusterset, args.seconds, args.requests)
-    finally:
-        if not running:
-            clusterset.down()
     summary = with_ratios(rows)
     head = ("tunnel", "client", "Gbit/s cross/local", "ratio", "p50 ms cross/local", "p99 ms cross")
     print(f"{head[0]:9} {head[1]:12} {head[2]:>22} {head[3]:>6} {head[4]:>20} {head[5]:>12}")

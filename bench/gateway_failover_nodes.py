@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from ipaddress import IPv4Address
@@ -38,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.pairing import pair
 from hack.nodeset.clusters import Cluster, EnvtestNodes
-from hack.nodeset.clusterset import Mode, NodeClusterSet, attach, start
+from hack.nodeset.clusterset import Mode, NodeClusterSet, for_bench
 from hack.nodeset.install import MEMBER_CONFIG, MEMBER_NS, restart_workloads, set_config
 from hack.nodeset.kubectl import until
 from hack.nodeset.workloads import (
@@ -202,15 +201,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    running = os.environ.get("MCHUB_NODESET_DIR")
-    clusterset = (
-        attach(Path(running)) if running else start(Path(tempfile.mkdtemp(prefix="mchub-bench-")) / "ct", overlap=False)
-    )
-    try:
+    with for_bench(overlap=False) as clusterset:
         results = measure(clusterset)
-    finally:
-        if not running:
-            clusterset.down()
     print(f"{'mode':13} {'case':8} {'failed':>7} {'of':>5} {'gap ms':>8} {'set changed s':>14}")
     for key, row in results.items():
         mode, case = key.split()

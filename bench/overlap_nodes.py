@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -39,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 from hack.nodeset.clusters import Cluster, EnvtestNodes
-from hack.nodeset.clusterset import Mode, NodeClusterSet, attach, start
+from hack.nodeset.clusterset import Mode, NodeClusterSet, for_bench
 from hack.nodeset.images import TOOLS_IMAGE
 from hack.nodeset.install import MEMBER_NS
 from hack.nodeset.kubectl import until
@@ -222,16 +220,8 @@ def main() -> int:
     parser.add_argument("--hold", type=int, default=400)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    running = os.environ.get("MCHUB_NODESET_DIR")
-    if running:
-        clusterset = attach(Path(running))
-    else:
-        clusterset = start(Path(tempfile.mkdtemp(prefix="mchub-bench-overlap-")) / "ct")
-    try:
+    with for_bench(overlap=True) as clusterset:
         results = measure(clusterset, args.seconds, args.connections, args.hold)
-    finally:
-        if not running:
-            clusterset.down()
     print(f"{'path':8} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'conntrack entries/conn':>23} {'bytes/conn':>10}")
     for path in ("nat", "direct", "local"):
         row = results[path]

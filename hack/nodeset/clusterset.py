@@ -15,9 +15,12 @@ both paths, NATed and direct; ``overlap=False`` gives every cluster envtest's ow
 
 from __future__ import annotations
 
+import contextlib
+import os
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -216,3 +219,18 @@ def attach(directory: Path) -> NodeClusterSet:
     installed = Installed(leader, f"https://{leader.nodes[0].ip}:{HUB_NODE_PORT}", directory / "hub-tls" / "ca.crt")
     installed.members = dict(clusters.clusters)
     return NodeClusterSet(installed, clusters)
+
+
+@contextlib.contextmanager
+def for_bench(*, overlap: bool) -> Iterator[NodeClusterSet]:
+    """A benchmark's ClusterSet: the one MCHUB_NODESET_DIR names, left running; else one started
+    here (``overlap`` as ``start``) and stopped when the benchmark is done."""
+    running = os.environ.get("MCHUB_NODESET_DIR")
+    if running:
+        yield attach(Path(running))
+        return
+    clusterset = start(Path(tempfile.mkdtemp(prefix="mchub-bench-")) / "ct", overlap=overlap)
+    try:
+        yield clusterset
+    finally:
+        clusterset.down()
