@@ -5,8 +5,11 @@ stopped, and across a failover of west's Gateway while requests flow."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from ipaddress import IPv4Address
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +26,7 @@ from hack.nodeset.install import (
     set_config,
     wait_rollout,
 )
-from hack.nodeset.kubectl import until
+from hack.nodeset.kubectl import KubectlError, until
 from hack.nodeset.workloads import (
     client_pod,
     ensure_namespace,
@@ -35,7 +38,7 @@ from hack.nodeset.workloads import (
     request_loop,
     web_server,
 )
-from tests.nodes.conftest import Members, in_mode, record
+from tests.nodes.conftest import FIGURES, Members, in_mode, record
 
 NS = "web"
 
@@ -258,8 +261,10 @@ def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
         time.sleep(5)
         outcomes = loop_outcomes(world.east, NS, "loop-failover")
         found = gaps(outcomes, since=failed_at)
-        # Where the time went, as seen by polling (each up to about a second late).
+        # Where the time went, as seen by polling (each up to about a second late), and west's
+        # member and agents' own account of it (test-artifacts/failover-west-logs.txt).
         record(failover_gateway_moved_s=round(moved_s, 1), failover_east_imported_s=round(imported_s, 1))
+        _keep_logs(west, standby, FIGURES.parent / "failover-west-logs.txt", since=failed_at)
         assert found, "no request failed: the node did not carry the traffic"
         assert len(found) == 1, found
         (gap,) = found
@@ -280,6 +285,25 @@ def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
     assert fetch(world.east, NS, "client", f"http://{service_ip}/") in world.west_pods()
 
 
+def _keep_logs(cluster: Cluster, node: str, path: Path, *, since: float) -> None:
+    """The member's log and the agent's on ``node`` (a live one: a frozen kubelet serves no logs)
+    from a little before ``since``; best effort."""
+    window = f"--since={max(1, int(time.time() - since) + 10)}s"
+    parts = []
+    try:
+        pods = cluster.kubectl.json(
+            "get", "pods", "-n", MEMBER_NS, "-l", "component in (mchub-member,mchub-agent)",
+            "--field-selector", f"spec.nodeName={node}",
+        )["items"]  # fmt: skip
+        for name in sorted(pod["metadata"]["name"] for pod in pods):
+            text = cluster.kubectl("-n", MEMBER_NS, "logs", name, "--timestamps", window, timeout=30)
+            parts.append(f"==== {name} (failure at {since:.1f})\n{text}")
+    except (KubectlError, subprocess.TimeoutExpired) as err:
+        parts.append(f"(logs incomplete: {err})")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(parts))
+
+
 def _node_ready(cluster: Cluster, node: str) -> bool:
     conditions = cluster.kubectl.json("get", "node", node)["status"]["conditions"]
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
@@ -296,7 +320,7 @@ def _member_node(cluster: Cluster) -> str:
 
 def _imported_gateway_ips(importer: Cluster, exporter: str) -> list[str]:
     found = importer.kubectl.json("get", "clusterinfoimport", "-n", MEMBER_NS)["items"]
-    spec = next((i["spec"] for i in found if i["spec"].get("clusterID") == exporter), {})
+    spec: dict[str, Any] = next((i["spec"] for i in found if i["spec"].get("clusterID") == exporter), {})
     return sorted(g["gatewayIP"] for g in spec.get("gatewayInfos") or [])
 
 
