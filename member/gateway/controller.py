@@ -179,7 +179,15 @@ class GatewayController:
             await self._reconcile_election()
             # A Gateway kept out on a report comes back once the member's knock is answered again:
             # nothing else would tell (its peers stop probing a Node that is no longer a Gateway).
-            return QUARANTINE_RECHECK_SECONDS if self._quarantined else None
+            if self._quarantined:
+                return QUARANTINE_RECHECK_SECONDS
+            # A report that came during the hold is acted on when the hold ends: no Node event
+            # may come to ask again before the reported Node turns NotReady.
+            held = self._distrust_reports_until - asyncio.get_running_loop().time()
+            active = {c.name for c in self._active}
+            if held > 0 and active & set(reported_unreachable(self.candidates())):
+                return held + 0.1
+            return None
         await self._reconcile_overlap()
         return None
 
@@ -240,10 +248,11 @@ class GatewayController:
         now = asyncio.get_running_loop().time()
         winners = await self._elect(candidates, trust_reports=now >= self._distrust_reports_until)
         wanted = {c.name for c in winners}
-        reported = reported_unreachable(candidates)
-        if any(p.name not in wanted and p.name in reported for p in previous):
-            # Moved on a report: the next report is believed only after a while, so a link that
-            # comes and goes (or a reporter that is the one cut off) does not bounce the Gateway.
+        departed = [p.name for p in previous if p.name not in wanted]
+        if any(_departure(name, winners, candidates)[0] == "unreachable" for name in departed):
+            # Moved on a report (not on a cordon or NotReady that came with one): the next report
+            # is believed only after a while, so a link that comes and goes (or a reporter that
+            # is the one cut off) does not bounce the Gateway.
             self._distrust_reports_until = now + REPORT_HOLD_SECONDS
         for obj in self._gateways.list(self._namespace):
             if name_of(obj) not in wanted:
@@ -372,7 +381,9 @@ def _departure(name: str, winners: list[Candidate], candidates: list[Candidate])
         return "gone", "gone"
     if found.problem:
         return "ineligible", found.problem
+    if found.cordoned:  # an operator's cordon first: a report that came with it did not move it
+        return "cordoned", "cordoned"
     reporters = reported_unreachable(candidates).get(name)
     if reporters:
         return "unreachable", f"unreachable: probes from {', '.join(reporters)} unanswered"
-    return ("cordoned", "cordoned") if found.cordoned else ("replaced", "replaced")
+    return "replaced", "replaced"

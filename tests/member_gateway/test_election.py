@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kube.client import KubeClient
 from kube.errors import NotFound
 from kube.resources import NODES, SERVICES
@@ -10,6 +12,9 @@ from mcapi.gateway_nodes import ANNOTATION_UNREACHABLE_GATEWAY, unreachable_gate
 from mcapi.names import ANNOTATION_GATEWAY, ANNOTATION_GATEWAY_IP
 from mcapi.resources import GATEWAYS
 from member.gateway import ANNOTATION_WIREGUARD_PUBLIC_KEY
+from member.gateway import controller as controller_module
+from member.gateway.controller import _departure
+from member.gateway.election import Candidate
 from member.gateway.service_cidr import PROBE_SERVICE_NAME
 from sandbox.server import SandboxServer
 from tests.member_gateway.conftest import NAMESPACE, Gateways
@@ -202,3 +207,26 @@ async def test_a_stale_gateway_of_a_vanished_node_is_replaced_at_start(cluster: 
     await create_node(client, "node-a", "192.168.1.1")
     await gateways.start()
     await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE, what="stale Gateway replaced")
+
+
+async def test_a_report_that_comes_during_the_hold_is_acted_on_when_the_hold_ends(
+    cluster: Cluster, gateways: Gateways, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No Node event need come after the hold: the controller asks again when it ends, instead of
+    leaving the Gateway on a dead Node until it turns NotReady."""
+    monkeypatch.setattr(controller_module, "REPORT_HOLD_SECONDS", 1.0)
+    _, client = cluster
+    await two_candidates_node_a_elected(client, gateways)
+    await annotate(client, "node-b", ANNOTATION_UNREACHABLE_GATEWAY, "node-a")
+    await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="hand-over to node-b")
+    await annotate(client, "node-b", ANNOTATION_UNREACHABLE_GATEWAY, None)
+    await annotate(client, "node-a", ANNOTATION_UNREACHABLE_GATEWAY, "node-b")  # within the hold
+    await until(client, GATEWAYS, only("node-a"), namespace=NAMESPACE, what="back to node-a after the hold")
+    assert gateways.transitions("unreachable") == 2
+
+
+def test_a_cordoned_gateway_left_because_of_the_cordon_even_if_it_was_also_reported() -> None:
+    """So the move starts no report hold (an operator's cordon is not a flapping link)."""
+    node_a = Candidate("node-a", True, "192.168.1.1", "192.168.1.1", cordoned=True)
+    node_b = Candidate("node-b", True, "192.168.1.2", "192.168.1.2", unreachable_gateways=("node-a",))
+    assert _departure("node-a", [node_b], [node_a, node_b])[0] == "cordoned"
