@@ -42,7 +42,6 @@ from agent.kubewatch.reachability import ReachabilityPublisher
 from agent.kubewatch.view import ClusterView
 from agent.policy.state import PolicyReport
 from agent.runner import DEFAULT_RESYNC_INTERVAL, Datapath, DatapathAgent, run_datapath_agent
-from agent.state import own_gateway_key
 from agent.wgkey import load_or_create_key_pair
 from kube.client import KubeClient
 from kube.errors import KubeError
@@ -199,19 +198,19 @@ class KubeAgent:
         self.view.node_changed.set()  # our own Gateway's: our Node's annotation
 
     def _unreachable_gateways(self) -> tuple[str, ...]:
-        """The local Gateways' Nodes, other than ours, whose probes by this candidate go unanswered."""
-        inputs = self.inputs
-        if inputs is None:
+        """The local Gateways' Nodes whose probes by this Node go unanswered: the desired datapath's
+        kernel probes (agent.desired decides which Gateways a Node probes, in either mode)."""
+        desired, inputs = self.agent.desired, self.inputs
+        if desired is None or inputs is None:
             return ()
+        names = {g.internal_ip: g.node_name for g in inputs.all_gateways}
         health = self.agent.health()
         unreachable = []
-        for gateway in inputs.all_gateways if inputs.active_active else inputs.all_gateways[:1]:
-            if gateway.node_name == self.node_name:
-                continue
-            found = health.get(own_gateway_key(inputs.cluster.cluster_id, gateway.internal_ip))
+        for target in desired.probe_targets:
+            found = health.get(target.key) if target.by_kernel else None
             # No verdict on this Gateway yet: not reported (the last one may have been of another).
             if found is not None and found.reachability is Reachability.UNREACHABLE:
-                unreachable.append(gateway.node_name)
+                unreachable.append(names.get(str(target.gateway_ip), str(target.gateway_ip)))
         return tuple(unreachable)
 
     async def _publish_node(self) -> None:

@@ -215,12 +215,7 @@ class ProbeTarget:
     def key(self) -> str:
         """One remote Gateway per cluster is probed (its cluster ID); our own cluster's, which in
         active-active mode are several, by cluster ID and address."""
-        return own_gateway_key(self.cluster_id, str(self.gateway_ip)) if self.by_kernel else self.cluster_id
-
-
-def own_gateway_key(cluster_id: str, internal_ip: str) -> str:
-    """The health key of one of our own cluster's Gateways, probed by its internalIP."""
-    return f"{cluster_id}/{internal_ip}"
+        return f"{self.cluster_id}/{self.gateway_ip}" if self.by_kernel else self.cluster_id
 
 
 @dataclass(frozen=True)
