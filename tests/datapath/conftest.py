@@ -24,7 +24,7 @@ import pytest
 
 from tests.datapath.driver import ClusterSetDriver
 from tests.datapath.forks import recording_forks
-from tests.datapath.topology import Topology, build_topology, destroy_topology
+from tests.datapath.topology import Topology, built_topology
 from tests.needs import needs, tool_missing
 
 
@@ -63,11 +63,8 @@ def no_fork_in_this_process() -> Iterator[None]:
 
 @pytest.fixture
 async def topology() -> AsyncIterator[Topology]:
-    topo = await build_topology()
-    try:
+    async with built_topology() as topo:
         yield topo
-    finally:
-        await destroy_topology(topo)
 
 
 @pytest.fixture

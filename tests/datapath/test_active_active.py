@@ -8,10 +8,7 @@ The last test runs on overlapping ranges (both globally addressed, as on the rea
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import socket
 from collections.abc import AsyncIterator
 
 import pytest
@@ -22,20 +19,16 @@ from tests.datapath.driver import ClusterSetDriver
 from tests.datapath.inspect_kernel import footprint
 from tests.datapath.test_gateway_vxlan import fake_kube_proxy, service_ip
 from tests.datapath.test_overlapping_cidrs import EGRESS, SERVICE_GLOBAL, global_driver, shadow_service
-from tests.datapath.topology import Topology, build_topology, destroy_topology, sh
-from tests.datapath.traffic import _socket_in, peer_reporting_server, seen_source
+from tests.datapath.topology import Topology, built_topology, sh
+from tests.datapath.traffic import echoes, open_reported, peer_reporting_server, seen_source
 
-ECHO_PORT = 7171
 FLOWS = 24
 
 
 @pytest.fixture
 async def topology() -> AsyncIterator[Topology]:
-    topo = await build_topology(("east", "west"), nodes={"east": 3})
-    try:
+    async with built_topology(("east", "west"), nodes={"east": 3}) as topo:
         yield topo
-    finally:
-        await destroy_topology(topo)
 
 
 @pytest.fixture
@@ -99,61 +92,20 @@ async def test_the_plain_node_holds_one_resilient_group_of_both_gateways(
     assert {name: outcome.changes for name, outcome in again.items()} == {name: () for name in again}
 
 
-@contextlib.asynccontextmanager
-async def _echo_server(netns: str) -> AsyncIterator[None]:
-    """Tells each connection the address it came from, then echoes what it sends."""
-    sock = await _socket_in(netns)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("0.0.0.0", ECHO_PORT))
-
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(f"{writer.get_extra_info('peername')[0]}\n".encode())
-        with contextlib.suppress(OSError):
-            while line := await reader.readline():
-                writer.write(line)
-                await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(serve, sock=sock)
-    try:
-        yield
-    finally:
-        server.close()
-
-
-async def _open(netns: str, ip: str) -> tuple[str, asyncio.StreamReader, asyncio.StreamWriter]:
-    sock = await _socket_in(netns)
-    async with asyncio.timeout(3):
-        await asyncio.get_running_loop().sock_connect(sock, (ip, ECHO_PORT))
-        reader, writer = await asyncio.open_connection(sock=sock)
-        source = (await reader.readline()).decode().strip()
-    return source, reader, writer
-
-
-async def _alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-    try:
-        async with asyncio.timeout(2):
-            writer.write(b"ping\n")
-            await writer.drain()
-            return await reader.readline() == b"ping\n"
-    except (OSError, TimeoutError):
-        return False
-
-
 async def test_a_gateway_that_leaves_moves_only_its_own_flows(clusterset: ClusterSetDriver, topology: Topology) -> None:
     east, west = topology.clusters["east"], topology.clusters["west"]
     await clusterset.sync()
     target = west.node("west-b").pod
     stays, leaves = _underlay(topology, "east-b").pop(), _underlay(topology, "east-a").pop()
-    async with _echo_server(target.netns):
-        flows = [await _open(east.node("east-c").pod.netns, target.ip) for _ in range(FLOWS)]
+    async with peer_reporting_server(target.netns, echo=True):
+        flows = [await open_reported(east.node("east-c").pod.netns, target.ip) for _ in range(FLOWS)]
         assert {source for source, _, _ in flows} == {stays, leaves}
         clusterset.active_active["east"] = ("east-b",)
         await clusterset.sync()
         survivors = [flow for flow in flows if flow[0] == stays]
-        assert all([await _alive(reader, writer) for _, reader, writer in survivors])
+        assert all([await echoes(reader, writer) for _, reader, writer in survivors])
         # New flows all take the Gateway that stayed.
-        assert {(await _open(east.node("east-c").pod.netns, target.ip))[0] for _ in range(8)} == {stays}
+        assert {(await open_reported(east.node("east-c").pod.netns, target.ip))[0] for _ in range(8)} == {stays}
         for _, _, writer in flows:
             writer.close()
 
@@ -169,11 +121,8 @@ async def test_cleanup_removes_the_group_and_its_routes(clusterset: ClusterSetDr
 
 @pytest.fixture
 async def overlapping() -> AsyncIterator[Topology]:
-    topo = await build_topology(("east", "west"), same_ranges={"west": "east"}, nodes={"east": 3, "west": 3})
-    try:
+    async with built_topology(("east", "west"), same_ranges={"west": "east"}, nodes={"east": 3, "west": 3}) as topo:
         yield topo
-    finally:
-        await destroy_topology(topo)
 
 
 @pytest.fixture

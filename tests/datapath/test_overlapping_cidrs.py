@@ -18,7 +18,7 @@ from tests.datapath.conftest import requires_wireguard
 from tests.datapath.driver import ClusterSetDriver
 from tests.datapath.policy_world import PolicyWorld, ingress_from_cluster_set
 from tests.datapath.test_policy_enforcement import reaches
-from tests.datapath.topology import ClusterNs, Topology, build_topology, destroy_topology, sh
+from tests.datapath.topology import ClusterNs, Topology, built_topology, sh
 from tests.datapath.traffic import peer_reporting_server, seen_source
 
 BLOCKS = {"east": "242.0.0.0/20", "west": "242.0.16.0/20"}
@@ -29,11 +29,8 @@ SERVICE_GLOBAL = {"east": "242.0.0.3", "west": "242.0.16.3"}
 
 @pytest.fixture
 async def overlapping() -> AsyncIterator[Topology]:
-    topo = await build_topology(same_ranges={"west": "east"})
-    try:
+    async with built_topology(same_ranges={"west": "east"}) as topo:
         yield topo
-    finally:
-        await destroy_topology(topo)
 
 
 def global_driver(topo: Topology, **options: object) -> ClusterSetDriver:

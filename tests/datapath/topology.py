@@ -21,7 +21,7 @@ import contextlib
 import os
 import secrets
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,6 +116,20 @@ async def build_topology(
         await destroy_topology(topo)
         raise
     return topo
+
+
+@contextlib.asynccontextmanager
+async def built_topology(
+    cluster_ids: Sequence[str] = ("east", "west", "north"),
+    same_ranges: Mapping[str, str] | None = None,
+    nodes: Mapping[str, int] | None = None,
+) -> AsyncIterator[Topology]:
+    """build_topology for the length of a ``with``; every namespace goes afterwards."""
+    topo = await build_topology(cluster_ids, same_ranges, nodes)
+    try:
+        yield topo
+    finally:
+        await destroy_topology(topo)
 
 
 async def _build_cluster(topo: Topology, cluster_id: str, c: int, a: int, suffixes: Sequence[str]) -> ClusterNs:

@@ -26,15 +26,20 @@ async def _socket_in(netns: str, kind: int = socket.SOCK_STREAM) -> socket.socke
 
 
 @contextlib.asynccontextmanager
-async def peer_reporting_server(netns: str, port: int = ECHO_PORT) -> AsyncIterator[None]:
-    """A TCP server in ``netns`` that answers each connection with the peer's IP."""
+async def peer_reporting_server(netns: str, port: int = ECHO_PORT, *, echo: bool = False) -> AsyncIterator[None]:
+    """A TCP server in ``netns`` that answers each connection with the peer's IP; with ``echo``,
+    that IP and a newline, then every line the connection sends back (open_reported, echoes)."""
     sock = await _socket_in(netns)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("0.0.0.0", port))
 
     async def report(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(str(writer.get_extra_info("peername")[0]).encode())
-        await writer.drain()
+        writer.write(str(writer.get_extra_info("peername")[0]).encode() + (b"\n" if echo else b""))
+        with contextlib.suppress(OSError):
+            await writer.drain()
+            while echo and (line := await reader.readline()):
+                writer.write(line)
+                await writer.drain()
         writer.close()
 
     server = await asyncio.start_server(report, sock=sock)
@@ -59,6 +64,30 @@ async def seen_source(netns: str, ip: str, port: int = ECHO_PORT, deadline: floa
         return data.decode()
     finally:
         sock.close()
+
+
+async def open_reported(
+    netns: str, ip: str, port: int = ECHO_PORT
+) -> tuple[str, asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection from ``netns`` to an echoing peer_reporting_server, kept open, and the source
+    address the server saw."""
+    sock = await _socket_in(netns)
+    async with asyncio.timeout(3):
+        await asyncio.get_running_loop().sock_connect(sock, (ip, port))
+        reader, writer = await asyncio.open_connection(sock=sock)
+        source = (await reader.readline()).decode().strip()
+    return source, reader, writer
+
+
+async def echoes(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    """Whether a connection from open_reported still carries a line there and back."""
+    try:
+        async with asyncio.timeout(2):
+            writer.write(b"ping\n")
+            await writer.drain()
+            return await reader.readline() == b"ping\n"
+    except (OSError, TimeoutError):
+        return False
 
 
 async def unreachable(netns: str, ip: str, port: int = ECHO_PORT, deadline: float = 1.0) -> bool:
