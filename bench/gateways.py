@@ -47,19 +47,6 @@ PORT = 7300
 IPERF_PORT = 5201
 MODES = ("single", "active-1", "active-2", "active-3")
 
-_SERVER = """
-import asyncio, sys
-async def answer(reader, writer):
-    writer.write(writer.get_extra_info("peername")[0].encode())
-    await writer.drain()
-    writer.close()
-async def main():
-    server = await asyncio.start_server(answer, "0.0.0.0", int(sys.argv[1]), backlog=1024)
-    print("ready", flush=True)
-    await server.serve_forever()
-asyncio.run(main())
-"""
-
 _CLIENT = """
 import asyncio, collections, json, sys, time
 ip, port, workers, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
@@ -101,7 +88,8 @@ for s in socks:
 print(json.dumps(alive), flush=True)
 """
 
-_ECHO = """
+# Tells each connection the address it came from, then echoes the lines it sends.
+_SERVER = """
 import asyncio, sys
 async def serve(reader, writer):
     writer.write(writer.get_extra_info("peername")[0].encode())
@@ -200,7 +188,7 @@ async def moved_flows(driver: ClusterSetDriver, topo: Topology, flows: int) -> d
     await driver.sync()
     _set_mode(driver, "active-3")
     await driver.sync()
-    echo = await _python_in(server.pod.netns, _ECHO, str(PORT + 1))
+    echo = await _python_in(server.pod.netns, _SERVER, str(PORT + 1))
     try:
         await _started(echo)
         holder = await _python_in(client.pod.netns, _HOLDER, server.pod.ip, str(PORT + 1), str(flows))
