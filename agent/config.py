@@ -20,7 +20,7 @@ import yaml
 
 from agent.errors import ConfigError
 from agent.linux.ownership import REPLY_MARK
-from mcapi.kernel_probe import GATEWAY_HEALTH_PORT
+from mcapi.names import GATEWAY_HEALTH_PORT
 
 # Every link the agent creates starts with this prefix, so that cleanup and humans can
 # tell ours from the primary CNI's. Linux allows at most 15 bytes in a link name.

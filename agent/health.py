@@ -31,8 +31,8 @@ from typing import Any, cast
 
 from agent.linux.netns import async_call_in_netns
 from agent.state import ProbeTarget
+from kube.kernel_probe import knock
 from kube.waiting import cancel_and_wait
-from mcapi.kernel_probe import knock
 
 log = logging.getLogger(__name__)
 

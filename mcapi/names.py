@@ -151,3 +151,7 @@ ANNOTATION_EXPORT_CREATE_TIME = "multicluster.antrea.io/export-create-time"
 ANNOTATION_EXPORT_VERDICT = "multicluster.antrea.io/export-verdict"
 # The importing clusters a Service export with cluster selectors reaches (comma-separated).
 ANNOTATION_EXPORT_CLUSTERS = "mchub.antrea.io/export-clusters"
+
+GATEWAY_HEALTH_PORT = 51822
+"""The agent's default health port (``health.port``): UDP probes between Gateways, and TCP SYNs
+whose RST shows a Node's kernel answering (kube.kernel_probe)."""

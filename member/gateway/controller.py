@@ -37,6 +37,7 @@ from kube.conditions import find_condition
 from kube.errors import NotFound
 from kube.events import EventRecorder
 from kube.informer import Informer
+from kube.kernel_probe import answers
 from kube.manager import Watches
 from kube.metrics import once_per_registry
 from kube.queue_worker import QueueWorker
@@ -44,7 +45,6 @@ from kube.resources import NODES, Obj, name_of
 from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.config import MultiClusterConfig
-from mcapi.kernel_probe import answers
 from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from member.gateway.cluster_info import ClusterInfoPublisher, ClusterRanges
 from member.gateway.election import Candidate, candidates_from_nodes, elect, elect_all, reported_unreachable
@@ -93,18 +93,18 @@ class GatewayController:
         recorder: EventRecorder | None = None,
         sync_timeout: float | None = 30.0,
         registry: CollectorRegistry | None = None,
-        probe: Callable[[str], Awaitable[bool]] = answers,
+        probe: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         """``sink``: the hub session. ``sync_timeout``: seconds start() waits for the informers' first lists.
         ``registry``: the member's metrics (mchub_member_gateway_transitions_total). ``probe``: whether a
-        Node's internalIP answers (mcapi.kernel_probe), to check reports in active-active mode."""
+        Node's internalIP answers (kube.kernel_probe), to check reports in active-active mode."""
         self._metrics = _Metrics(None) if registry is None else once_per_registry(_Metrics, registry)
         self._client = client
         self._namespace = namespace
         self._config = config
         self._recorder = recorder
         self._sink = sink
-        self._probe = probe
+        self._probe = probe or _knock_health_port
         self._sync_timeout = sync_timeout
         self._publisher = ClusterInfoPublisher(cluster_id, namespace, sink)
         self._queue: WorkQueue[Key] = WorkQueue(f"gateway-{cluster_id}")
@@ -358,6 +358,10 @@ class GatewayController:
             "(--global-cidr) to reach overlapping clusters through global addresses."
         )
         await self._recorder.warning(live, CONDITION_CIDR_CONFLICT, message, CLUSTER_INFO_IMPORTS)
+
+
+async def _knock_health_port(ip: str) -> bool:
+    return await answers(ip, names.GATEWAY_HEALTH_PORT)
 
 
 class _Metrics:

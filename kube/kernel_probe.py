@@ -12,9 +12,6 @@ from __future__ import annotations
 import asyncio
 import socket
 
-GATEWAY_HEALTH_PORT = 51822
-"""The agent's default health port (``health.port``), which these probes knock on."""
-
 
 async def knock(sock: socket.socket, ip: str, port: int, within: float) -> bool:
     """Whether ``ip`` answers a SYN to ``port`` within ``within`` seconds. ``sock``: a fresh
@@ -31,7 +28,7 @@ async def knock(sock: socket.socket, ip: str, port: int, within: float) -> bool:
     return True
 
 
-async def answers(ip: str, port: int = GATEWAY_HEALTH_PORT, within: float = 1.0) -> bool:
+async def answers(ip: str, port: int, within: float = 1.0) -> bool:
     """knock from this process's own network namespace."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setblocking(False)
