@@ -3,9 +3,13 @@
 Protocol: UDP echo on the agent's own port (config ``health.port``). A probe is 13
 bytes, ``MCHP`` + ``Q`` + a 64-bit sequence number; the responder (every agent runs
 one) answers the same bytes with ``R``. UDP echo rather than ICMP because it needs no
-raw socket nor ping_group_range, it travels the same underlay path (UDP to the
-Gateway IP) as the VXLAN/WireGuard outer packets, and it is answered only by a live
-agent, not merely a live kernel.
+raw socket nor ping_group_range, and it travels the same underlay path (UDP to the
+Gateway IP) as the VXLAN/WireGuard outer packets. After an unanswered echo the next
+probe also knocks on the Gateway's kernel (below), and either answer counts: the remote
+datapath lives in its kernel, so a remote agent restarting (a rolling update: a second
+or two without a responder) is not a lost link, while a dead Node or a cut link answers
+neither and is UNREACHABLE as soon as before. Where a firewall lets only UDP through,
+the knock goes unanswered and the echo alone decides, as it did.
 
 A candidate Node probes its own cluster's Gateway by its kernel instead (``ProbeTarget.by_kernel``):
 a TCP SYN to the same port, where any answer (the RST of a closed port, or a connection) is an
@@ -210,11 +214,12 @@ class GatewayProber:
             self._send(state)
 
     def _send(self, state: _PeerState) -> None:
-        if state.by_kernel:
+        if state.by_kernel or state.health.consecutive_misses:
             task = asyncio.get_running_loop().create_task(self._knock(state, state.seq))
             self._knocks.add(task)
             task.add_done_callback(self._knocks.discard)
-            return
+            if state.by_kernel:
+                return
         if self._endpoint is None or self._endpoint.transport is None:
             return
         try:

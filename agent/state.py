@@ -209,7 +209,8 @@ class ProbeTarget:
     by_kernel: bool = False
     """Answered by the Node's kernel, not its agent (a TCP SYN to the probe port; the RST of a
     closed port counts): our own Gateway's datapath lives in its kernel and outlives a restart
-    of its agent, which must not move the Gateway. Remote Gateways are probed agent to agent."""
+    of its agent, which must not move the Gateway. Remote Gateways are probed agent to agent,
+    with a knock on their kernel after an unanswered echo (agent.health)."""
 
     @property
     def key(self) -> str:

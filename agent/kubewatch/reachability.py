@@ -10,7 +10,11 @@ Only the agent on the active Gateway Node writes it (it is the one probing). Per
 
 Written only on change: the message of a verdict is fixed when the verdict starts (the
 RTT measured then), so a steady link is never rewritten, whatever its jitter. The CRD's
-status holds conditions only, so the RTT lives in the message.
+status holds conditions only, so the RTT lives in the message. A restarted agent (a rolling
+update) or a new Gateway Node starts without a verdict of its own: it leaves a standing
+``Reachable`` or ``Unreachable`` in place until its probes reach one, and does not rewrite
+a ``Reachable`` that differs only in its RTT (each write also goes to the hub as the
+import's status, and a flap to ``Unknown`` would show every link down for a moment).
 """
 
 from __future__ import annotations
@@ -45,22 +49,36 @@ class WantedCondition:
     reason: str
     message: str
 
+    def already_said_by(self, current: Mapping[str, Any] | None) -> bool:
+        """Whether the live condition needs no write: it says this, or a restarted agent's
+        ``Probing`` meets a standing verdict, or a ``Reachable`` differs only in its RTT."""
+        if current is None:
+            return False
+        status, reason, message = current.get("status"), current.get("reason"), str(current.get("message") or "")
+        if (status, reason) == (self.status, self.reason):
+            same_stem = message.partition(RTT_SEPARATOR)[0] == self.message.partition(RTT_SEPARATOR)[0]
+            return message == self.message or (reason == REASON_REACHABLE and same_stem)
+        return self.reason == REASON_PROBING and reason in (REASON_REACHABLE, REASON_UNREACHABLE)
+
 
 _VerdictKey = tuple[str, str, str, datetime]
+REASON_REACHABLE, REASON_UNREACHABLE, REASON_PROBING = "Reachable", "Unreachable", "Probing"
+RTT_SEPARATOR = "; RTT "
 
 
 def reachability_condition(node_name: str, health: PeerHealth) -> WantedCondition:
     ip, cid = health.gateway_ip, health.cluster_id
     if health.reachability is Reachability.REACHABLE:
         rtt = f"{health.rtt_seconds * 1000:.3f} ms" if health.rtt_seconds is not None else "unknown"
-        return WantedCondition("True", "Reachable", f"Gateway {ip} of cluster {cid} answers {node_name}; RTT {rtt}")
+        answers = f"Gateway {ip} of cluster {cid} answers {node_name}"
+        return WantedCondition("True", REASON_REACHABLE, f"{answers}{RTT_SEPARATOR}{rtt}")
     if health.reachability is Reachability.UNREACHABLE:
         return WantedCondition(
             "False",
-            "Unreachable",
+            REASON_UNREACHABLE,
             f"Gateway {ip} of cluster {cid} missed {health.consecutive_misses} probes in a row from {node_name}",
         )
-    return WantedCondition("Unknown", "Probing", f"{node_name} is probing Gateway {ip} of cluster {cid}")
+    return WantedCondition("Unknown", REASON_PROBING, f"{node_name} is probing Gateway {ip} of cluster {cid}")
 
 
 def exclusion_condition(exclusions: Sequence[Exclusion]) -> WantedCondition:
@@ -139,11 +157,7 @@ class ReachabilityPublisher:
             if condition is None or (live.get("metadata") or {}).get("deletionTimestamp"):
                 continue
             current = find_condition((live.get("status") or {}).get("conditions"), CONDITION_GATEWAY_REACHABLE)
-            if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
-                condition.status,
-                condition.reason,
-                condition.message,
-            ):
+            if condition.already_said_by(current):
                 continue
             conditions = copy.deepcopy((live.get("status") or {}).get("conditions") or [])
             set_condition(

@@ -74,9 +74,12 @@ async def test_a_gateway_whose_ip_changes_starts_over_as_unknown(topology: Topol
     }
 
 
-async def test_the_active_gateways_agent_reports_remote_gateways_answered_by_their_agents(
+async def test_the_active_gateways_agent_reports_remote_gateways_answered_by_their_agents_or_kernels(
     clusterset: ClusterSetDriver, topology: Topology
 ) -> None:
+    """West's agents stop (a rolling update restarts them): their echoes go unanswered, but the
+    knock that follows each miss is answered by west's kernel, whose datapath still forwards, so
+    west stays REACHABLE. West's Gateway losing its link answers neither: UNREACHABLE."""
     assert FAST_HEALTH.interval_seconds < 1
     await clusterset.sync()
     changes: asyncio.Queue[PeerHealth] = asyncio.Queue()
@@ -84,6 +87,7 @@ async def test_the_active_gateways_agent_reports_remote_gateways_answered_by_the
     for name, agent in clusterset.agents.items():
         callback = changes.put_nowait if name == "east-a" else None
         tasks[name] = asyncio.create_task(agent.run_health(callback))
+    west_gateway = topology.clusters["west"].nodes[0]
     try:
         reachable: set[str] = set()
         async with asyncio.timeout(5):
@@ -96,8 +100,19 @@ async def test_the_active_gateways_agent_reports_remote_gateways_answered_by_the
         assert clusterset.agents["east-b"].health() == {}  # only the Gateway probes
         for name in ("west-a", "west-b"):  # west's agents stop answering
             tasks[name].cancel()
-        down = await next_verdict(changes, "west", Reachability.UNREACHABLE)
-        assert down.gateway_ip == topology.clusters["west"].nodes[0].underlay_ip
+        await asyncio.gather(tasks["west-a"], tasks["west-b"], return_exceptions=True)
+        await asyncio.sleep(FAST_HEALTH.interval_seconds * (FAST_HEALTH.miss_threshold + 1) * 3)
+        assert changes.empty(), [changes.get_nowait() for _ in range(changes.qsize())]
+        west = clusterset.agents["east-a"].health()["west"]
+        assert west.reachability is Reachability.REACHABLE
+        assert west.consecutive_misses <= 1  # every other probe is an unanswered echo
+        await sh("ip", "-n", west_gateway.netns, "link", "set", "ul0", "down")
+        try:
+            down = await next_verdict(changes, "west", Reachability.UNREACHABLE)
+        finally:
+            await sh("ip", "-n", west_gateway.netns, "link", "set", "ul0", "up")
+        assert down.gateway_ip == west_gateway.underlay_ip
+        assert down.consecutive_misses == FAST_HEALTH.miss_threshold
         assert clusterset.agents["east-a"].health()["north"].reachability is Reachability.REACHABLE
     finally:
         for task in tasks.values():

@@ -38,6 +38,7 @@ from hack.nodeset.workloads import (
     request_loop,
     web_server,
 )
+from mcapi.names import ANNOTATION_GATEWAY
 from tests.nodes.conftest import FIGURES, Members, in_mode, record
 
 NS = "web"
@@ -130,23 +131,35 @@ def test_requests_flow_and_imports_stay_while_the_hub_is_down(world: World) -> N
 
 
 def _import_versions(world: World) -> dict[str, str]:
-    """The resourceVersion of every object the importers hold for web: a rewrite changes it."""
+    """The resourceVersion of every object the importers hold for web, and of their ClusterInfoImports
+    (the other members' Gateways): a rewrite changes it."""
     versions = {}
     for cluster in (world.east, world.north):
         for kind, name in (("serviceimport", "web"), ("service", "antrea-mc-web"), ("endpoints", "antrea-mc-web")):
             obj = cluster.kubectl.json("get", kind, name, "-n", NS)
             versions[f"{cluster.name}/{kind}/{name}"] = obj["metadata"]["resourceVersion"]
+        for info in cluster.kubectl.json("get", "clusterinfoimport", "-n", MEMBER_NS)["items"]:
+            meta = info["metadata"]
+            versions[f"{cluster.name}/clusterinfoimport/{meta['name']}"] = meta["resourceVersion"]
     return versions
 
 
 def test_rolling_restarts_of_hub_members_and_agents_fail_no_request_and_rewrite_no_import(world: World) -> None:
-    """The hub's Deployment, every member's Deployment and every agent DaemonSet (maxUnavailable 1)
-    restarted one after another, as an upgrade rolls them, while east sends requests to west's
+    """The hub's Deployment, then every member's Deployment, then every agent DaemonSet
+    (maxUnavailable 1) restarted, as an upgrade rolls them, while east sends requests to west's
     Service: none fails, and no importer rewrites anything it imported."""
+    _roll_everything_while_requests_flow(world, "rolling_upgrade")
+
+
+def _roll_everything_while_requests_flow(world: World, figure: str) -> None:
+    """Roll the hub, then every member, then every agent DaemonSet (the clusters at once), while an east Pod
+    on a Node that is not east's (first) Gateway sends a request every 0.1 s to west's Service;
+    assert that none failed and that no import was rewritten; record the figures as ``figure_*``."""
     service_ip, _ = world.imported_ips(world.east)
     fetch_until(world.east, NS, "client", f"http://{service_ip}/")
     before = _import_versions(world)
-    request_loop(world.east, NS, "loop-rolling", node=world.east.nodes[-1].name, url=f"http://{service_ip}/")
+    loop = f"loop-{figure.replace('_', '-')}"
+    request_loop(world.east, NS, loop, node=world.east.nodes[-1].name, url=f"http://{service_ip}/")
     time.sleep(3)
     started = time.time()
     leader = world.clusterset.leader.kubectl
@@ -154,26 +167,29 @@ def test_rolling_restarts_of_hub_members_and_agents_fail_no_request_and_rewrite_
     try:
         leader("-n", LEADER_NS, "rollout", "restart", "deployment/mchub-hub")
         wait_rollout(leader, LEADER_NS, "deployment/mchub-hub")
-        for cluster in members:
-            cluster.kubectl("-n", MEMBER_NS, "rollout", "restart", "deployment/mchub-member")
-            wait_rollout(cluster.kubectl, MEMBER_NS, "deployment/mchub-member")
-        for cluster in members:
-            cluster.kubectl("-n", MEMBER_NS, "rollout", "restart", "daemonset/mchub-agent")
-            wait_rollout(cluster.kubectl, MEMBER_NS, "daemonset/mchub-agent")
+        # Each cluster rolls on its own, as an operator's upgrade of several clusters may: all at once.
+        for workload in ("deployment/mchub-member", "daemonset/mchub-agent"):
+            for cluster in members:
+                cluster.kubectl("-n", MEMBER_NS, "rollout", "restart", workload)
+            for cluster in members:
+                wait_rollout(cluster.kubectl, MEMBER_NS, workload)
         until("every member Ready again", lambda: clusterset_ready(world.clusterset.installed), timeout=120)
         time.sleep(5)
-        outcomes = [o for o in loop_outcomes(world.east, NS, "loop-rolling") if o.at >= started]
+        outcomes = [o for o in loop_outcomes(world.east, NS, loop) if o.at >= started]
         failed = sum(not o.ok for o in outcomes)
         record(
-            rolling_upgrade_requests=len(outcomes),
-            rolling_upgrade_failed=failed,
-            rolling_upgrade_s=round(time.time() - started),
+            **{
+                f"{figure}_requests": len(outcomes),
+                f"{figure}_failed": failed,
+                f"{figure}_s": round(time.time() - started),
+            }
         )
         assert len(outcomes) >= 100, "the request loop did not run"
-        assert failed == 0, f"{failed} of {len(outcomes)} requests failed across the rolling restarts"
+        when = [round(o.at - started, 1) for o in outcomes if not o.ok]
+        assert failed == 0, f"{failed} of {len(outcomes)} requests failed across the rolling restarts, at {when} s"
         assert _import_versions(world) == before
     finally:
-        world.east.kubectl("-n", NS, "delete", "pod", "loop-rolling", "--wait=false")
+        world.east.kubectl("-n", NS, "delete", "pod", loop, "--wait=false")
 
 
 def _gateway(cluster: Cluster) -> str | None:
@@ -247,7 +263,7 @@ def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
     try:
         until("west's Gateway on its other node", lambda: _gateway(west) == standby, timeout=60)
         moved_s = time.time() - failed_at
-        standby_ip = _west_gateway_ip(west, standby)
+        standby_ip = _gateway_ip(west, standby)
         until(
             "east imports west's new Gateway",
             lambda: _imported_gateway_ips(world.east, cluster_id("west")) == [standby_ip],
@@ -313,6 +329,13 @@ def _gateways(cluster: Cluster) -> list[str]:
     return sorted(g["metadata"]["name"] for g in cluster.kubectl.json("get", "gateway", "-n", MEMBER_NS)["items"])
 
 
+def _candidates(cluster: Cluster) -> list[str]:
+    """The Nodes annotated as Gateway candidates."""
+    nodes = cluster.kubectl.json("get", "nodes")["items"]
+    marked = [n for n in nodes if (n["metadata"].get("annotations") or {}).get(ANNOTATION_GATEWAY) == "true"]
+    return sorted(n["metadata"]["name"] for n in marked)
+
+
 def _member_node(cluster: Cluster) -> str:
     member = cluster.kubectl.json("get", "pods", "-n", MEMBER_NS, "-l", "component=mchub-member")["items"][0]
     return str(member["spec"]["nodeName"])
@@ -324,7 +347,7 @@ def _imported_gateway_ips(importer: Cluster, exporter: str) -> list[str]:
     return sorted(g["gatewayIP"] for g in spec.get("gatewayInfos") or [])
 
 
-def _west_gateway_ip(cluster: Cluster, node: str) -> str:
+def _gateway_ip(cluster: Cluster, node: str) -> str:
     return str(cluster.kubectl.json("get", "gateway", node, "-n", MEMBER_NS)["gatewayIP"])
 
 
@@ -340,7 +363,7 @@ def test_west_in_active_active_mode_both_nodes_are_gateways_and_losing_one_fails
     set_config(west, MEMBER_CONFIG, gatewayMode="active-active")
     try:
         until("both west Nodes Gateways", lambda: _gateways(west) == nodes, timeout=60)
-        ips = {node: _west_gateway_ip(west, node) for node in nodes}
+        ips = {node: _gateway_ip(west, node) for node in nodes}
         west_id = cluster_id("west")
         until("east imports both west Gateways", lambda: _imported_gateway_ips(east, west_id) == sorted(ips.values()))
         (east_gateway,) = east.kubectl.json("get", "gateway", "-n", MEMBER_NS)["items"]
@@ -392,3 +415,30 @@ def test_west_in_active_active_mode_both_nodes_are_gateways_and_losing_one_fails
         east.kubectl("-n", NS, "delete", "pod", "loop-active", "--wait=false", "--ignore-not-found")
         set_config(west, MEMBER_CONFIG, gatewayMode="single-active")
         until("one west Gateway", lambda: len(_gateways(west)) == 1, timeout=60)
+
+
+def test_rolling_restarts_in_active_active_mode_fail_no_request_and_rewrite_no_import(world: World) -> None:
+    """East and west in gatewayMode active-active (every candidate a Gateway: west's two Nodes; east's
+    one, over which the client's Node spreads its flows through a nexthop group), then the same
+    rolling restart of hub, members and agents while requests flow: none fails, nothing imported
+    is rewritten, and every Gateway stays one (a restarted agent or member moves no Gateway)."""
+    east, west = world.east, world.west
+    clusters = (east, west)
+    for cluster in clusters:
+        set_config(cluster, MEMBER_CONFIG, gatewayMode="active-active")
+    try:
+        expected = {cluster.name: _candidates(cluster) for cluster in clusters}
+        assert len(expected["west"]) == 2, expected
+        for cluster in clusters:
+            until(f"both {cluster.name} Nodes Gateways", lambda c=cluster: _gateways(c) == expected[c.name], timeout=60)
+        ips = {c.name: sorted(_gateway_ip(c, node) for node in expected[c.name]) for c in clusters}
+        until("east imports both west Gateways", lambda: _imported_gateway_ips(east, cluster_id("west")) == ips["west"])
+        until("west imports both east Gateways", lambda: _imported_gateway_ips(west, cluster_id("east")) == ips["east"])
+        _roll_everything_while_requests_flow(world, "active_active_rolling")
+        for cluster in clusters:
+            assert _gateways(cluster) == expected[cluster.name]
+    finally:
+        for cluster in clusters:
+            set_config(cluster, MEMBER_CONFIG, gatewayMode="single-active")
+        for cluster in clusters:
+            until(f"one {cluster.name} Gateway", lambda c=cluster: len(_gateways(c)) == 1, timeout=60)

@@ -132,6 +132,29 @@ def test_a_steady_link_keeps_its_message_whatever_the_rtt_does() -> None:
     assert "0.900 ms" in publisher.wanted()["west"].message
 
 
+def _live(status: str, reason: str, message: str) -> dict[str, str]:
+    return {"type": "GatewayReachable", "status": status, "reason": reason, "message": message}
+
+
+def test_a_restarted_agent_keeps_the_standing_verdict_until_it_has_its_own() -> None:
+    """A rolling update restarts the Gateway's agent: its first probes have no verdict yet, and
+    its first Reachable has another RTT. Neither rewrites what the previous agent wrote."""
+    reachable = reachability_condition("east-a", peer(Reachability.REACHABLE, rtt=0.0004))
+    live_up = _live("True", "Reachable", "Gateway 198.18.2.1 of cluster west answers east-a; RTT 0.900 ms")
+    live_down = _live("False", "Unreachable", "Gateway 198.18.2.1 of cluster west missed 3 probes in a row from east-a")
+    assert reachable.already_said_by(live_up)
+    probing = reachability_condition("east-a", peer(Reachability.UNKNOWN))
+    assert probing.already_said_by(live_up) and probing.already_said_by(live_down)
+    # Anything else is a change, written as before.
+    assert not reachable.already_said_by(None) and not probing.already_said_by(None)
+    assert not reachable.already_said_by(live_down)
+    assert not reachability_condition("east-b", peer(Reachability.REACHABLE)).already_said_by(live_up)  # moved
+    assert not reachability_condition("east-a", peer(Reachability.UNREACHABLE)).already_said_by(live_up)
+    excluded = _live("Unknown", "OverlapsLocalCIDR", "Not routed: overlaps.")
+    assert not probing.already_said_by(excluded)
+    assert not exclusion_condition([Exclusion("west", ExclusionReason.NO_ROUTABLE_CIDR, "x")]).already_said_by(live_up)
+
+
 def test_only_the_gateway_node_publishes() -> None:
     desired = DesiredDatapath(role=Role.MEMBER, remote_clusters=("west",))
     health = {"west": peer(Reachability.REACHABLE)}
