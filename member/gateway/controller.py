@@ -61,6 +61,11 @@ log = logging.getLogger(__name__)
 REPORT_HOLD_SECONDS = 30.0
 # Active-active: how often the member knocks on a Gateway it took out on a report.
 QUARANTINE_RECHECK_SECONDS = 1.0
+# How long the member's knock waits for a Node's kernel: the agents' own probe interval (0.3 s
+# by default). A kernel on the cluster's network answers a SYN in well under a millisecond, and
+# a failover waits this long on the knock after the reporter's probes, so a longer limit (1 s
+# once) only slows it; a Gateway wrongly kept out is knocked on again a second later.
+KNOCK_WITHIN_SECONDS = 0.3
 
 Key = Literal["election", "overlap"]
 ELECTION: Key = "election"
@@ -254,13 +259,19 @@ class GatewayController:
             # is believed only after a while, so a link that comes and goes (or a reporter that
             # is the one cut off) does not bounce the Gateway.
             self._distrust_reports_until = now + REPORT_HOLD_SECONDS
+        # Gateways only leaving: the other members re-pair at once, before our own writes. A Gateway
+        # joining is announced only after its Gateway CR, which its agent programs its datapath from.
+        only_leaving = wanted <= {p.name for p in previous}
+        if only_leaving:
+            self._publisher.publish(winners, self._ranges)
         for obj in self._gateways.list(self._namespace):
             if name_of(obj) not in wanted:
                 await delete_if_owned(self._client, GATEWAYS, name_of(obj), self._namespace)
         for winner in winners:
             await ensure(self._client, GATEWAYS, desired_gateway(winner, self._namespace, self._ranges.service_cidr))
         self._active = winners
-        self._publisher.publish(winners, self._ranges)
+        if not only_leaving:
+            self._publisher.publish(winners, self._ranges)
         await self._announce(previous, winners, candidates)
 
     async def _announce(self, previous: list[Candidate], winners: list[Candidate], candidates: list[Candidate]) -> None:
@@ -361,7 +372,7 @@ class GatewayController:
 
 
 async def _knock_health_port(ip: str) -> bool:
-    return await answers(ip, names.GATEWAY_HEALTH_PORT)
+    return await answers(ip, names.GATEWAY_HEALTH_PORT, KNOCK_WITHIN_SECONDS)
 
 
 class _Metrics:

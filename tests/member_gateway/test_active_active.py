@@ -5,6 +5,7 @@ shrink to nothing on reports alone."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from kube.client import KubeClient
 from kube.resources import NODES
@@ -71,6 +72,34 @@ async def test_a_reported_gateway_leaves_and_a_cordoned_one_too_but_reports_neve
     await client.patch(NODES, "node-2", {"spec": {"unschedulable": True}})
     await until(client, GATEWAYS, named("node-1"), namespace=NAMESPACE, what="node-2 cordoned")
     await exported_ips(gateways, "192.168.1.1")
+
+
+async def test_a_leaving_gateway_is_withdrawn_from_the_cluster_info_before_its_gateway_cr(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    """Only leaving: the other members re-pair first (they hear of it through the hub), and the
+    local writes follow. When node-3's Gateway CR is seen deleted, the ClusterInfo already lacks it."""
+    _, client = cluster
+    await three_gateways(client, gateways)
+    listed = await client.list(GATEWAYS, NAMESPACE)
+    seen_deleted: list[list[str]] = []
+
+    async def watch_deletions() -> None:
+        async with contextlib.aclosing(
+            client.watch(GATEWAYS, NAMESPACE, resource_version=listed.resource_version)
+        ) as events:
+            async for event in events:
+                if event.type == "DELETED" and event.object["metadata"]["name"] == "node-3":
+                    export = gateways.exported.get("east-clusterinfo")
+                    assert export is not None
+                    seen_deleted.append([g.gateway_ip for g in export.cluster_info.gateway_infos])
+                    return
+
+    watcher = asyncio.create_task(watch_deletions())
+    await annotate(client, "node-1", ANNOTATION_UNREACHABLE_GATEWAY, "node-3")
+    async with asyncio.timeout(10):
+        await watcher
+    assert seen_deleted == [["192.168.1.1", "192.168.1.2"]]
 
 
 async def test_two_gateways_that_report_each_other_keep_the_one_the_member_reaches(
