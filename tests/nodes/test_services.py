@@ -390,6 +390,7 @@ def test_west_in_active_active_mode_both_nodes_are_gateways_and_losing_one_fails
             left_at = time.time()
             until("east imports one west Gateway", lambda: _imported_gateway_ips(east, west_id) == [paired_ip])
             time.sleep(5)
+            _keep_logs(west, paired, FIGURES.parent / "active-active-west-logs.txt", since=started)
         finally:
             envtest_nodes.recover_node(other)
         until(f"{other} Ready again", lambda: _node_ready(west, other), timeout=120)
