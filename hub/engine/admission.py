@@ -16,6 +16,8 @@ import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
 from hub.auth.identity import Identity
 from hub.config import HubConfig
 from hub.engine.clock import Clock
@@ -225,7 +227,9 @@ class Admission:
     def _to_write(self, exports: Sequence[pb.ResourceExport]) -> dict[str, pb.ResourceExport]:
         """The admitted exports as stored, by name, leaving out those back to what is stored."""
         latest: dict[str, pb.ResourceExport] = {}
-        now = self._clock()
+        # One creation time for the call's new exports, converted once (FromDatetime is slow).
+        now = Timestamp()
+        now.FromDatetime(self._clock())
         for export in exports:
             existing = self._ledger.index.exports.get(export.export_name)
             if existing is not None and _same_payload(existing, export):
@@ -237,7 +241,7 @@ class Admission:
             if existing is not None:
                 new.create_time.CopyFrom(existing.create_time)
             else:
-                new.create_time.FromDatetime(now)
+                new.create_time.CopyFrom(now)
             latest[export.export_name] = new
         return latest
 

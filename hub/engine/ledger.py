@@ -87,7 +87,8 @@ class _Publication:
     # The store's watch revision once it was committed (Store.watch_revision).
     watch_revision: int
     batch: WriteBatch
-    # The exports it puts as they were before it (their owners hear of verdicts that changed).
+    # The exports it puts as they were before it, those not `answered` (their owners hear of
+    # verdicts that changed).
     previous: dict[str, pb.ResourceExport | None]
     answered: frozenset[str] | set[str]
 
@@ -148,7 +149,11 @@ class Ledger:
         """Commit a write (the caller holds `lock`) and have the index follow it; what it changed
         is published once it is durable. Returns its revision: tell no one of the write (answer,
         verdict) before `published(revision)` returned."""
-        previous = {e.export_name: self.index.exports.get(e.export_name) for e in batch.put_exports}
+        # Only the exports whose owners are not answered are told of a verdict that changed.
+        exports = self.index.exports
+        previous = {
+            e.export_name: exports.get(e.export_name) for e in batch.put_exports if e.export_name not in answered
+        }
         if not self.store.stages:
             revision = await _to_the_end(self._commit_now(batch))
             trace.mark_imports(trace.Hop.HUB_STAGED, batch.put_imports)

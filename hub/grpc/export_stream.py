@@ -34,8 +34,8 @@ _END = object()
 # Upserts that queued while the previous write was being decided are committed together.
 _BATCH_LIMIT = 256
 # Writes decided whose answers wait for durability, beyond the one being answered: then the
-# reader waits, and the requests that come meanwhile make one larger write (an export costs
-# about half as much in a write of fifty as alone).
+# reader waits before it takes the next requests, and those that come meanwhile make one
+# larger write (an export costs about half as much in a write of fifty as alone).
 _UNANSWERED_LIMIT = 1
 Request = pb.ExportRequest | Malformed
 
@@ -50,9 +50,7 @@ class ExportStream:
     async def answers(self, requests: AsyncIterator[Request]) -> AsyncIterator[pb.ExportResponse]:
         """The stream's answers; raises what ended it (a refusal, a store failure, ...)."""
         out: asyncio.Queue[object] = asyncio.Queue()
-        # What the reader decided, in order: the revision its answers wait for, and the answers
-        # (responses, then maybe the error or the end that follows them).
-        decided: asyncio.Queue[tuple[int, list[object]]] = asyncio.Queue(maxsize=_UNANSWERED_LIMIT)
+        decided = _Decided(_UNANSWERED_LIMIT)
         topic = ADMIN_OWNER if self._who.admin else self._who.cluster_id
         with self._engine().verdicts_bus.subscribe(topic) as verdicts:
             reader = asyncio.create_task(self._read(requests, decided))
@@ -72,10 +70,10 @@ class ExportStream:
                 answerer.cancel()
                 forwarder.cancel()
 
-    async def _answer(self, decided: asyncio.Queue[tuple[int, list[object]]], out: asyncio.Queue[object]) -> None:
+    async def _answer(self, decided: _Decided, out: asyncio.Queue[object]) -> None:
         """Each write's answers, in order, once it is durable."""
         while True:
-            revision, items = await decided.get()
+            revision, items = await decided.take()
             try:
                 await self._engine().published(revision)
             except StoreError as exc:  # nothing after the last durable write was acknowledged
@@ -111,7 +109,7 @@ class ExportStream:
         except Exception as exc:  # handed to the reader, which ends the stream
             await inbox.put(exc)
 
-    async def _read(self, requests: AsyncIterator[Request], decided: asyncio.Queue[tuple[int, list[object]]]) -> None:
+    async def _read(self, requests: AsyncIterator[Request], decided: _Decided) -> None:
         """Process requests in order; upserts that queued up meanwhile share one write."""
         inbox: asyncio.Queue[object] = asyncio.Queue(maxsize=_BATCH_LIMIT * 4)
         pump = asyncio.create_task(self._pump(requests, inbox))
@@ -120,6 +118,9 @@ class ExportStream:
         try:
             while True:
                 items = [await inbox.get()]
+                # Until a decision may wait for its answers: the requests that come meanwhile join
+                # this write, rather than wait behind a small one decided now.
+                await decided.room()
                 while not inbox.empty() and len(items) < _BATCH_LIMIT:
                     items.append(inbox.get_nowait())
                 upserts: list[tuple[Any, int]] = []
@@ -153,9 +154,7 @@ class ExportStream:
         finally:
             pump.cancel()
 
-    async def _flush_upserts(
-        self, upserts: list[tuple[Any, int]], bracket: SyncBracket, decided: asyncio.Queue[tuple[int, list[object]]]
-    ) -> None:
+    async def _flush_upserts(self, upserts: list[tuple[Any, int]], bracket: SyncBracket, decided: _Decided) -> None:
         if not upserts:
             return
         admitted = await self._engine().admit_many(self._who, upserts)
@@ -192,6 +191,30 @@ class ExportStream:
             bracket.end()
             return response
         raise InvalidRequest("an ExportRequest must carry sync_begin, upsert, delete or sync_end")
+
+
+class _Decided:
+    """What the reader decided, in order, for the answerer: the revision its answers wait for, and
+    the answers (responses, then maybe the error or the end that follows them). At most `limit`
+    wait beyond the one being answered; `room` waits until one more may."""
+
+    def __init__(self, limit: int) -> None:
+        self._queue: asyncio.Queue[tuple[int, list[object]]] = asyncio.Queue(maxsize=limit)
+        self._room = asyncio.Event()
+        self._room.set()
+
+    async def room(self) -> None:
+        while self._queue.full():
+            self._room.clear()
+            await self._room.wait()
+
+    async def put(self, decision: tuple[int, list[object]]) -> None:
+        await self._queue.put(decision)
+
+    async def take(self) -> tuple[int, list[object]]:
+        decision = await self._queue.get()
+        self._room.set()
+        return decision
 
 
 class _Ended(Exception):

@@ -20,7 +20,7 @@ only those ports of its endpoints are merged (hub.merge.endpoints).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -100,10 +100,15 @@ def shape_of(export: pb.ResourceExport) -> ServiceShape:
         internal_traffic_policy=spec.internal_traffic_policy or INTERNAL_TRAFFIC_POLICY_CLUSTER,
         traffic_distribution=spec.traffic_distribution,
         ip_families=tuple(spec.ip_families),
-        exported_labels=tuple(sorted(spec.exported_labels.items())),
-        exported_annotations=tuple(sorted(spec.exported_annotations.items())),
+        exported_labels=_items(spec.exported_labels),
+        exported_annotations=_items(spec.exported_annotations),
         cluster_selectors=tuple(s.SerializeToString(deterministic=True) for s in spec.cluster_selectors),
     )
+
+
+def _items(labels: Mapping[str, str]) -> StringItems:
+    # Most Services export no labels: an empty map's items cost more than the test.
+    return tuple(sorted(labels.items())) if labels else ()
 
 
 def _selectors_text(selectors: tuple[bytes, ...]) -> str:
@@ -205,6 +210,8 @@ def _copy_port(port: pb.ServicePort) -> pb.ServicePort:
 def find_conflicts(shapes: Sequence[ServiceShape]) -> tuple[list[pb.ServicePort], list[Conflict]]:
     """The merged ports and every conflict among the merged exporters, most significant first."""
     ports, port_conflict = union_ports(shapes)
+    if len(shapes) == 1:  # one exporter: no property can differ from another's (the usual group)
+        return ports, [port_conflict] if port_conflict is not None else []
     precedent = shapes[0]
     # The timeout only means something between exporters that agree on ClientIP.
     same_affinity = [s for s in shapes if s.session_affinity == precedent.session_affinity]
@@ -350,8 +357,9 @@ def _merge_shapes(
         internal_traffic_policy=precedent.internal_traffic_policy,
         traffic_distribution=precedent.traffic_distribution,
         clusters=clusters,
-        labels=dict(precedent.exported_labels),
-        annotations=dict(precedent.exported_annotations),
+        # None leaves a map empty; an empty dict would still be copied in item by item.
+        labels=dict(precedent.exported_labels) or None,
+        annotations=dict(precedent.exported_annotations) or None,
         cluster_selectors=precedent.export.service.cluster_selectors,
     )
     for shape in shapes:

@@ -11,7 +11,7 @@ its owner — is kept beside it as a small facet, so counting or filtering parse
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, MutableMapping
-from typing import Generic, Protocol, Self, TypeVar
+from typing import Generic, Protocol, Self, TypeVar, overload
 
 
 class _Message(Protocol):
@@ -22,6 +22,7 @@ class _Message(Protocol):
 
 
 M = TypeVar("M", bound=_Message)
+D = TypeVar("D")
 
 
 class PackedMessages(MutableMapping[str, M], Generic[M]):
@@ -50,6 +51,18 @@ class PackedMessages(MutableMapping[str, M], Generic[M]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._blobs
+
+    @overload
+    def get(self, name: str, /) -> M | None: ...
+
+    @overload
+    def get(self, name: str, /, default: M | D) -> M | D: ...
+
+    def get(self, name: str, /, default: object = None) -> object:
+        # Mapping's get would raise and catch a KeyError for every name not held: the usual
+        # answer when an upsert asks for the export it creates.
+        blob = self._blobs.get(name)
+        return default if blob is None else self._parse(blob)
 
     def facet(self, name: str) -> tuple[str, str]:
         return self._facets[name]

@@ -7,8 +7,8 @@ human with the sqlite3 shell can use; the blob is the truth.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from hub.store.base import MemberRecord, StoreError
 from hub.store.member_inventory import inventory_from_json, inventory_json
@@ -36,8 +36,9 @@ class InvalidRecord(StoreError, ValueError):
     """An object in a batch cannot be stored (wrong type, no name, naive datetime)."""
 
 
-@dataclass(frozen=True)
-class ExportRow:
+# Rows are named tuples: made for every record a write puts, where a frozen dataclass's
+# __init__ (a setattr per field) cost several times the serialization of the body.
+class ExportRow(NamedTuple):
     export_name: str
     cluster_id: str
     kind: str
@@ -46,8 +47,7 @@ class ExportRow:
     body: bytes
 
 
-@dataclass(frozen=True)
-class ImportRow:
+class ImportRow(NamedTuple):
     import_name: str
     kind: str
     namespace: str
@@ -55,8 +55,7 @@ class ImportRow:
     body: bytes
 
 
-@dataclass(frozen=True)
-class MemberRow:
+class MemberRow(NamedTuple):
     cluster_id: str
     cluster_set_id: str
     leader_cluster_id: str

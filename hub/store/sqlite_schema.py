@@ -3,6 +3,11 @@
 `meta` is a single row holding the schema version, the epoch (a random id
 made with the database, so it lasts as long as the change log does), the
 global revision and the revision the change log was compacted through.
+
+Tables carry only the indexes a query of the hub uses (primary keys, the change log by
+revision): the hub reads exports and imports whole, into its index, and every other index
+would be written on each put, in the loop's time, for no reader. The columns beside the
+bodies stay, for a person with the sqlite3 shell.
 """
 
 from __future__ import annotations
@@ -34,8 +39,6 @@ CREATE TABLE exports (
     revision    INTEGER NOT NULL,
     body        BLOB    NOT NULL
 );
-CREATE INDEX exports_by_cluster ON exports (cluster_id);
-CREATE INDEX exports_by_source ON exports (kind, namespace, name);
 CREATE TABLE imports (
     import_name TEXT    PRIMARY KEY,
     kind        TEXT    NOT NULL,
@@ -44,7 +47,6 @@ CREATE TABLE imports (
     revision    INTEGER NOT NULL,
     body        BLOB    NOT NULL
 );
-CREATE INDEX imports_by_source ON imports (kind, namespace, name);
 CREATE TABLE members (
     cluster_id        TEXT    PRIMARY KEY,
     cluster_set_id    TEXT    NOT NULL,
@@ -114,6 +116,8 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> Meta:
                 raise SchemaVersionTooNew(path, meta.schema_version, SCHEMA_VERSION)
             if meta.schema_version < SCHEMA_VERSION or not _ADDED_MEMBER_COLUMNS.keys() <= member_columns(conn):
                 meta = _migrate(conn, meta)
+            for index in _UNUSED_INDEXES:
+                conn.execute(f"DROP INDEX IF EXISTS {index}")
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -122,6 +126,11 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> Meta:
     except sqlite3.DatabaseError as err:
         raise DatabaseUnreadable(f"{path} is not a usable mchub database: {err}") from err
     return meta
+
+
+# Indexes that databases made by earlier versions carry and no query reads (see the module doc); dropped
+# when the writer opens one. An older hub reading the database does not need them either.
+_UNUSED_INDEXES = ("exports_by_cluster", "exports_by_source", "imports_by_source")
 
 
 # Columns of members added after version 1, each with its definition: a database made before

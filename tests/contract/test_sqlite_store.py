@@ -215,6 +215,28 @@ class TestSqliteStore(StoreContract):
         with sqlite3.connect(_db(sqlite_store)) as conn:
             assert conn.execute("SELECT schema_version FROM meta").fetchone() == (2,)
 
+    async def test_a_database_keeps_only_the_indexes_its_queries_read_and_older_ones_lose_the_rest(
+        self, store_factory: SqliteStoreFactory, sqlite_store: SqliteStore
+    ) -> None:
+        def indexes() -> set[str]:
+            with sqlite3.connect(_db(sqlite_store)) as conn:
+                rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+                return {str(name) for (name,) in rows}
+
+        await sqlite_store.commit(WriteBatch(put_exports=[samples.service_export("east", "default", "web")]))
+        assert indexes() == {"import_changes_by_revision"}
+        await sqlite_store.close()
+        with sqlite3.connect(_db(sqlite_store)) as conn:  # as earlier versions made it
+            conn.execute("CREATE INDEX exports_by_cluster ON exports (cluster_id)")
+            conn.execute("CREATE INDEX exports_by_source ON exports (kind, namespace, name)")
+            conn.execute("CREATE INDEX imports_by_source ON imports (kind, namespace, name)")
+
+        reopened = await store_factory.reopen(sqlite_store)
+        snapshot = await reopened.open()
+
+        assert indexes() == {"import_changes_by_revision"}
+        assert list(snapshot.exports) == ["east-default-web-service"]
+
     async def test_a_file_that_is_not_a_database_is_refused(self, tmp_path: Path) -> None:
         (tmp_path / DB_FILE).write_bytes(b"this is not sqlite, it is a text file of forty bytes and more")
         store = SqliteStore(tmp_path)
