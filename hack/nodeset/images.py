@@ -58,10 +58,24 @@ def build_mchub() -> Path:
     return _last_line([str(REPO / "hack" / "build-image")], "make image")
 
 
+# build-test-image checks each applet with ``printf ... | grep -q`` under pipefail: when grep
+# finds the applet and exits while printf still writes the lines after it, printf dies of
+# SIGPIPE and the script says the applet is missing. Seen about once in 150 builds on a busy
+# machine (and once in CI); the busybox is the same on the next try, so a few tries suffice.
+WEB_BUILD_TRIES = 4
+
+
 def build_web() -> Path:
     scripts = envtest_dir()
     assert scripts is not None
-    return _last_line([str(scripts / "build-test-image"), str(OUT_DIR / "web.oci.tar")], "build-test-image")
+    command = [str(scripts / "build-test-image"), str(OUT_DIR / "web.oci.tar")]
+    for _ in range(WEB_BUILD_TRIES - 1):
+        try:
+            return _last_line(command, "build-test-image")
+        except RuntimeError as failed:
+            if "applet" not in str(failed):
+                raise
+    return _last_line(command, "build-test-image")
 
 
 def _debian(ref: str, archive: str, packages: tuple[str, ...], *options: str) -> Path:
