@@ -27,7 +27,7 @@ go back through the local Gateway that remote Gateway is paired with.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from ipaddress import IPv4Address, IPv4Network, collapse_addresses, ip_address, ip_network
 
@@ -66,6 +66,10 @@ def _rules(reply_mark: int, spread: bool) -> tuple[PolicyRule, ...]:
     return (*rules, PolicyRule(RULE_PRIORITY[RouteTable.SPREAD], RouteTable.SPREAD)) if spread else rules
 
 
+Unreachable = tuple[str, IPv4Address]
+"""A Gateway this Node's probes found unreachable: (cluster ID, the address it is probed at)."""
+
+
 @dataclass(frozen=True)
 class _LocalGateway:
     node_name: str
@@ -73,8 +77,19 @@ class _LocalGateway:
     internal_ip: IPv4Address
 
 
-def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath:
-    """The datapath this Node should have. Raises InvalidInputsError on bad local inputs."""
+def compute_desired(
+    inputs: AgentInputs, config: AgentConfig, unreachable: Collection[Unreachable] = ()
+) -> DesiredDatapath:
+    """The datapath this Node should have. Raises InvalidInputsError on bad local inputs.
+
+    ``unreachable``: the Gateways this Node's own probes found unreachable, as (cluster ID,
+    address): a remote cluster's by gatewayIP, our own cluster's by internalIP. In active-active
+    mode this Node stops using them at once, before any ClusterInfo or Gateway CR says so: a
+    Gateway pairs with another of the remote's Gateways, and replies and spread flows leave
+    through the local Gateways still answering. The remote's Nodes probe the same Gateway and
+    reach the same verdict, so both ends re-pair alike (agent.pairing). A set is never emptied
+    (when none answers, all stay, as without verdicts), so a single Gateway stays in use.
+    """
     if not config.enable_gateway:
         return DesiredDatapath(role=Role.DISABLED)
     use_wireguard = config.wireguard_enabled
@@ -83,6 +98,9 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
     gateways = _local_gateways(inputs.all_gateways if spread else inputs.all_gateways[:1])
     if not gateways:
         return DesiredDatapath(role=Role.NO_GATEWAY)
+    own_cluster = inputs.cluster.cluster_id
+    # The local Gateways this Node sends through; every one of them is still probed and peered.
+    answering = tuple(g for g in gateways if (own_cluster, g.internal_ip) not in unreachable) or gateways
     node_ip = _local_ip(inputs.node.internal_ip, f"Node {inputs.node.name} internalIP")
     me = next((g for g in gateways if g.node_name == inputs.node.name), None)
     role = Role.GATEWAY if me is not None else Role.MEMBER
@@ -112,8 +130,8 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
     )
     mark = config.tunnel.reply_mark
     remote_gateways = tuple(sorted(ip for r in accepted for ip in r.gateways))
-    local_gateway_ips = tuple(g.gateway_ip for g in gateways)
-    by_gateway_ip = {g.gateway_ip: g for g in gateways}
+    local_gateway_ips = tuple(g.gateway_ip for g in answering)
+    by_gateway_ip = {g.gateway_ip: g for g in answering}
 
     def reply_hop(remote_gateway: IPv4Address) -> _LocalGateway:
         """The local Gateway that the remote Gateway sends to, and so its replies go back through."""
@@ -142,7 +160,7 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
             snat=_snat(accepted, tunnel.name, None),
         )
         if spread:
-            hops = tuple(g.internal_ip for g in gateways)
+            hops = tuple(g.internal_ip for g in answering)
             egress = _egress_routes(accepted, tunnel.name, lambda ip: reply_hop(ip).internal_ip)
             return replace(
                 member,
@@ -151,9 +169,16 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
             )
         only = gateways[0].internal_ip
         return replace(member, routes=(*_remote_routes(accepted, tunnel.name, lambda _r: only), *member.routes))
-    # The remote Gateway this one sends to (and is probed): the one it is paired with.
-    paired = {r.cluster_id: pair(me.gateway_ip, r.gateways) for r in accepted}
+    # The remote Gateway this one sends to (and is probed): the one it is paired with among those
+    # answering; the others it found unreachable are probed on standby, to take them back.
+    paired = {r.cluster_id: pair(me.gateway_ip, _answering(r, unreachable)) for r in accepted}
     probes = tuple(ProbeTarget(r.cluster_id, paired[r.cluster_id]) for r in accepted)
+    probes += tuple(
+        ProbeTarget(r.cluster_id, ip, standby=True)
+        for r in accepted
+        for ip in r.gateways
+        if ip != paired[r.cluster_id] and (r.cluster_id, ip) in unreachable
+    )
     if spread:  # the other local Gateways, by their kernels, as a candidate does
         probes += tuple(
             ProbeTarget(inputs.cluster.cluster_id, g.internal_ip, by_kernel=True) for g in gateways if g is not me
@@ -199,6 +224,11 @@ def compute_desired(inputs: AgentInputs, config: AgentConfig) -> DesiredDatapath
         reply_marking=ReplyMarking(mark, remote_gateways, () if spread else (tunnel.name,)),
         mss_clamp_interfaces=(tunnel.name,),
     )
+
+
+def _answering(remote: AcceptedRemote, unreachable: Collection[Unreachable]) -> tuple[IPv4Address, ...]:
+    """The remote's Gateways this Node has no unreachable verdict on (all of them if none is left)."""
+    return tuple(ip for ip in remote.gateways if (remote.cluster_id, ip) not in unreachable) or remote.gateways
 
 
 def _local_gateways(gateways: Sequence[ActiveGateway]) -> tuple[_LocalGateway, ...]:

@@ -13,7 +13,9 @@ the knock goes unanswered and the echo alone decides, as it did.
 
 A candidate Node probes its own cluster's Gateway by its kernel instead (``ProbeTarget.by_kernel``):
 a TCP SYN to the same port, where any answer (the RST of a closed port, or a connection) is an
-answer; the Gateway's datapath is in its kernel and outlives its agent's restart.
+answer; the Gateway's datapath is in its kernel and outlives its agent's restart. A remote
+Gateway this Node stopped sending to (``ProbeTarget.standby``, agent.desired) is probed by echo
+alone: only its agent answering brings it back, not a kernel whose datapath may not be yet.
 
 Verdict: every ``interval`` one probe per Gateway; a probe not answered before
 the next one is a miss; ``miss_threshold`` consecutive misses make the Gateway
@@ -140,6 +142,7 @@ class _PeerState:
     sent_at: float | None = None
     answered: bool = True
     by_kernel: bool = False
+    standby: bool = False  # echo only: see ProbeTarget.standby
 
 
 class GatewayProber:
@@ -171,14 +174,14 @@ class GatewayProber:
         for key in list(self._peers):
             state = self._peers[key]
             target = wanted.get(key)
-            probed = (state.health.gateway_ip, state.by_kernel)
-            if target is None or (str(target.gateway_ip), target.by_kernel) != probed:
+            probed = (state.health.gateway_ip, state.by_kernel, state.standby)
+            if target is None or (str(target.gateway_ip), target.by_kernel, target.standby) != probed:
                 del self._peers[key]
         for key, target in wanted.items():
             if key not in self._peers:
                 now = datetime.now(UTC)
                 health = PeerHealth(target.cluster_id, str(target.gateway_ip), Reachability.UNKNOWN, None, 0, now)
-                self._peers[key] = _PeerState(health, by_kernel=target.by_kernel)
+                self._peers[key] = _PeerState(health, by_kernel=target.by_kernel, standby=target.standby)
         self._by_ip = {state.health.gateway_ip: key for key, state in self._peers.items()}
 
     def snapshot(self) -> dict[str, PeerHealth]:
@@ -214,7 +217,7 @@ class GatewayProber:
             self._send(state)
 
     def _send(self, state: _PeerState) -> None:
-        if state.by_kernel or state.health.consecutive_misses:
+        if state.by_kernel or (state.health.consecutive_misses and not state.standby):
             task = asyncio.get_running_loop().create_task(self._knock(state, state.seq))
             self._knocks.add(task)
             task.add_done_callback(self._knocks.discard)

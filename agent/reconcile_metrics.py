@@ -4,8 +4,10 @@
 inputs), ``retry`` (after a temporary failure) or ``resync`` (unchanged inputs applied
 again); ``result`` is ``unchanged`` (the kernel already matched: nothing written),
 ``changed`` or ``failed``. A ``resync`` that ``changed`` repaired drift: something else
-changed or removed what the agent owns. ``mchub_agent_datapath_changes_total`` counts the
-kernel changes those reconciles made.
+changed or removed what the agent owns; a ``health`` reconcile followed a verdict of this
+Node's probes (agent.desired, ``unreachable``). ``mchub_agent_datapath_changes_total`` counts
+the kernel changes those reconciles made. ``mchub_agent_gateway_verdicts_total{reachability}``
+counts the verdicts of this Node's probes as they change (``Reachable``, ``Unreachable``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ class Trigger(enum.Enum):
     INPUTS = "inputs"
     RETRY = "retry"
     RESYNC = "resync"
+    HEALTH = "health"
 
 
 class ReconcileMetrics:
@@ -32,6 +35,12 @@ class ReconcileMetrics:
         self.changes = Counter(
             "mchub_agent_datapath_changes",
             "Kernel changes (links, addresses, neighbours, routes, rules, nft tables, sysctls) the agent made.",
+            registry=registry,
+        )
+        self.verdicts = Counter(
+            "mchub_agent_gateway_verdicts",
+            "Changes of the verdicts of this Node's Gateway probes, by the new verdict.",
+            ["reachability"],
             registry=registry,
         )
 

@@ -10,6 +10,9 @@ device, route, rule or nft table changed or removed from outside comes back. The
 programmer writes only what differs, so a resync of an undisturbed kernel writes
 nothing. Inputs that cannot be turned into a datapath (bad local inputs) wait for new
 ones. ``readiness()`` says whether the latest inputs are applied, and if not, why.
+The verdicts of the Node's own Gateway probes go into the desired datapath too: a Gateway
+found unreachable is set aside at once and taken back when it answers (agent.desired,
+``unreachable``), without waiting for the member to change any Gateway CR or ClusterInfo.
 Only cancellation escapes; every other failure is returned as a typed error.
 """
 
@@ -19,14 +22,15 @@ import asyncio
 import logging
 from collections.abc import AsyncIterable
 from dataclasses import dataclass
+from ipaddress import IPv4Address
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
 from agent.config import AgentConfig
-from agent.desired import compute_desired
+from agent.desired import Unreachable, compute_desired
 from agent.errors import AgentError, DatapathError
-from agent.health import GatewayProber, HealthCallback, PeerHealth, ProbeResponder
+from agent.health import GatewayProber, HealthCallback, PeerHealth, ProbeResponder, Reachability
 from agent.inputs import AgentInputs
 from agent.reconcile_metrics import ReconcileMetrics, Trigger
 from agent.state import DesiredDatapath
@@ -107,6 +111,11 @@ class DatapathAgent:
         self._health_task: asyncio.Task[object] | None = None
         self._desired: DesiredDatapath | None = None
         self.last_outcome: ReconcileOutcome | None = None
+        # Gateways this Node's probes last found unreachable (compute_desired's ``unreachable``),
+        # and a reconcile under way for a change of them (another change during it runs it again).
+        self._unreachable: set[Unreachable] = set()
+        self._verdicts_changed = False
+        self._reapplying: asyncio.Task[None] | None = None
 
     @property
     def desired(self) -> DesiredDatapath | None:
@@ -148,7 +157,7 @@ class DatapathAgent:
             port=self.config.health.port,
             interval=self.config.health.interval_seconds,
             miss_threshold=self.config.health.miss_threshold,
-            on_change=on_change,
+            on_change=lambda health: self._verdict(health, on_change),
         )
         self._prober.set_targets(self._desired.probe_targets if self._desired else ())
         self._health_task = asyncio.current_task()
@@ -163,11 +172,50 @@ class DatapathAgent:
         """Current reachability of remote Gateways per cluster ID (empty if not probing)."""
         return self._prober.snapshot() if self._prober is not None else {}
 
+    @property
+    def unreachable(self) -> frozenset[Unreachable]:
+        """The Gateways this Node stopped using on its own probes' verdicts (see compute_desired)."""
+        return frozenset(self._unreachable)
+
+    def _verdict(self, health: PeerHealth, then: HealthCallback | None) -> None:
+        """A probe's verdict changed: the datapath follows it at once (agent.desired), then the
+        kube wiring is told (reports, annotations)."""
+        self._metrics.verdicts.labels(reachability=health.reachability.value).inc()
+        gateway: Unreachable = (health.cluster_id, IPv4Address(health.gateway_ip))
+        if health.reachability is Reachability.UNREACHABLE and gateway not in self._unreachable:
+            self._unreachable.add(gateway)
+            self._reapply_soon()
+        elif health.reachability is Reachability.REACHABLE and gateway in self._unreachable:
+            self._unreachable.discard(gateway)
+            self._reapply_soon()
+        if then is not None:
+            then(health)
+
+    def _reapply_soon(self) -> None:
+        self._verdicts_changed = True
+        if self._reapplying is None or self._reapplying.done():
+            self._reapplying = asyncio.get_running_loop().create_task(
+                self._reapply_for_verdicts(), name="datapath-verdicts"
+            )
+
+    async def _reapply_for_verdicts(self) -> None:
+        while self._verdicts_changed:
+            self._verdicts_changed = False
+            async with self._lock:
+                if self._inputs is None:
+                    return
+                await self._stop_converging()
+                outcome = await self._attempt(self._inputs, Trigger.HEALTH)
+                self._converging = asyncio.create_task(
+                    self._keep_converging(self._generation, outcome), name="datapath-converge"
+                )
+
     async def stop(self, *, cleanup: bool) -> None:
         """Stop retries, resyncs and probing; with ``cleanup`` remove everything the agent created."""
         self._generation += 1  # a converge loop that missed its cancellation ends at its next turn
+        await cancel_and_wait(self._health_task)  # first: its verdicts start reconciles
+        await cancel_and_wait(self._reapplying)
         await self._stop_converging()
-        await cancel_and_wait(self._health_task)
         if cleanup:
             async with self._lock:
                 changes = await self._datapath.cleanup()
@@ -181,7 +229,7 @@ class DatapathAgent:
 
     async def _reconcile(self, inputs: AgentInputs) -> ReconcileOutcome:
         try:
-            desired = compute_desired(inputs, self.config)
+            desired = compute_desired(inputs, self.config, self._unreachable)
         except AgentError as err:
             outcome = ReconcileOutcome(None, error=err)
             self._log_failure(outcome)
@@ -196,6 +244,9 @@ class DatapathAgent:
         else:
             outcome = ReconcileOutcome(desired, changes=tuple(changes))
             self._desired = desired
+            # A Gateway this Node no longer probes has no verdict of its own any more: forget it
+            # (one set aside is still probed, on standby, until it answers).
+            self._unreachable &= {(t.cluster_id, t.gateway_ip) for t in desired.probe_targets}
             if self._prober is not None:
                 self._prober.set_targets(desired.probe_targets)
         if outcome.error is not None:

@@ -211,12 +211,16 @@ class ProbeTarget:
     closed port counts): our own Gateway's datapath lives in its kernel and outlives a restart
     of its agent, which must not move the Gateway. Remote Gateways are probed agent to agent,
     with a knock on their kernel after an unanswered echo (agent.health)."""
+    standby: bool = False
+    """A remote Gateway this Node stopped sending to because its probes went unanswered
+    (agent.desired, ``unreachable``), probed by echo alone until its agent answers again: a
+    kernel that answers while its datapath is not back yet must not take flows back."""
 
     @property
     def key(self) -> str:
         """One remote Gateway per cluster is probed (its cluster ID); our own cluster's, which in
-        active-active mode are several, by cluster ID and address."""
-        return f"{self.cluster_id}/{self.gateway_ip}" if self.by_kernel else self.cluster_id
+        active-active mode are several, and a remote's on standby, by cluster ID and address."""
+        return f"{self.cluster_id}/{self.gateway_ip}" if self.by_kernel or self.standby else self.cluster_id
 
 
 @dataclass(frozen=True)

@@ -8,18 +8,22 @@ The last test runs on overlapping ranges (both globally addressed, as on the rea
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from ipaddress import IPv4Address
 
 import pytest
 
+from agent.health import PeerHealth, Reachability
 from agent.linux.spread import BUCKETS, GROUP_ID
+from agent.pairing import pair
 from agent.state import RouteTable
 from tests.datapath.driver import ClusterSetDriver
 from tests.datapath.inspect_kernel import footprint
 from tests.datapath.test_gateway_vxlan import fake_kube_proxy, service_ip
 from tests.datapath.test_overlapping_cidrs import EGRESS, SERVICE_GLOBAL, global_driver, shadow_service
-from tests.datapath.topology import Topology, built_topology, sh
+from tests.datapath.topology import Topology, built_topology, set_cable, sh
 from tests.datapath.traffic import echoes, open_reported, peer_reporting_server, seen_source
 
 FLOWS = 24
@@ -108,6 +112,71 @@ async def test_a_gateway_that_leaves_moves_only_its_own_flows(clusterset: Cluste
         assert {(await open_reported(east.node("east-c").pod.netns, target.ip))[0] for _ in range(8)} == {stays}
         for _, _, writer in flows:
             writer.close()
+
+
+def _verdict(health: PeerHealth | None) -> Reachability | None:
+    return None if health is None else health.reachability
+
+
+class _Verdicts:
+    """Wakes a waiter at every verdict of any agent's probes (agent.runner passes them on after
+    it took them into its own datapath)."""
+
+    def __init__(self) -> None:
+        self._new = asyncio.Event()
+
+    def __call__(self, _health: PeerHealth) -> None:
+        self._new.set()
+
+    async def until(self, check: Callable[[], bool], within: float = 5.0) -> None:
+        async with asyncio.timeout(within):
+            while not check():
+                self._new.clear()
+                await self._new.wait()
+
+
+async def test_gateways_stop_using_a_west_gateway_whose_cable_is_pulled_before_any_cluster_info_changes(
+    clusterset: ClusterSetDriver, topology: Topology
+) -> None:
+    """No member withdraws anything here: the ClusterInfos keep both west Gateways. The cable of
+    the west Gateway east-a is paired with is pulled. east-a re-pairs on its own probes' verdict,
+    west's other Gateway sends its replies straight back on its own kernel probes' verdict, and
+    every flow completes again. Once the cable is back, its standby probes are answered and it
+    is used again."""
+    east, west = topology.clusters["east"], topology.clusters["west"]
+    await clusterset.sync()
+    verdicts = _Verdicts()
+    probing = [asyncio.create_task(agent.run_health(verdicts)) for agent in clusterset.agents.values()]
+    try:
+        east_a = clusterset.agents["east-a"]
+        west_ips = sorted(IPv4Address(node.underlay_ip) for node in west.nodes)
+        cut_ip = pair(IPv4Address(east.node("east-a").underlay_ip), west_ips)
+        cut = next(node for node in west.nodes if node.underlay_ip == str(cut_ip))
+        serving = next(node for node in west.nodes if node is not cut)
+        await verdicts.until(lambda: _verdict(east_a.health().get("west")) is Reachability.REACHABLE)
+        plain, gateways = east.node("east-c").pod.netns, _underlay(topology, "east-a", "east-b")
+        async with peer_reporting_server(serving.pod.netns):
+            assert {await seen_source(plain, serving.pod.ip) for _ in range(FLOWS)} == gateways
+            await set_cable(topology, cut, "down")
+            try:
+                await verdicts.until(lambda: ("west", cut_ip) in east_a.unreachable)
+                await verdicts.until(lambda: ("west", cut_ip) in clusterset.agents[serving.name].unreachable)
+                assert {await seen_source(plain, serving.pod.ip) for _ in range(FLOWS)} == gateways
+            finally:
+                await set_cable(topology, cut, "up")
+            await verdicts.until(lambda: not east_a.unreachable and not clusterset.agents[serving.name].unreachable)
+
+            def paired_again() -> bool:
+                west_health = east_a.health().get("west")
+                answered = _verdict(west_health) is Reachability.REACHABLE
+                return answered and west_health is not None and west_health.gateway_ip == str(cut_ip)
+
+            await verdicts.until(paired_again)
+            assert {await seen_source(plain, serving.pod.ip) for _ in range(FLOWS)} == gateways
+    finally:
+        for task in probing:
+            task.cancel()
+        await asyncio.gather(*probing, return_exceptions=True)
 
 
 async def test_cleanup_removes_the_group_and_its_routes(clusterset: ClusterSetDriver, topology: Topology) -> None:
