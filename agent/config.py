@@ -78,6 +78,14 @@ class HealthConfig:
     """Consecutive unanswered probes after which a Gateway is unreachable (0.9 s by default: a
     candidate's verdict on its own cluster's Gateway moves the Gateway)."""
 
+    @property
+    def rejoin_after_seconds(self) -> float:
+        """How long a Gateway this Node set aside (agent.desired, ``unreachable``) must answer
+        without a miss before flows go back to it: ten times the time to declare it unreachable
+        (9 s by default), so a flapping link does not move flows at every flap. Every Node
+        derives it from the same settings, so both ends of a pair take it back alike."""
+        return 10 * self.interval_seconds * self.miss_threshold
+
 
 @dataclass(frozen=True)
 class AgentConfig:

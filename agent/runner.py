@@ -11,8 +11,9 @@ programmer writes only what differs, so a resync of an undisturbed kernel writes
 nothing. Inputs that cannot be turned into a datapath (bad local inputs) wait for new
 ones. ``readiness()`` says whether the latest inputs are applied, and if not, why.
 The verdicts of the Node's own Gateway probes go into the desired datapath too: a Gateway
-found unreachable is set aside at once and taken back when it answers (agent.desired,
-``unreachable``), without waiting for the member to change any Gateway CR or ClusterInfo.
+found unreachable is set aside at once and taken back once it has answered for
+``health.rejoin_after_seconds`` (agent.desired, ``unreachable``), without waiting for the
+member to change any Gateway CR or ClusterInfo.
 Only cancellation escapes; every other failure is returned as a typed error.
 """
 
@@ -116,6 +117,7 @@ class DatapathAgent:
         self._unreachable: set[Unreachable] = set()
         self._verdicts_changed = False
         self._reapplying: asyncio.Task[None] | None = None
+        self._rejoins: dict[Unreachable, asyncio.TimerHandle] = {}  # set aside, answering again
 
     @property
     def desired(self) -> DesiredDatapath | None:
@@ -182,14 +184,24 @@ class DatapathAgent:
         kube wiring is told (reports, annotations)."""
         self._metrics.verdicts.labels(reachability=health.reachability.value).inc()
         gateway: Unreachable = (health.cluster_id, IPv4Address(health.gateway_ip))
+        pending = self._rejoins.pop(gateway, None)
+        if pending is not None:
+            pending.cancel()  # it missed again before its hold ended
         if health.reachability is Reachability.UNREACHABLE and gateway not in self._unreachable:
             self._unreachable.add(gateway)
             self._reapply_soon()
         elif health.reachability is Reachability.REACHABLE and gateway in self._unreachable:
-            self._unreachable.discard(gateway)
-            self._reapply_soon()
+            hold = self.config.health.rejoin_after_seconds
+            self._rejoins[gateway] = asyncio.get_running_loop().call_later(hold, self._rejoin, gateway)
         if then is not None:
             then(health)
+
+    def _rejoin(self, gateway: Unreachable) -> None:
+        """A Gateway set aside answered for a whole hold: flows go back to it."""
+        del self._rejoins[gateway]
+        if gateway in self._unreachable:
+            self._unreachable.discard(gateway)
+            self._reapply_soon()
 
     def _reapply_soon(self) -> None:
         self._verdicts_changed = True
@@ -214,6 +226,9 @@ class DatapathAgent:
         """Stop retries, resyncs and probing; with ``cleanup`` remove everything the agent created."""
         self._generation += 1  # a converge loop that missed its cancellation ends at its next turn
         await cancel_and_wait(self._health_task)  # first: its verdicts start reconciles
+        for pending in self._rejoins.values():
+            pending.cancel()
+        self._rejoins.clear()
         await cancel_and_wait(self._reapplying)
         await self._stop_converging()
         if cleanup:
@@ -247,6 +262,8 @@ class DatapathAgent:
             # A Gateway this Node no longer probes has no verdict of its own any more: forget it
             # (one set aside is still probed, on standby, until it answers).
             self._unreachable &= {(t.cluster_id, t.gateway_ip) for t in desired.probe_targets}
+            for gateway in set(self._rejoins) - self._unreachable:
+                self._rejoins.pop(gateway).cancel()
             if self._prober is not None:
                 self._prober.set_targets(desired.probe_targets)
         if outcome.error is not None:

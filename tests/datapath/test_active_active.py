@@ -9,6 +9,7 @@ The last test runs on overlapping ranges (both globally addressed, as on the rea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from ipaddress import IPv4Address
@@ -19,7 +20,7 @@ from agent.health import PeerHealth, Reachability
 from agent.linux.spread import BUCKETS, GROUP_ID
 from agent.pairing import pair
 from agent.state import RouteTable
-from tests.datapath.driver import ClusterSetDriver
+from tests.datapath.driver import FAST_HEALTH, ClusterSetDriver
 from tests.datapath.inspect_kernel import footprint
 from tests.datapath.test_gateway_vxlan import fake_kube_proxy, service_ip
 from tests.datapath.test_overlapping_cidrs import EGRESS, SERVICE_GLOBAL, global_driver, shadow_service
@@ -129,10 +130,14 @@ class _Verdicts:
         self._new.set()
 
     async def until(self, check: Callable[[], bool], within: float = 5.0) -> None:
+        """Until ``check()`` holds, looked at after every verdict and at least every 0.1 s (a
+        Gateway set aside is taken back by a timer, not a verdict)."""
         async with asyncio.timeout(within):
             while not check():
                 self._new.clear()
-                await self._new.wait()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.1):
+                        await self._new.wait()
 
 
 async def test_gateways_stop_using_a_west_gateway_whose_cable_is_pulled_before_any_cluster_info_changes(
@@ -141,11 +146,11 @@ async def test_gateways_stop_using_a_west_gateway_whose_cable_is_pulled_before_a
     """No member withdraws anything here: the ClusterInfos keep both west Gateways. The cable of
     the west Gateway east-a is paired with is pulled. east-a re-pairs on its own probes' verdict,
     west's other Gateway sends its replies straight back on its own kernel probes' verdict, and
-    every flow completes again. Once the cable is back, its standby probes are answered and it
-    is used again."""
+    every flow completes again. A flap shorter than the hold moves nothing back; once the cable
+    is back and it has answered for a whole hold, it is used again."""
     east, west = topology.clusters["east"], topology.clusters["west"]
     await clusterset.sync()
-    verdicts = _Verdicts()
+    verdicts, loop = _Verdicts(), asyncio.get_running_loop()
     probing = [asyncio.create_task(agent.run_health(verdicts)) for agent in clusterset.agents.values()]
     try:
         east_a = clusterset.agents["east-a"]
@@ -162,9 +167,21 @@ async def test_gateways_stop_using_a_west_gateway_whose_cable_is_pulled_before_a
                 await verdicts.until(lambda: ("west", cut_ip) in east_a.unreachable)
                 await verdicts.until(lambda: ("west", cut_ip) in clusterset.agents[serving.name].unreachable)
                 assert {await seen_source(plain, serving.pod.ip) for _ in range(FLOWS)} == gateways
+                # A flap: the cable back just long enough for the standby probes to be answered,
+                # then pulled again before the hold ends: nothing is taken back.
+                await set_cable(topology, cut, "up")
+                standby = f"west/{cut_ip}"
+                await verdicts.until(lambda: _verdict(east_a.health().get(standby)) is Reachability.REACHABLE)
+                await set_cable(topology, cut, "down")
+                await verdicts.until(lambda: _verdict(east_a.health().get(standby)) is Reachability.UNREACHABLE)
+                assert ("west", cut_ip) in east_a.unreachable
+                assert {await seen_source(plain, serving.pod.ip) for _ in range(FLOWS)} == gateways
             finally:
                 await set_cable(topology, cut, "up")
-            await verdicts.until(lambda: not east_a.unreachable and not clusterset.agents[serving.name].unreachable)
+            plugged, hold = loop.time(), FAST_HEALTH.rejoin_after_seconds
+            set_aside = (east_a, clusterset.agents[serving.name])
+            await verdicts.until(lambda: not any(agent.unreachable for agent in set_aside), within=hold + 5)
+            assert loop.time() - plugged >= hold  # answering for a whole hold first: flaps are damped
 
             def paired_again() -> bool:
                 west_health = east_a.health().get("west")
