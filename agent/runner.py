@@ -189,6 +189,7 @@ class DatapathAgent:
             pending.cancel()  # it missed again before its hold ended
         if health.reachability is Reachability.UNREACHABLE and gateway not in self._unreachable:
             self._unreachable.add(gateway)
+            log.info("gatewaySetAside", extra={"clusterID": gateway[0], "gatewayIP": str(gateway[1])})
             self._reapply_soon()
         elif health.reachability is Reachability.REACHABLE and gateway in self._unreachable:
             hold = self.config.health.rejoin_after_seconds
@@ -201,6 +202,7 @@ class DatapathAgent:
         del self._rejoins[gateway]
         if gateway in self._unreachable:
             self._unreachable.discard(gateway)
+            log.info("gatewayTakenBack", extra={"clusterID": gateway[0], "gatewayIP": str(gateway[1])})
             self._reapply_soon()
 
     def _reapply_soon(self) -> None:
