@@ -86,9 +86,13 @@ def compute_desired(
     address): a remote cluster's by gatewayIP, our own cluster's by internalIP. In active-active
     mode this Node stops using them at once, before any ClusterInfo or Gateway CR says so: a
     Gateway pairs with another of the remote's Gateways, and replies and spread flows leave
-    through the local Gateways still answering. The remote's Nodes probe the same Gateway and
-    reach the same verdict, so both ends re-pair alike (agent.pairing). A set is never emptied
-    (when none answers, all stay, as without verdicts), so a single Gateway stays in use.
+    through the local Gateways still answering. The remote's Gateways and candidates probe the
+    same Gateway and, when it fails, reach the same verdict, so both ends re-pair alike
+    (agent.pairing); Nodes that probe nothing follow when the member changes the Gateway set. A
+    verdict only one end reaches (its probes lost on one path) is not shared: until it ends and
+    the hold passes, replies of the flows it moved may leave through the Gateway set aside. A
+    set is never emptied (when none answers, all stay, as without verdicts), so a single Gateway
+    stays in use.
     """
     if not config.enable_gateway:
         return DesiredDatapath(role=Role.DISABLED)

@@ -66,6 +66,8 @@ class PeerHealth:
     consecutive_misses: int
     changed_at: datetime
     """When ``reachability`` last changed (UTC)."""
+    misses: int = 0
+    """Every unanswered probe since probing began: a miss that changes no verdict moves it too."""
 
 
 HealthCallback = Callable[[PeerHealth], None]
@@ -209,6 +211,7 @@ class GatewayProber:
             if not state.answered:
                 misses = state.health.consecutive_misses + 1
                 verdict = Reachability.UNREACHABLE if misses >= self._threshold else state.health.reachability
+                state.health = replace(state.health, misses=state.health.misses + 1)
                 self._update(state, reachability=verdict, consecutive_misses=misses)
             state.seq = self._next_seq
             self._next_seq += 1

@@ -192,18 +192,29 @@ class DatapathAgent:
             log.info("gatewaySetAside", extra={"clusterID": gateway[0], "gatewayIP": str(gateway[1])})
             self._reapply_soon()
         elif health.reachability is Reachability.REACHABLE and gateway in self._unreachable:
-            hold = self.config.health.rejoin_after_seconds
-            self._rejoins[gateway] = asyncio.get_running_loop().call_later(hold, self._rejoin, gateway)
+            self._hold(gateway, health.misses)
         if then is not None:
             then(health)
 
-    def _rejoin(self, gateway: Unreachable) -> None:
-        """A Gateway set aside answered for a whole hold: flows go back to it."""
+    def _hold(self, gateway: Unreachable, misses: int) -> None:
+        hold = self.config.health.rejoin_after_seconds
+        self._rejoins[gateway] = asyncio.get_running_loop().call_later(hold, self._rejoin, gateway, misses)
+
+    def _rejoin(self, gateway: Unreachable, misses: int) -> None:
+        """A hold ended: a Gateway set aside that answered throughout takes flows again; one that
+        missed a probe meanwhile (fewer than make a verdict) starts a new hold."""
         del self._rejoins[gateway]
-        if gateway in self._unreachable:
-            self._unreachable.discard(gateway)
-            log.info("gatewayTakenBack", extra={"clusterID": gateway[0], "gatewayIP": str(gateway[1])})
-            self._reapply_soon()
+        if gateway not in self._unreachable:
+            return
+        now = next((h for h in self.health().values() if (h.cluster_id, IPv4Address(h.gateway_ip)) == gateway), None)
+        if now is None or now.reachability is not Reachability.REACHABLE:
+            return  # no longer probed, or a verdict of its own is on its way
+        if now.misses != misses:
+            self._hold(gateway, now.misses)
+            return
+        self._unreachable.discard(gateway)
+        log.info("gatewayTakenBack", extra={"clusterID": gateway[0], "gatewayIP": str(gateway[1])})
+        self._reapply_soon()
 
     def _reapply_soon(self) -> None:
         self._verdicts_changed = True
@@ -219,7 +230,7 @@ class DatapathAgent:
                 if self._inputs is None:
                     return
                 await self._stop_converging()
-                outcome = await self._attempt(self._inputs, Trigger.HEALTH)
+                outcome = await self._attempt_in_background(self._inputs, Trigger.HEALTH)
                 self._converging = asyncio.create_task(
                     self._keep_converging(self._generation, outcome), name="datapath-converge"
                 )
@@ -290,15 +301,21 @@ class DatapathAgent:
             async with self._lock:
                 if generation != self._generation or self._inputs is None:
                     return
-                try:
-                    outcome = await self._attempt(self._inputs, trigger)
-                except Exception:  # a bug must not end the retries and resyncs silently
-                    log.exception("datapathRetryCrashed", extra={"netns": self.netns})
-                    outcome = ReconcileOutcome(None, retrying=True, error=DatapathError("internal error"))
-                    self.last_outcome = outcome
+                outcome = await self._attempt_in_background(self._inputs, trigger)
             if trigger is Trigger.RESYNC and outcome.changes:
                 # Something else changed what the agent owns (or the kernel lost it): say so.
                 log.warning("datapathDriftRepaired", extra={"netns": self.netns, "changes": list(outcome.changes)})
+
+    async def _attempt_in_background(self, inputs: AgentInputs, trigger: Trigger) -> ReconcileOutcome:
+        """``_attempt`` where no caller waits for it: a bug must not end the retries and resyncs
+        silently, so it is logged and retried like a temporary failure."""
+        try:
+            return await self._attempt(inputs, trigger)
+        except Exception:
+            log.exception("datapathRetryCrashed", extra={"netns": self.netns, "trigger": trigger.value})
+            outcome = ReconcileOutcome(None, retrying=True, error=DatapathError("internal error"))
+            self.last_outcome = outcome
+            return outcome
 
     async def _stop_converging(self) -> None:
         task, self._converging = self._converging, None

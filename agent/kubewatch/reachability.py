@@ -8,6 +8,9 @@ Only the agent on the active Gateway Node writes it (it is the one probing). Per
 * not routed at all (agent.desired excluded it): ``Unknown`` with the exclusion's reason
   (``OverlapsLocalCIDR``, ``NoGatewayIP``, ...) and messages.
 
+With active-active remotes the message also names the remote's Gateways this Node set aside
+(its probes unanswered; agent.desired), while it sends to another that answers.
+
 Written only on change: the message of a verdict is fixed when the verdict starts (the
 RTT measured then), so a steady link is never rewritten, whatever its jitter. The CRD's
 status holds conditions only, so the RTT lives in the message. A restarted agent (a rolling
@@ -61,24 +64,23 @@ class WantedCondition:
         return self.reason == REASON_PROBING and reason in (REASON_REACHABLE, REASON_UNREACHABLE)
 
 
-_VerdictKey = tuple[str, str, str, datetime]
+_VerdictKey = tuple[str, str, str, datetime, tuple[str, ...]]
 REASON_REACHABLE, REASON_UNREACHABLE, REASON_PROBING = "Reachable", "Unreachable", "Probing"
 RTT_SEPARATOR = "; RTT "
 
 
-def reachability_condition(node_name: str, health: PeerHealth) -> WantedCondition:
+def reachability_condition(node_name: str, health: PeerHealth, set_aside: Sequence[str] = ()) -> WantedCondition:
+    """``set_aside``: the cluster's other Gateways this Node stopped sending to (agent.desired)."""
     ip, cid = health.gateway_ip, health.cluster_id
+    aside = f"; set aside, unanswered: {', '.join(set_aside)}" if set_aside else ""
     if health.reachability is Reachability.REACHABLE:
         rtt = f"{health.rtt_seconds * 1000:.3f} ms" if health.rtt_seconds is not None else "unknown"
-        answers = f"Gateway {ip} of cluster {cid} answers {node_name}"
+        answers = f"Gateway {ip} of cluster {cid} answers {node_name}{aside}"
         return WantedCondition("True", REASON_REACHABLE, f"{answers}{RTT_SEPARATOR}{rtt}")
     if health.reachability is Reachability.UNREACHABLE:
-        return WantedCondition(
-            "False",
-            REASON_UNREACHABLE,
-            f"Gateway {ip} of cluster {cid} missed {health.consecutive_misses} probes in a row from {node_name}",
-        )
-    return WantedCondition("Unknown", REASON_PROBING, f"{node_name} is probing Gateway {ip} of cluster {cid}")
+        missed = f"missed {health.consecutive_misses} probes in a row from {node_name}"
+        return WantedCondition("False", REASON_UNREACHABLE, f"Gateway {ip} of cluster {cid} {missed}{aside}")
+    return WantedCondition("Unknown", REASON_PROBING, f"{node_name} is probing Gateway {ip} of cluster {cid}{aside}")
 
 
 def exclusion_condition(exclusions: Sequence[Exclusion]) -> WantedCondition:
@@ -129,14 +131,22 @@ class ReachabilityPublisher:
         if desired is None or desired.role is not Role.GATEWAY or not desired.reports_reachability:
             return {}
         wanted: dict[str, WantedCondition] = {}
-        for probed, peer in self._health().items():
+        health = self._health()
+        # Keyed by cluster ID: the Gateway sent to. Keyed by cluster/IP: a remote's Gateway on
+        # standby (set aside), or one of our own cluster's (active-active), which has no import.
+        set_aside: dict[str, list[str]] = {}
+        for probed, peer in health.items():
+            if probed != peer.cluster_id:
+                set_aside.setdefault(peer.cluster_id, []).append(peer.gateway_ip)
+        for probed, peer in health.items():
             cid = peer.cluster_id
             if probed != cid:
-                continue  # one of our own cluster's Gateways (active-active): no import of ours
-            key = (peer.reachability.value, peer.gateway_ip, cid, peer.changed_at)
+                continue
+            aside = tuple(sorted(set_aside.get(cid, ())))
+            key = (peer.reachability.value, peer.gateway_ip, cid, peer.changed_at, aside)
             memo = self._messages.get(cid)
             if memo is None or memo[0] != key:
-                memo = (key, reachability_condition(self._node_name, peer))
+                memo = (key, reachability_condition(self._node_name, peer, aside))
                 self._messages[cid] = memo
             wanted[cid] = memo[1]
         excluded: dict[str, list[Exclusion]] = {}

@@ -160,3 +160,18 @@ def test_only_the_gateway_node_publishes() -> None:
     health = {"west": peer(Reachability.REACHABLE)}
     publisher = ReachabilityPublisher(None, "east-b", lambda: [IMPORT], lambda: desired, lambda: health)  # type: ignore[arg-type]
     assert publisher.wanted() == {}
+
+
+def test_the_report_names_the_remote_gateways_set_aside() -> None:
+    desired = DesiredDatapath(role=Role.GATEWAY, remote_clusters=("west",), reports_reachability=True)
+    sent_to = PeerHealth("west", "198.18.2.2", Reachability.REACHABLE, 0.0004, 0, datetime(2024, 1, 1, tzinfo=UTC))
+    standby = peer(Reachability.UNREACHABLE)
+    local = PeerHealth("east", "198.18.1.2", Reachability.UNREACHABLE, None, 3, datetime(2024, 1, 1, tzinfo=UTC))
+    health = {"west": sent_to, "west/198.18.2.1": standby, "east/198.18.1.2": local}
+    publisher = ReachabilityPublisher(None, "east-a", lambda: [IMPORT], lambda: desired, lambda: health)  # type: ignore[arg-type]
+    wanted = publisher.wanted()["west"]
+    assert (wanted.status, wanted.reason) == ("True", "Reachable")
+    assert "Gateway 198.18.2.2 of cluster west answers east-a; set aside, unanswered: 198.18.2.1" in wanted.message
+    # Taken back: the message changes with it.
+    del health["west/198.18.2.1"]
+    assert "set aside" not in publisher.wanted()["west"].message
