@@ -86,13 +86,12 @@ def compute_desired(
     address): a remote cluster's by gatewayIP, our own cluster's by internalIP. In active-active
     mode this Node stops using them at once, before any ClusterInfo or Gateway CR says so: a
     Gateway pairs with another of the remote's Gateways, and replies and spread flows leave
-    through the local Gateways still answering. The remote's Gateways and candidates probe the
-    same Gateway and, when it fails, reach the same verdict, so both ends re-pair alike
-    (agent.pairing); Nodes that probe nothing follow when the member changes the Gateway set. A
-    verdict only one end reaches (its probes lost on one path) is not shared: until it ends and
-    the hold passes, replies of the flows it moved may leave through the Gateway set aside. A
-    set is never emptied (when none answers, all stay, as without verdicts), so a single Gateway
-    stays in use.
+    through the local Gateways still answering. Every Node of an active-active cluster probes
+    its own cluster's Gateways, so when one fails the remote's Nodes reach the same verdict and
+    both ends re-pair alike (agent.pairing). A verdict only one end reaches (its probes lost on
+    one path) is not shared: until it ends and the hold passes, replies of the flows it moved
+    may leave through the Gateway set aside. A set is never emptied (when none answers, all
+    stay, as without verdicts), so a single Gateway stays in use.
     """
     if not config.enable_gateway:
         return DesiredDatapath(role=Role.DISABLED)
@@ -152,10 +151,11 @@ def compute_desired(
     if me is None:
         # A candidate that is not a Gateway probes them (their internalIPs), for the member to
         # replace one as soon as it stops answering (mcapi.gateway_nodes); keyed by our own cluster ID.
+        # With active-active Gateways every Node does, to spread around a silent one at once.
         local_probes = tuple(ProbeTarget(inputs.cluster.cluster_id, g.internal_ip, by_kernel=True) for g in gateways)
         member = replace(
             common,
-            probe_targets=local_probes if inputs.node.gateway_candidate else (),
+            probe_targets=local_probes if inputs.node.gateway_candidate or spread else (),
             tunnel_peers=local_peers,
             routes=_reply_routes(accepted, tunnel.name, lambda ip: reply_hop(ip).internal_ip),
             # From any device: the Gateway hands cross-cluster traffic over through the primary CNI.

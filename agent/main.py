@@ -201,8 +201,8 @@ class KubeAgent:
         """The local Gateways' Nodes whose probes by this Node go unanswered: the desired datapath's
         kernel probes (agent.desired decides which Gateways a Node probes, in either mode)."""
         desired, inputs = self.agent.desired, self.inputs
-        if desired is None or inputs is None:
-            return ()
+        if desired is None or inputs is None or not inputs.node.gateway_candidate:
+            return ()  # only candidates report (the member reads no one else's); others just follow
         names = {g.internal_ip: g.node_name for g in inputs.all_gateways}
         health = self.agent.health()
         unreachable = []

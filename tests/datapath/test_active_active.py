@@ -196,6 +196,42 @@ async def test_gateways_stop_using_a_west_gateway_whose_cable_is_pulled_before_a
         await asyncio.gather(*probing, return_exceptions=True)
 
 
+async def test_a_plain_node_spreads_its_flows_around_a_local_gateway_whose_cable_is_pulled(
+    clusterset: ClusterSetDriver, topology: Topology
+) -> None:
+    """east-c is no Gateway candidate; with active-active Gateways it probes them too, and on its
+    own verdict sends every new flow through east-b while east-a's cable is out, with no Gateway
+    CR or ClusterInfo change."""
+    east, west = topology.clusters["east"], topology.clusters["west"]
+    await clusterset.sync()
+    verdicts = _Verdicts()
+    probing = [asyncio.create_task(agent.run_health(verdicts)) for agent in clusterset.agents.values()]
+    try:
+        plain, east_a = clusterset.agents["east-c"], east.node("east-a")
+        silent = ("east", IPv4Address(east_a.underlay_ip))
+        target = west.node("west-b").pod
+        # Both Gateways, by their kernels, answer.
+        answering = [Reachability.REACHABLE] * 2
+        await verdicts.until(lambda: [h.reachability for h in plain.health().values()] == answering)
+        async with peer_reporting_server(target.netns):
+            client = east.node("east-c").pod.netns
+            assert {await seen_source(client, target.ip) for _ in range(FLOWS)} == _underlay(
+                topology, "east-a", "east-b"
+            )
+            await set_cable(topology, east_a, "down")
+            try:
+                await verdicts.until(lambda: silent in plain.unreachable)
+                # Every flow completes, each through east-b: its hash buckets no longer hold east-a.
+                seen = {await seen_source(client, target.ip) for _ in range(FLOWS)}
+                assert seen == _underlay(topology, "east-b")
+            finally:
+                await set_cable(topology, east_a, "up")
+    finally:
+        for task in probing:
+            task.cancel()
+        await asyncio.gather(*probing, return_exceptions=True)
+
+
 async def test_cleanup_removes_the_group_and_its_routes(clusterset: ClusterSetDriver, topology: Topology) -> None:
     east = topology.clusters["east"]
     plain = east.node("east-c")
