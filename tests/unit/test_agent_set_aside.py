@@ -4,7 +4,6 @@ before it is taken back (a miss during the hold starts it over)."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from datetime import UTC, datetime
 from ipaddress import IPv4Address
 
@@ -44,14 +43,20 @@ def sent_to(fake: FakeDatapath) -> set[str]:
     return {str(r.via) for r in fake.applied[-1].routes if r.table is RouteTable.REMOTE}
 
 
-async def test_a_gateway_set_aside_is_taken_back_after_a_whole_hold_without_a_miss() -> None:
+async def paired_agent() -> tuple[ProbedAgent, FakeDatapath, IPv4Address]:
+    """An agent on east's Gateway sending to west's Gateway it is paired with (returned)."""
     fake = FakeDatapath()
     agent = ProbedAgent(AgentConfig(enable_gateway=True, health=HEALTH), datapath=fake, resync_interval=None)
     agent.probed = {}
     await agent.update(INPUTS)
     first = pair(ME, WEST)
-    other = next(ip for ip in WEST if ip != first)
     assert sent_to(fake) == {str(first)}
+    return agent, fake, first
+
+
+async def test_a_gateway_set_aside_is_taken_back_after_a_whole_hold_without_a_miss() -> None:
+    agent, fake, first = await paired_agent()
+    other = next(ip for ip in WEST if ip != first)
 
     agent._verdict(verdict(first, Reachability.UNREACHABLE), None)
     await fake.until(lambda: sent_to(fake) == {str(other)})
@@ -70,17 +75,22 @@ async def test_a_gateway_set_aside_is_taken_back_after_a_whole_hold_without_a_mi
     await agent.stop(cleanup=False)
 
 
-async def test_a_gateway_that_misses_enough_again_stays_set_aside() -> None:
-    fake = FakeDatapath()
-    agent = ProbedAgent(AgentConfig(enable_gateway=True, health=HEALTH), datapath=fake, resync_interval=None)
-    agent.probed = {}
-    await agent.update(INPUTS)
-    first = pair(ME, WEST)
+async def test_a_flap_within_the_hold_keeps_the_gateway_set_aside_until_a_whole_hold_after_it() -> None:
+    agent, fake, first = await paired_agent()
+    loop = asyncio.get_running_loop()
     agent._verdict(verdict(first, Reachability.UNREACHABLE), None)
     await fake.until(lambda: sent_to(fake) != {str(first)})
+    # Answered, then unreachable again before the hold ends: nothing comes back.
+    agent.probed = {f"west/{first}": verdict(first, Reachability.REACHABLE)}
     agent._verdict(verdict(first, Reachability.REACHABLE), None)
-    agent._verdict(verdict(first, Reachability.UNREACHABLE), None)
-    agent.probed = {f"west/{first}": replace(verdict(first, Reachability.UNREACHABLE), misses=9)}
+    agent.probed = {f"west/{first}": verdict(first, Reachability.UNREACHABLE, misses=2)}
+    agent._verdict(verdict(first, Reachability.UNREACHABLE, misses=2), None)
     await asyncio.sleep(2 * HEALTH.rejoin_after_seconds)
     assert agent.unreachable == {("west", first)} and sent_to(fake) != {str(first)}
+    # Answered again: taken back a whole hold after that answer, not after the first one.
+    agent.probed = {f"west/{first}": verdict(first, Reachability.REACHABLE, misses=2)}
+    answered = loop.time()
+    agent._verdict(verdict(first, Reachability.REACHABLE, misses=2), None)
+    await fake.until(lambda: sent_to(fake) == {str(first)})
+    assert loop.time() - answered >= HEALTH.rejoin_after_seconds
     await agent.stop(cleanup=False)
