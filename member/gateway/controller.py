@@ -254,11 +254,7 @@ class GatewayController:
         winners = await self._elect(candidates, trust_reports=now >= self._distrust_reports_until)
         wanted = {c.name for c in winners}
         departed = [p.name for p in previous if p.name not in wanted]
-        if any(_departure(name, winners, candidates)[0] == "unreachable" for name in departed):
-            # Moved on a report (not on a cordon or NotReady that came with one): the next report
-            # is believed only after a while, so a link that comes and goes (or a reporter that
-            # is the one cut off) does not bounce the Gateway.
-            self._distrust_reports_until = now + REPORT_HOLD_SECONDS
+        moved_on_report = any(_departure(name, winners, candidates)[0] == "unreachable" for name in departed)
         # Gateways only leaving: the other members re-pair at once, before our own writes. A Gateway
         # joining is announced only after its Gateway CR, which its agent programs its datapath from.
         only_leaving = wanted <= {p.name for p in previous}
@@ -270,6 +266,12 @@ class GatewayController:
         for winner in winners:
             await ensure(self._client, GATEWAYS, desired_gateway(winner, self._namespace, self._ranges.service_cidr))
         self._active = winners
+        if moved_on_report:
+            # Moved on a report (not on a cordon or NotReady that came with one): the next report
+            # is believed only after a while, so a link that comes and goes (or a reporter that
+            # is the one cut off) does not bounce the Gateway. Only once the move is written: a
+            # write that failed is retried with the report still believed, not undone by the hold.
+            self._distrust_reports_until = asyncio.get_running_loop().time() + REPORT_HOLD_SECONDS
         if not only_leaving:
             self._publisher.publish(winners, self._ranges)
         await self._announce(previous, winners, candidates)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kube.client import KubeClient
-from kube.errors import NotFound
+from kube.errors import NotFound, TemporaryError
 from kube.resources import NODES, SERVICES
 from mcapi.config import MultiClusterConfig
 from mcapi.gateway_nodes import ANNOTATION_UNREACHABLE_GATEWAY, unreachable_gateways
@@ -230,3 +232,25 @@ def test_a_cordoned_gateway_left_because_of_the_cordon_even_if_it_was_also_repor
     node_a = Candidate("node-a", True, "192.168.1.1", "192.168.1.1", cordoned=True)
     node_b = Candidate("node-b", True, "192.168.1.2", "192.168.1.2", unreachable_gateways=("node-a",))
     assert _departure("node-a", [node_b], [node_a, node_b])[0] == "cordoned"
+
+
+async def test_a_move_on_a_report_whose_write_fails_is_finished_on_the_retry_not_undone_by_the_hold(
+    cluster: Cluster, gateways: Gateways, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new Gateway's CR could not be written (its connection went through the dead Node): the
+    retry writes it, with the report still believed; the hold starts only once the move is written."""
+    _, client = cluster
+    await two_candidates_node_a_elected(client, gateways)
+    real_ensure, failed = controller_module.ensure, []
+
+    async def ensure_failing_once(*args: Any, **kwargs: Any) -> Any:
+        if not failed:
+            failed.append(True)
+            raise TemporaryError("connection timed out")
+        return await real_ensure(*args, **kwargs)
+
+    monkeypatch.setattr(controller_module, "ensure", ensure_failing_once)
+    await annotate(client, "node-b", ANNOTATION_UNREACHABLE_GATEWAY, "node-a")
+    await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="hand-over to node-b")
+    await gateway_stays(client, gateways, "node-b")
+    assert failed and gateways.transitions("unreachable") == 1
