@@ -37,7 +37,7 @@ from kube.errors import NotFound
 from kube.resources import EVENTS, NAMESPACES
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from mcapi.resources import MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
+from mcapi.resources import CLUSTER_PROFILES, MEMBER_CLUSTER_ANNOUNCES, RESOURCE_EXPORTS, RESOURCE_IMPORTS
 from tests.contract.leader_api import LeaderApi, leader_api
 from tests.deploy.kubectl import Kubectl, needs_kubectl
 from tests.integration.hub_fixtures import hub_config
@@ -352,6 +352,19 @@ def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
 
 
 RE, RI, MCA = (r.qualified_name for r in (RESOURCE_EXPORTS, RESOURCE_IMPORTS, MEMBER_CLUSTER_ANNOUNCES))
+PROFILE = CLUSTER_PROFILES.qualified_name
+
+
+async def profile_written(hub: HubApp) -> None:
+    """Until a member's ClusterProfile and its status are written. The status loop writes them on its
+    own schedule, apart from the mirror's pipeline (which ``caught_up`` waits for), so a count of the
+    requests an export costs starts only after the join's own writes."""
+
+    async def written() -> bool:
+        spent = writes_by_resource(hub)
+        return spent.get(PROFILE, 0) > 0 and spent.get(f"{PROFILE}/status", 0) > 0
+
+    await until(written, CAUGHT_UP_WITHIN, "the member's ClusterProfile written")
 
 
 async def test_requests_per_mirrored_change_are_counted_and_bounded(leader: Leader, tmp_path: Path) -> None:
@@ -361,6 +374,7 @@ async def test_requests_per_mirrored_change_are_counted_and_bounded(leader: Lead
         try:
             east = await members("test-cluster-east")
             await caught_up(hub)
+            await profile_written(hub)
             before, reads_before = writes_by_resource(hub), reads(hub)
             # One new Service each: its export (a create and its status) and two imports (the
             # ServiceImport and its Endpoints, a create each).
