@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from agent.errors import ConfigError
-from agent.linux.ownership import REPLY_MARK
+from agent.linux.ownership import REPLY_MARK, RETURN_MARK
 from mcapi.names import GATEWAY_HEALTH_PORT
 
 # Every link the agent creates starts with this prefix, so that cleanup and humans can
@@ -64,6 +64,14 @@ class TunnelConfig:
     reply_mark: int = REPLY_MARK
     """The one bit of the packet and conntrack marks that routes replies back into the
     tunnel (see agent.linux.ownership.REPLY_MARK); Node-local, members need not agree."""
+    return_mark: int = RETURN_MARK
+    """The one bit that sends the replies of connections that arrived through this Node's
+    tunnel straight back to their sender (agent.linux.ownership.RETURN_MARK); Node-local,
+    another bit than ``reply_mark``."""
+    retire_seconds: float = 20.0
+    """How long a Node that stopped being a Gateway while it runs (a drain, a move) still takes
+    what remote Gateways send it: they learn of the change through the hub a moment after this
+    cluster's Nodes do, and a request sent to it meanwhile must not be lost."""
 
 
 @dataclass(frozen=True)
@@ -166,14 +174,20 @@ def _wireguard(raw: Mapping[str, Any], path: str) -> WireGuardConfig:
 
 
 def _tunnel(raw: Mapping[str, Any], path: str) -> TunnelConfig:
-    _reject_unknown(raw, {"vni", "port", "interface", "mtu", "replyMark"}, path)
+    _reject_unknown(raw, {"vni", "port", "interface", "mtu", "replyMark", "returnMark", "retireSeconds"}, path)
     default = TunnelConfig()
+    reply_mark = _single_bit(raw, "replyMark", default.reply_mark, path)
+    return_mark = _single_bit(raw, "returnMark", default.return_mark, path)
+    if return_mark == reply_mark:
+        raise ConfigError(f"{path}.returnMark: must be another bit than replyMark ({reply_mark:#x})")
     return TunnelConfig(
         mtu=_mtu(raw, path),
         vni=_int(raw, "vni", default.vni, path, low=1, high=2**24 - 1),
         port=_int(raw, "port", default.port, path, low=1, high=65535),
         interface=_link_name(raw, "interface", default.interface, path),
-        reply_mark=_single_bit(raw, "replyMark", default.reply_mark, path),
+        reply_mark=reply_mark,
+        return_mark=return_mark,
+        retire_seconds=_seconds(raw, "retireSeconds", default.retire_seconds, path),
     )
 
 
@@ -187,14 +201,18 @@ def _single_bit(raw: Mapping[str, Any], key: str, default: int, path: str) -> in
 def _health(raw: Mapping[str, Any], path: str) -> HealthConfig:
     _reject_unknown(raw, {"port", "intervalSeconds", "missThreshold"}, path)
     default = HealthConfig()
-    interval = raw.get("intervalSeconds", default.interval_seconds)
-    if isinstance(interval, bool) or not isinstance(interval, int | float) or not 0 < interval <= 3600:
-        raise ConfigError(f"{path}.intervalSeconds: must be a number in (0, 3600]; got {interval!r}")
     return HealthConfig(
         port=_int(raw, "port", default.port, path, low=1, high=65535),
-        interval_seconds=float(interval),
+        interval_seconds=_seconds(raw, "intervalSeconds", default.interval_seconds, path),
         miss_threshold=_int(raw, "missThreshold", default.miss_threshold, path, low=1, high=1000),
     )
+
+
+def _seconds(raw: Mapping[str, Any], key: str, default: float, path: str) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 3600:
+        raise ConfigError(f"{path}.{key}: must be a number in (0, 3600]; got {value!r}")
+    return float(value)
 
 
 def _mtu(raw: Mapping[str, Any], path: str) -> int | None:

@@ -39,6 +39,7 @@ from agent.policy.state import PolicyDatapath
 from agent.remotes import AcceptedRemote, LocalAddressing, select_remotes
 from agent.state import (
     RULE_PRIORITY,
+    ArrivalReturn,
     DesiredDatapath,
     GlobalDnat,
     PolicyRule,
@@ -66,6 +67,30 @@ def _rules(reply_mark: int, spread: bool) -> tuple[PolicyRule, ...]:
     return (*rules, PolicyRule(RULE_PRIORITY[RouteTable.SPREAD], RouteTable.SPREAD)) if spread else rules
 
 
+def _takes_arrivals(
+    desired: DesiredDatapath,
+    config: AgentConfig,
+    accepted: Sequence[AcceptedRemote],
+    node_ip: IPv4Address,
+    masquerade_from: Callable[[IPv4Address], bool],
+) -> DesiredDatapath:
+    """``desired`` taking what remote Gateways send this Node through its tunnel: each connection's
+    replies go straight back (table RETURN), and those the cluster's Nodes would answer through
+    another local Gateway are masqueraded to ``node_ip`` (agent.state.ArrivalReturn)."""
+    assert desired.tunnel is not None
+    device, remote_gateways = desired.tunnel.name, tuple(sorted({ip for r in accepted for ip in r.gateways}))
+    arrival = ArrivalReturn(
+        config.tunnel.return_mark,
+        device,
+        remote_gateways,
+        tuple(ip for ip in remote_gateways if masquerade_from(ip)),
+        node_ip,
+    )
+    rule = PolicyRule(RULE_PRIORITY[RouteTable.RETURN], RouteTable.RETURN, fwmark=config.tunnel.return_mark)
+    back = tuple(Route(IPv4Network(ip), RouteTable.RETURN, device, ip) for ip in remote_gateways)
+    return replace(desired, arrival_return=arrival, rules=(rule, *desired.rules), routes=(*desired.routes, *back))
+
+
 Unreachable = tuple[str, IPv4Address]
 """A Gateway this Node's probes found unreachable: (cluster ID, the address it is probed at)."""
 
@@ -78,7 +103,10 @@ class _LocalGateway:
 
 
 def compute_desired(
-    inputs: AgentInputs, config: AgentConfig, unreachable: Collection[Unreachable] = ()
+    inputs: AgentInputs,
+    config: AgentConfig,
+    unreachable: Collection[Unreachable] = (),
+    retiring: IPv4Address | None = None,
 ) -> DesiredDatapath:
     """The datapath this Node should have. Raises InvalidInputsError on bad local inputs.
 
@@ -92,6 +120,10 @@ def compute_desired(
     one path) is not shared: until it ends and the hold passes, replies of the flows it moved
     may leave through the Gateway set aside. A set is never emptied (when none answers, all
     stay, as without verdicts), so a single Gateway stays in use.
+
+    ``retiring``: the gatewayIP this Node had as a Gateway until a moment ago (VXLAN only). It
+    sends as any other Node, and still takes what remote Gateways send it (Role.RETIRING):
+    they learn of the change through the hub after this cluster's Nodes have.
     """
     if not config.enable_gateway:
         return DesiredDatapath(role=Role.DISABLED)
@@ -166,13 +198,27 @@ def compute_desired(
         if spread:
             hops = tuple(g.internal_ip for g in answering)
             egress = _egress_routes(accepted, tunnel.name, lambda ip: reply_hop(ip).internal_ip)
-            return replace(
+            member = replace(
                 member,
                 routes=(*egress, *member.routes),
                 spread=SpreadRoutes(tunnel.name, hops, _destinations(accepted)),
             )
-        only = gateways[0].internal_ip
-        return replace(member, routes=(*_remote_routes(accepted, tunnel.name, lambda _r: only), *member.routes))
+        else:
+            only = gateways[0].internal_ip
+            member = replace(member, routes=(*_remote_routes(accepted, tunnel.name, lambda _r: only), *member.routes))
+        if retiring is None or use_wireguard or retiring in {g.gateway_ip for g in gateways}:
+            return member
+        # Still the tunnel endpoint remote Gateways know, and its ClusterSet policy (which turns
+        # their identity VNIs into ours): every arrival is masqueraded, as no Node pairs with it.
+        member = replace(
+            member,
+            role=Role.RETIRING,
+            tunnel=replace(tunnel, mac=gateway_tunnel_mac(retiring)),
+            tunnel_peers=(*(TunnelPeer(ip, gateway_tunnel_mac(ip)) for ip in remote_gateways), *local_peers),
+            policy=_policy(inputs, config, remote_gateways),
+            global_dnat=_global_dnat(inputs, _local_block(inputs)),
+        )
+        return _takes_arrivals(member, config, accepted, node_ip, lambda _ip: True)
     # The remote Gateway this one sends to (and is probed): the one it is paired with among those
     # answering; the others it found unreachable are probed on standby, to take them back.
     paired = {r.cluster_id: pair(me.gateway_ip, _answering(r, unreachable)) for r in accepted}
@@ -217,7 +263,7 @@ def compute_desired(
     routes = _remote_routes(accepted, tunnel.name, lambda r: paired[r.cluster_id])
     if spread:
         routes += _egress_routes(accepted, tunnel.name, reply_via)
-    return replace(
+    gateway = replace(
         common,
         policy=_policy(inputs, config, remote_gateways),
         tunnel_peers=(*(TunnelPeer(ip, gateway_tunnel_mac(ip)) for ip in remote_gateways), *local_peers),
@@ -228,6 +274,7 @@ def compute_desired(
         reply_marking=ReplyMarking(mark, remote_gateways, () if spread else (tunnel.name,)),
         mss_clamp_interfaces=(tunnel.name,),
     )
+    return _takes_arrivals(gateway, config, accepted, node_ip, lambda ip: reply_hop(ip) is not me)
 
 
 def _answering(remote: AcceptedRemote, unreachable: Collection[Unreachable]) -> tuple[IPv4Address, ...]:

@@ -95,7 +95,6 @@ class KubeAgent:
             health=self.agent.health,
         )
         self.inputs: AgentInputs | None = None
-        self._updated = asyncio.Condition()
         self.policy_view: PolicyView | None = None
         self.policy_reporter: PolicyReporter | None = None
         self._reports: tuple[PolicyReport, ...] | None = None
@@ -117,9 +116,8 @@ class KubeAgent:
         return self.agent.readiness()
 
     async def wait_until(self, predicate: Callable[[KubeAgent], bool]) -> None:
-        """Until ``predicate(self)`` holds, checked after every datapath update."""
-        async with self._updated:
-            await self._updated.wait_for(lambda: predicate(self))
+        """Until ``predicate(self)`` holds, checked after every datapath reconcile."""
+        await self.agent.wait_for(lambda: predicate(self))
 
     async def run(self, *, cleanup_on_stop: bool = False) -> None:
         watched: list[Runnable] = [self.view] if self.policy_view is None else [self.view, self.policy_view]
@@ -157,8 +155,6 @@ class KubeAgent:
             if current != self.inputs:
                 self.inputs = current
                 yield current  # resumes once the agent applied it
-                async with self._updated:
-                    self._updated.notify_all()
                 self.view.node_changed.set()  # the Gateway may have moved: what our Node says of it too
             self.publisher.poke()
 

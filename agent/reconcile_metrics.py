@@ -5,7 +5,8 @@ inputs), ``retry`` (after a temporary failure) or ``resync`` (unchanged inputs a
 again); ``result`` is ``unchanged`` (the kernel already matched: nothing written),
 ``changed`` or ``failed``. A ``resync`` that ``changed`` repaired drift: something else
 changed or removed what the agent owns; a ``health`` reconcile followed a verdict of this
-Node's probes (agent.desired, ``unreachable``). ``mchub_agent_datapath_changes_total`` counts
+Node's probes (agent.desired, ``unreachable``); a ``retired`` one ended this Node's time as a
+retiring Gateway (``tunnel.retireSeconds``). ``mchub_agent_datapath_changes_total`` counts
 the kernel changes those reconciles made. ``mchub_agent_gateway_verdicts_total{reachability}``
 counts the verdicts of this Node's probes as they change (``Reachable``, ``Unreachable``).
 """
@@ -22,6 +23,7 @@ class Trigger(enum.Enum):
     RETRY = "retry"
     RESYNC = "resync"
     HEALTH = "health"
+    RETIRED = "retired"
 
 
 class ReconcileMetrics:

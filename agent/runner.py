@@ -13,7 +13,9 @@ ones. ``readiness()`` says whether the latest inputs are applied, and if not, wh
 The verdicts of the Node's own Gateway probes go into the desired datapath too: a Gateway
 found unreachable is set aside at once and taken back once it has answered for
 ``health.rejoin_after_seconds`` (agent.desired, ``unreachable``), without waiting for the
-member to change any Gateway CR or ClusterInfo.
+member to change any Gateway CR or ClusterInfo. A Node that stops being a Gateway while it runs
+(a drain, a move) retires: for ``tunnel.retireSeconds`` it still takes what remote Gateways send
+it (agent.desired, ``retiring``), since they learn of the change after this cluster does.
 Only cancellation escapes; every other failure is returned as a typed error.
 """
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import Protocol
@@ -34,7 +36,7 @@ from agent.errors import AgentError, DatapathError
 from agent.health import GatewayProber, HealthCallback, PeerHealth, ProbeResponder, Reachability
 from agent.inputs import AgentInputs
 from agent.reconcile_metrics import ReconcileMetrics, Trigger
-from agent.state import DesiredDatapath
+from agent.state import DesiredDatapath, Role
 from kube.backoff import Backoff
 from kube.waiting import cancel_and_wait
 
@@ -105,6 +107,7 @@ class DatapathAgent:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._metrics = ReconcileMetrics(self.registry)
         self._lock = asyncio.Lock()
+        self._attempted = asyncio.Condition()  # notified after every reconcile, whatever started it
         self._inputs: AgentInputs | None = None
         self._generation = 0
         self._converging: asyncio.Task[None] | None = None
@@ -118,6 +121,12 @@ class DatapathAgent:
         self._verdicts_changed = False
         self._reapplying: asyncio.Task[None] | None = None
         self._rejoins: dict[Unreachable, asyncio.TimerHandle] = {}  # set aside, answering again
+        self._reapply_trigger = Trigger.HEALTH
+        # The gatewayIP of this Node while its last desired state was a Gateway's; once it is not,
+        # the address it retires from, until the timer ends it.
+        self._gateway_ip: IPv4Address | None = None
+        self._retiring: IPv4Address | None = None
+        self._retire_timer: asyncio.TimerHandle | None = None
 
     @property
     def desired(self) -> DesiredDatapath | None:
@@ -190,7 +199,7 @@ class DatapathAgent:
         if health.reachability is Reachability.UNREACHABLE and gateway not in self._unreachable:
             self._unreachable.add(gateway)
             log.info("gatewaySetAside", extra={"clusterID": gateway[0], "gatewayIP": str(gateway[1])})
-            self._reapply_soon()
+            self._reapply_soon(Trigger.HEALTH)
         elif health.reachability is Reachability.REACHABLE and gateway in self._unreachable:
             self._hold(gateway, health.misses)
         if then is not None:
@@ -214,23 +223,22 @@ class DatapathAgent:
             return
         self._unreachable.discard(gateway)
         log.info("gatewayTakenBack", extra={"clusterID": gateway[0], "gatewayIP": str(gateway[1])})
-        self._reapply_soon()
+        self._reapply_soon(Trigger.HEALTH)
 
-    def _reapply_soon(self) -> None:
-        self._verdicts_changed = True
+    def _reapply_soon(self, trigger: Trigger) -> None:
+        """The current inputs applied again, soon, for what changed beside them (``trigger``)."""
+        self._verdicts_changed, self._reapply_trigger = True, trigger
         if self._reapplying is None or self._reapplying.done():
-            self._reapplying = asyncio.get_running_loop().create_task(
-                self._reapply_for_verdicts(), name="datapath-verdicts"
-            )
+            self._reapplying = asyncio.get_running_loop().create_task(self._reapply_pending(), name="datapath-verdicts")
 
-    async def _reapply_for_verdicts(self) -> None:
+    async def _reapply_pending(self) -> None:
         while self._verdicts_changed:
             self._verdicts_changed = False
             async with self._lock:
                 if self._inputs is None:
                     return
                 await self._stop_converging()
-                outcome = await self._attempt_in_background(self._inputs, Trigger.HEALTH)
+                outcome = await self._attempt_in_background(self._inputs, self._reapply_trigger)
                 self._converging = asyncio.create_task(
                     self._keep_converging(self._generation, outcome), name="datapath-converge"
                 )
@@ -242,6 +250,7 @@ class DatapathAgent:
         for pending in self._rejoins.values():
             pending.cancel()
         self._rejoins.clear()
+        self._end_retiring()
         await cancel_and_wait(self._reapplying)
         await self._stop_converging()
         if cleanup:
@@ -250,14 +259,22 @@ class DatapathAgent:
                 self._desired = None
                 log.info("datapathCleanedUp", extra={"netns": self.netns, "changes": len(changes)})
 
+    async def wait_for(self, predicate: Callable[[], bool]) -> None:
+        """Until ``predicate()`` holds, looked at after every reconcile: of new inputs, and of the
+        agent's own (retries, resyncs, verdicts, a retiring Gateway's end)."""
+        async with self._attempted:
+            await self._attempted.wait_for(predicate)
+
     async def _attempt(self, inputs: AgentInputs, trigger: Trigger) -> ReconcileOutcome:
         outcome = await self._reconcile(inputs)
         self._metrics.observe(trigger, len(outcome.changes), failed=outcome.error is not None)
+        async with self._attempted:
+            self._attempted.notify_all()
         return outcome
 
     async def _reconcile(self, inputs: AgentInputs) -> ReconcileOutcome:
         try:
-            desired = compute_desired(inputs, self.config, self._unreachable)
+            desired = self._compute(inputs)
         except AgentError as err:
             outcome = ReconcileOutcome(None, error=err)
             self._log_failure(outcome)
@@ -283,6 +300,32 @@ class DatapathAgent:
             self._log_failure(outcome)
         self.last_outcome = outcome
         return outcome
+
+    def _compute(self, inputs: AgentInputs) -> DesiredDatapath:
+        """compute_desired with this Node's verdicts, and its retiring address when it has just
+        stopped being a Gateway."""
+        desired = compute_desired(inputs, self.config, self._unreachable, self._retiring)
+        if desired.role is Role.GATEWAY:
+            self._end_retiring()
+            mine = next(g for g in inputs.all_gateways if g.node_name == inputs.node.name)
+            self._gateway_ip = IPv4Address(mine.gateway_ip)  # compute_desired validated it
+        elif desired.role is Role.MEMBER and self._gateway_ip is not None and self._retiring is None:
+            self._retiring, self._gateway_ip = self._gateway_ip, None
+            delay = self.config.tunnel.retire_seconds
+            self._retire_timer = asyncio.get_running_loop().call_later(delay, self._retired)
+            log.info("gatewayRetiring", extra={"gatewayIP": str(self._retiring), "retireSeconds": delay})
+            desired = compute_desired(inputs, self.config, self._unreachable, self._retiring)
+        return desired
+
+    def _retired(self) -> None:
+        log.info("gatewayRetired", extra={"gatewayIP": str(self._retiring)})
+        self._retire_timer = self._retiring = None
+        self._reapply_soon(Trigger.RETIRED)
+
+    def _end_retiring(self) -> None:
+        if self._retire_timer is not None:
+            self._retire_timer.cancel()
+        self._retire_timer = self._retiring = None
 
     async def _keep_converging(self, generation: int, outcome: ReconcileOutcome) -> None:
         """Apply the inputs of ``generation`` again while they are the latest: after a

@@ -22,6 +22,11 @@ Routing scheme (IPv4 only, as Antrea's Multi-cluster Gateway):
   Node's own packets to it (the VXLAN/WireGuard outer packets, probes), must keep
   using the underlay. So only reply-direction packets of connections that came from a
   remote Gateway (ReplyMarking) carry the mark.
+* table RETURN (rule: packets marked as returning, ``fwmark R/R``, before REPLY) holds /32
+  routes to the remote Gateway IPs straight back through the tunnel, on a Node that takes
+  what remote Gateways send it (a Gateway, or one retiring): replies of the connections that
+  arrived through its own tunnel leave the way they came (ArrivalReturn), whatever the
+  pairing of the moment says.
 """
 
 from __future__ import annotations
@@ -39,10 +44,16 @@ class RouteTable(enum.IntEnum):
     REMOTE = 28003
     REPLY = 28004
     SPREAD = 28005
+    RETURN = 28006
 
 
 # Rule priorities: before ``main`` (32766) so a primary CNI's routes cannot shadow ours.
-RULE_PRIORITY: dict[RouteTable, int] = {RouteTable.REPLY: 28002, RouteTable.REMOTE: 28003, RouteTable.SPREAD: 28005}
+RULE_PRIORITY: dict[RouteTable, int] = {
+    RouteTable.RETURN: 28001,
+    RouteTable.REPLY: 28002,
+    RouteTable.REMOTE: 28003,
+    RouteTable.SPREAD: 28005,
+}
 
 
 class Role(enum.Enum):
@@ -54,6 +65,10 @@ class Role(enum.Enum):
     """No active Gateway in the local cluster: nothing can be routed."""
     GATEWAY = "Gateway"
     """This Node is the active Gateway (in active-active mode: one of them)."""
+    RETIRING = "Retiring"
+    """This Node stopped being a Gateway a moment ago (drained, or replaced) and still runs: it
+    sends as a Member does, and for ``tunnel.retireSeconds`` still takes what remote Gateways
+    send it until they have learned where the Gateways are now."""
     MEMBER = "Member"
     """Another Node is the active Gateway; tunnel cross-cluster traffic to it (or, active-active,
     spread it over them)."""
@@ -156,6 +171,29 @@ class ReplyMarking:
 
 
 @dataclass(frozen=True)
+class ArrivalReturn:
+    """On a Node that takes what remote Gateways send it: every connection that arrives through
+    ``tunnel_interface`` from one of ``remote_gateways`` gets ``mark`` in its conntrack mark, and
+    its replies in their packet mark, for table RETURN: they leave straight back to the sender.
+
+    The Nodes of the cluster send a reply towards the local Gateway that pairing names
+    (agent.pairing), which is the Gateway that received the request only while both ends see
+    the same Gateway sets. For a moment they may not: a Gateway drained (our Nodes learn it
+    from the Gateway CR, the other members from the hub) or a verdict only one end reached.
+    So arrivals from ``masquerade_from``, the remote Gateways that pairing pairs with another
+    local Gateway (a retiring Gateway: all of them), are translated to ``masquerade_to`` (this
+    Node's internalIP) as they leave for the cluster: their replies come back to this Node
+    whoever answers, and conntrack, which holds the connection's translations, sends them on.
+    """
+
+    mark: int
+    tunnel_interface: str
+    remote_gateways: tuple[IPv4Address, ...]
+    masquerade_from: tuple[IPv4Address, ...]
+    masquerade_to: IPv4Address
+
+
+@dataclass(frozen=True)
 class SnatRule:
     """Source NAT of cross-cluster traffic leaving through ``out_interface``: to the Gateway IP
     on the Gateway, and on other Nodes to the source address the packet already has
@@ -238,6 +276,7 @@ class DesiredDatapath:
     mss_clamp_interfaces: tuple[str, ...] = ()
     """Interfaces whose forwarded TCP SYNs get their MSS clamped to the route MTU."""
     reply_marking: ReplyMarking | None = None
+    arrival_return: ArrivalReturn | None = None
     probe_targets: tuple[ProbeTarget, ...] = ()
     remote_clusters: tuple[str, ...] = ()
     """Cluster IDs whose traffic is routed."""
@@ -258,5 +297,6 @@ class DesiredDatapath:
             and self.spread is None
             and self.snat is None
             and self.reply_marking is None
+            and self.arrival_return is None
             and self.global_dnat is None
         )

@@ -35,11 +35,13 @@ from typing import Any
 from agent.errors import NftablesError
 from agent.linux.netns import run_command
 from agent.linux.ownership import NFT_FAMILY, NFT_TABLE
-from agent.state import DesiredDatapath, GlobalDnat, ReplyMarking
+from agent.state import ArrivalReturn, DesiredDatapath, GlobalDnat, ReplyMarking
 
 _SET = "remote_cidrs"
 _GATEWAYS = "remote_gateways"
 _GLOBAL_PODS = "global_pods"
+_ARRIVALS = "arrival_gateways"
+_MASQUERADED = "masqueraded_gateways"
 _PRIO_MANGLE = -150
 _PRIO_DSTNAT_FIRST = -101  # dstnat - 1: before kube-proxy's (and the CNI's) DNAT
 # srcnat - 5: after the policy table tags packets with their Pod's identity (srcnat - 10,
@@ -55,17 +57,22 @@ def render_table(desired: DesiredDatapath) -> list[dict[str, Any]] | None:
         desired.snat is None
         and not desired.mss_clamp_interfaces
         and desired.reply_marking is None
+        and desired.arrival_return is None
         and desired.global_dnat is None
     ):
         return None
     base = {"family": NFT_FAMILY, "table": NFT_TABLE}
     objects: list[dict[str, Any]] = []
     rules: list[dict[str, Any]] = []
+    if desired.snat is not None or desired.arrival_return is not None:
+        objects.append(_chain(base, "postrouting", "nat", "postrouting", _PRIO_SRCNAT_FIRST))
+    if desired.reply_marking is not None or desired.arrival_return is not None:
+        objects.append(_chain(base, "prerouting", "filter", "prerouting", _PRIO_MANGLE))
+        objects.append(_chain(base, "unmark", "filter", "postrouting", _PRIO_LAST))
     if desired.snat is not None:
         snat = desired.snat
         elements = [{"prefix": {"addr": str(n.network_address), "len": n.prefixlen}} for n in snat.destinations]
         objects.append({"set": {**base, "name": _SET, "type": "ipv4_addr", "flags": ["interval"], "elem": elements}})
-        objects.append(_chain(base, "postrouting", "nat", "postrouting", _PRIO_SRCNAT_FIRST))
         to = str(snat.to_address) if snat.to_address is not None else {"payload": {"protocol": "ip", "field": "saddr"}}
         rules.append(
             {
@@ -99,6 +106,8 @@ def render_table(desired: DesiredDatapath) -> list[dict[str, Any]] | None:
         )
     if desired.reply_marking is not None:
         _reply_marking(base, desired.reply_marking, objects, rules)
+    if desired.arrival_return is not None:
+        _arrival_return(base, desired.arrival_return, objects, rules)
     if desired.global_dnat is not None:
         _global_dnat(base, desired.global_dnat, objects, rules)
     fingerprint = _fingerprint(objects, rules)
@@ -111,14 +120,11 @@ def render_table(desired: DesiredDatapath) -> list[dict[str, Any]] | None:
 def _reply_marking(
     base: dict[str, str], marking: ReplyMarking, objects: list[dict[str, Any]], rules: list[dict[str, Any]]
 ) -> None:
-    bit = marking.mark
-    ct_mark, meta_mark = {"ct": {"key": "mark"}}, {"meta": {"key": "mark"}}
+    bit, ct_mark = marking.mark, {"ct": {"key": "mark"}}
     the_set: dict[str, Any] = {**base, "name": _GATEWAYS, "type": "ipv4_addr"}
     if marking.remote_gateways:
         the_set["elem"] = [str(ip) for ip in sorted(marking.remote_gateways)]
     objects.append({"set": the_set})
-    objects.append(_chain(base, "prerouting", "filter", "prerouting", _PRIO_MANGLE))
-    objects.append(_chain(base, "unmark", "filter", "postrouting", _PRIO_LAST))
     if marking.arrival_interfaces:
         names = sorted(marking.arrival_interfaces)
         arrival = _match({"meta": {"key": "iifname"}}, {"set": names} if len(names) > 1 else names[0])
@@ -138,6 +144,13 @@ def _reply_marking(
             ],
         }
     )
+    _mark_replies(base, bit, rules)
+
+
+def _mark_replies(base: dict[str, str], bit: int, rules: list[dict[str, Any]]) -> None:
+    """Replies of connections with ``bit`` in their conntrack mark get it in their packet mark
+    (prerouting, before the routing decision), and no packet leaves with it (postrouting)."""
+    ct_mark, meta_mark = {"ct": {"key": "mark"}}, {"meta": {"key": "mark"}}
     rules.append(
         {
             **base,
@@ -156,6 +169,45 @@ def _reply_marking(
             "expr": [
                 _match({"&": [meta_mark, bit]}, bit),
                 {"mangle": {"key": meta_mark, "value": {"&": [meta_mark, _ALL_BITS ^ bit]}}},
+            ],
+        }
+    )
+
+
+def _arrival_return(
+    base: dict[str, str], arrival: ArrivalReturn, objects: list[dict[str, Any]], rules: list[dict[str, Any]]
+) -> None:
+    bit, ct_mark = arrival.mark, {"ct": {"key": "mark"}}
+    saddr = {"payload": {"protocol": "ip", "field": "saddr"}}
+    tunnel_in = _match({"meta": {"key": "iifname"}}, arrival.tunnel_interface)
+    for name, members in ((_ARRIVALS, arrival.remote_gateways), (_MASQUERADED, arrival.masquerade_from)):
+        the_set: dict[str, Any] = {**base, "name": name, "type": "ipv4_addr"}
+        if members:
+            the_set["elem"] = [str(ip) for ip in sorted(members)]
+        objects.append({"set": the_set})
+    rules.append(
+        {
+            **base,
+            "chain": "prerouting",
+            "expr": [
+                _match({"ct": {"key": "direction"}}, "original"),
+                _match(saddr, f"@{_ARRIVALS}"),
+                tunnel_in,
+                {"mangle": {"key": ct_mark, "value": {"|": [ct_mark, bit]}}},
+            ],
+        }
+    )
+    _mark_replies(base, bit, rules)
+    # Leaving for the cluster (not back into the tunnel): its reply comes back to this Node.
+    rules.append(
+        {
+            **base,
+            "chain": "postrouting",
+            "expr": [
+                tunnel_in,
+                {"match": {"op": "!=", "left": {"meta": {"key": "oifname"}}, "right": arrival.tunnel_interface}},
+                _match(saddr, f"@{_MASQUERADED}"),
+                {"snat": {"addr": str(arrival.masquerade_to)}},
             ],
         }
     )

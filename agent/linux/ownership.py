@@ -5,7 +5,8 @@
 * policy rules: protocol ROUTE_PROTOCOL at the priorities of agent.state.RULE_PRIORITY;
 * nexthop objects (active-active, agent.linux.spread): protocol ROUTE_PROTOCOL, IDs from spread.GROUP_ID;
 * nftables: tables of its own, ``ip mchub`` and ``ip mchub_policy``, each replaced atomically as a whole;
-* packet and conntrack marks: one bit, REPLY_MARK (configurable as ``tunnel.replyMark``);
+* packet and conntrack marks: two bits, REPLY_MARK and RETURN_MARK (configurable as
+  ``tunnel.replyMark`` and ``tunnel.returnMark``);
 * neighbour/FDB entries: only on the agent's own tunnel device.
 """
 
@@ -51,4 +52,14 @@ and 0x8000 (drop), Calico 0xffff0000, Cilium 0x0f00 (0x0200 among them), Flannel
 Antrea none in the host's mark, WireGuard's conventional fwmark 51820 (0xca6c, which
 has 0x2000 clear; our wireguard-go sets no fwmark at all). Only this bit is read or
 written, in both marks, with ``|``/``&``; every other bit passes through untouched.
+"""
+
+RETURN_MARK: Final = 0x1000
+"""The bit (of the packet mark and of the conntrack mark) that sends a reply straight back to
+the remote Gateway its connection came from (agent.state.ArrivalReturn, table RETURN).
+
+Set in the conntrack mark of a connection that arrives through our tunnel from a remote
+Gateway on a Node that takes such traffic (a Gateway, or one retiring); copied into the packet
+mark of its replies and cleared in postrouting, as REPLY_MARK is. 0x1000 for the reasons given
+for REPLY_MARK: no neighbour listed there uses it.
 """

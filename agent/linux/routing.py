@@ -39,6 +39,11 @@ async def reconcile_routes(ipr: Any, routes: tuple[Route, ...], indexes: Mapping
             if wanted.get(key) == value and msg["proto"] == ROUTE_PROTOCOL:
                 wanted.pop(key)
                 continue
+            if key in wanted:
+                # Replaced below in one step: deleting it first would leave the destination
+                # without a route for a moment, and a packet then gets "network unreachable"
+                # (a re-pairing changes a remote CIDR's next hop under live traffic).
+                continue
             await netlink.delete(
                 f"del route {key[0]} table {table_id}",
                 ipr.route("del", dst=key[0], table=table_id, family=socket.AF_INET),

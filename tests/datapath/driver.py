@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agent.config import AgentConfig, HealthConfig, TrafficEncryptionMode, WireGuardConfig
+from agent.config import AgentConfig, HealthConfig, TrafficEncryptionMode, TunnelConfig, WireGuardConfig
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
 from agent.policy.state import CompiledPolicy
 from agent.runner import DEFAULT_RESYNC_INTERVAL, DatapathAgent, ReconcileOutcome
@@ -40,6 +40,7 @@ class ClusterSetDriver:
     """cluster ID -> (global IP, Pod IP) of its exported Pods (its member's mchub-global-addresses)."""
     active_active: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """cluster ID -> its Gateways' Node names, for the clusters in gatewayMode active-active."""
+    retire_seconds: float = TunnelConfig().retire_seconds
 
     def __post_init__(self) -> None:
         for cluster in self.topo.clusters.values():
@@ -60,6 +61,7 @@ class ClusterSetDriver:
             traffic_encryption_mode=TrafficEncryptionMode.WIREGUARD if self.wireguard else TrafficEncryptionMode.NONE,
             wireguard=WireGuardConfig(interface=self.topo.wireguard_name(node)),
             health=FAST_HEALTH,
+            tunnel=TunnelConfig(retire_seconds=self.retire_seconds),
             enable_stretched_network_policy=self.policy is not None,
         )
 
@@ -114,10 +116,14 @@ class ClusterSetDriver:
             active_active=cluster.cluster_id in self.active_active,
         )
 
-    async def sync(self) -> dict[str, ReconcileOutcome]:
-        """Push current inputs to every agent; fail loudly if any reconcile failed."""
+    async def sync(self, *only: str) -> dict[str, ReconcileOutcome]:
+        """Push current inputs to every agent (``only``: of these clusters, the others keep what
+        they were told last, as members that have not heard of a change yet); fail loudly if any
+        reconcile failed."""
         outcomes = {}
         for cluster in self.topo.clusters.values():
+            if only and cluster.cluster_id not in only:
+                continue
             for node in cluster.nodes:
                 outcome = await self.agents[node.name].update(self.inputs_for(cluster, node))
                 assert outcome.applied, f"{node.name}: {outcome.error!r}"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import AgentConfig
+from agent.config import AgentConfig, TunnelConfig
 from agent.linux.ownership import NFT_FAMILY, NFT_POLICY_TABLE, NFT_TABLE, ROUTE_PROTOCOL
 from agent.main import KubeAgent
 from agent.state import Role
@@ -49,7 +49,13 @@ from tests.member_gateway.kubeobjects import annotate, create_node, named, only,
 
 NAMESPACE = DEFAULT_MEMBER_NAMESPACE
 WAIT = 20.0
-AGENT_CONFIG = AgentConfig(enable_gateway=True, enable_pod_to_pod_connectivity=True, health=FAST_HEALTH)
+# A Gateway moved away retires for 2 s (tests/datapath/test_gateway_retiring.py), then routes as a Member.
+AGENT_CONFIG = AgentConfig(
+    enable_gateway=True,
+    enable_pod_to_pod_connectivity=True,
+    health=FAST_HEALTH,
+    tunnel=TunnelConfig(retire_seconds=2.0),
+)
 
 
 @dataclass

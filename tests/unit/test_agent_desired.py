@@ -11,7 +11,7 @@ from agent.config import AgentConfig, TrafficEncryptionMode, TunnelConfig, WireG
 from agent.desired import compute_desired
 from agent.errors import InvalidInputsError
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
-from agent.linux.ownership import REPLY_MARK
+from agent.linux.ownership import REPLY_MARK, RETURN_MARK
 from agent.state import (
     RULE_PRIORITY,
     ExclusionReason,
@@ -102,6 +102,7 @@ def test_the_gateway_routes_replies_to_remote_gateway_ips_through_the_tunnel_for
         ("198.19.3.1/32", "198.19.3.1", "mc-tun0"),
     }
     assert set(desired.rules) == {
+        PolicyRule(RULE_PRIORITY[RouteTable.RETURN], RouteTable.RETURN, fwmark=RETURN_MARK),
         PolicyRule(RULE_PRIORITY[RouteTable.REPLY], RouteTable.REPLY, fwmark=REPLY_MARK),
         PolicyRule(RULE_PRIORITY[RouteTable.REMOTE], RouteTable.REMOTE),
     }

@@ -1,0 +1,143 @@
+"""A Gateway drained or moved away retires, in network namespaces: its own cluster's Nodes learn of
+the change first (the Gateway CR), the other members a moment later (through the hub). Meanwhile
+east still sends to the west Gateway that left; what it sends must still be answered.
+
+Each test tells west's agents of the change and not yet east's (ClusterSetDriver.sync with
+``only``), then sends requests from east's plain Node to west's Service (kube-proxy's DNAT stood
+in for on every west Node) whose one backend is on the west Node that stays the Gateway, so every
+reply has to find the way back to the Node that translated its request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from ipaddress import IPv4Address
+
+import pytest
+
+from agent.pairing import pair
+from agent.state import Role, RouteTable
+from tests.datapath.driver import ClusterSetDriver
+from tests.datapath.inspect_kernel import footprint
+from tests.datapath.test_gateway_vxlan import fake_kube_proxy, service_ip
+from tests.datapath.topology import NodeNs, Topology, built_topology
+from tests.datapath.traffic import peer_reporting_server, seen_source
+
+FLOWS = 24
+RETIRE_SECONDS = 3.0
+
+
+@pytest.fixture
+async def topology() -> AsyncIterator[Topology]:
+    async with built_topology(("east", "west"), nodes={"east": 3}) as topo:
+        yield topo
+
+
+def _underlay(topology: Topology, *names: str) -> set[str]:
+    return {topology.clusters[name.rsplit("-", 1)[0]].node(name).underlay_ip for name in names}
+
+
+def _paired_with_east_a(topology: Topology) -> tuple[NodeNs, NodeNs]:
+    """(the west Node east-a sends to, the other one)."""
+    west = topology.clusters["west"]
+    east_a = IPv4Address(topology.clusters["east"].node("east-a").underlay_ip)
+    chosen = pair(east_a, sorted(IPv4Address(n.underlay_ip) for n in west.nodes))
+    leaving = next(n for n in west.nodes if n.underlay_ip == str(chosen))
+    return leaving, next(n for n in west.nodes if n is not leaving)
+
+
+async def _sources(topology: Topology, backend: NodeNs) -> set[str]:
+    """The source addresses the backend saw, over FLOWS requests from east-c (each must complete)."""
+    client = topology.clusters["east"].node("east-c").pod.netns
+    service = service_ip(topology.clusters["west"])
+    return {await seen_source(client, service, port=80) for _ in range(FLOWS)}
+
+
+async def test_an_active_active_gateway_that_leaves_answers_what_east_still_sends_it_until_it_retires(
+    topology: Topology,
+) -> None:
+    leaving, staying = _paired_with_east_a(topology)
+    driver = ClusterSetDriver(
+        topology,
+        active_active={"east": ("east-a", "east-b"), "west": tuple(n.name for n in topology.clusters["west"].nodes)},
+        retire_seconds=RETIRE_SECONDS,
+    )
+    try:
+        await fake_kube_proxy(topology.clusters["west"], staying.pod.ip)
+        await driver.sync()
+        east_gateways = _underlay(topology, "east-a", "east-b")
+        async with peer_reporting_server(staying.pod.netns):
+            assert await _sources(topology, staying) == east_gateways
+            # West drops the Gateway (a drain): west knows, east does not yet.
+            driver.active_active["west"] = (staying.name,)
+            outcomes = await driver.sync("west")
+            assert outcomes[leaving.name].desired is not None
+            assert outcomes[leaving.name].desired.role is Role.RETIRING
+            # east-a still sends to it: those requests arrive there, are masqueraded to its own
+            # address on their way to the backend, and their replies leave it straight back.
+            west_ips = sorted(IPv4Address(n.underlay_ip) for n in topology.clusters["west"].nodes)
+            direct = {ip for ip in east_gateways if str(pair(IPv4Address(ip), west_ips)) == staying.underlay_ip}
+            assert await _sources(topology, staying) == {*direct, leaving.underlay_ip}
+            # east learns: everything goes to the Gateway that stayed.
+            await driver.sync("east")
+            assert await _sources(topology, staying) == east_gateways
+            agent = driver.agents[leaving.name]
+            async with asyncio.timeout(RETIRE_SECONDS + 5):
+                await agent.wait_for(lambda: agent.desired is not None and agent.desired.role is Role.MEMBER)
+            kernel = await footprint(leaving.netns)
+            assert not [r for r in kernel.routes if r.endswith(f" table {int(RouteTable.RETURN)}")]
+            assert await _sources(topology, staying) == east_gateways
+    finally:
+        await driver.stop_all(cleanup=True)
+
+
+async def test_a_single_active_gateway_moved_away_answers_what_east_still_sends_it(topology: Topology) -> None:
+    """The default mode: west's one Gateway moves to its other Node (the member's election after a
+    cordon); until east has the new ClusterInfo, it keeps sending to the old one."""
+    west = topology.clusters["west"]
+    leaving, staying = west.nodes
+    driver = ClusterSetDriver(topology, active_active={"east": ("east-a", "east-b")}, retire_seconds=RETIRE_SECONDS)
+    try:
+        await fake_kube_proxy(west, staying.pod.ip)
+        await driver.sync()
+        east_gateways = _underlay(topology, "east-a", "east-b")
+        async with peer_reporting_server(staying.pod.netns):
+            assert await _sources(topology, staying) == east_gateways
+            driver.move_gateway("west", staying.name)
+            await driver.sync("west")
+            # Every request still goes to the old Gateway, and every one is answered.
+            assert await _sources(topology, staying) == {leaving.underlay_ip}
+            await driver.sync("east")
+            assert await _sources(topology, staying) == east_gateways
+    finally:
+        await driver.stop_all(cleanup=True)
+
+
+async def test_an_active_gateway_masquerades_what_arrives_for_another_while_the_ends_disagree(
+    topology: Topology,
+) -> None:
+    """The other way round: east stops sending to a west Gateway before west's Nodes stop pairing
+    with it (a verdict only east reached, or a Gateway east learned of first). Requests reach the
+    Gateway west pairs with no one of them; it masquerades them, so the backend's replies come
+    back to it and not through the Gateway west's pairing names, which never saw the request."""
+    quiet, receiving = _paired_with_east_a(topology)
+    west = topology.clusters["west"]
+    driver = ClusterSetDriver(
+        topology,
+        active_active={"east": ("east-a", "east-b"), "west": tuple(n.name for n in west.nodes)},
+        retire_seconds=RETIRE_SECONDS,
+    )
+    try:
+        await fake_kube_proxy(west, quiet.pod.ip)
+        await driver.sync()
+        east_gateways = _underlay(topology, "east-a", "east-b")
+        async with peer_reporting_server(quiet.pod.netns):
+            assert await _sources(topology, quiet) == east_gateways
+            driver.active_active["west"] = (receiving.name,)
+            await driver.sync("east")
+            west_ips = sorted(IPv4Address(n.underlay_ip) for n in west.nodes)
+            direct = {ip for ip in east_gateways if str(pair(IPv4Address(ip), west_ips)) == receiving.underlay_ip}
+            assert await _sources(topology, quiet) == {*direct, receiving.underlay_ip}
+    finally:
+        await driver.stop_all(cleanup=True)

@@ -1,0 +1,147 @@
+"""Replies of what arrives through a Node's tunnel go straight back, and a Gateway that stops
+being one (a drain, a move) retires: it still takes what remote Gateways send it for
+``tunnel.retireSeconds``. compute_desired is pure; the last tests drive DatapathAgent with a
+fake programmer."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from ipaddress import IPv4Address
+
+import pytest
+
+from agent.config import AgentConfig, ConfigError, TrafficEncryptionMode, TunnelConfig, parse_agent_config
+from agent.desired import compute_desired
+from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
+from agent.linux.ownership import RETURN_MARK
+from agent.pairing import pair
+from agent.runner import DatapathAgent
+from agent.state import RULE_PRIORITY, ArrivalReturn, DesiredDatapath, PolicyRule, Role, RouteTable
+from agent.tunnel_mac import gateway_tunnel_mac, node_tunnel_mac
+from tests.unit.test_agent_runner import FakeDatapath
+
+VXLAN = AgentConfig(enable_gateway=True)
+EAST = tuple(ActiveGateway(f"east-{n}", f"198.18.1.{i}", f"198.18.1.{i}") for i, n in ((1, "a"), (2, "b")))
+NODES = {"east-a": "198.18.1.1", "east-b": "198.18.1.2", "east-c": "198.18.1.3"}
+WEST_GATEWAYS = tuple(IPv4Address(f"198.18.2.{n}") for n in (1, 2, 3, 4))
+WEST = RemoteCluster("west", "10.102.0.0/16", tuple(map(str, WEST_GATEWAYS)), ("10.2.0.0/16",))
+
+
+def inputs_for(node: str, gateways: tuple[ActiveGateway, ...] = EAST, *, active_active: bool = True) -> AgentInputs:
+    return AgentInputs(
+        node=LocalNode(node, NODES[node], gateway_candidate=True),
+        cluster=LocalCluster("east", "10.101.0.0/16", ("10.1.0.0/16",)),
+        gateway=gateways[0] if gateways else None,
+        remotes=(WEST,),
+        gateways=gateways,
+        active_active=active_active,
+    )
+
+
+def return_routes(desired: DesiredDatapath) -> set[tuple[str, str]]:
+    return {(str(r.destination), str(r.via)) for r in desired.routes if r.table is RouteTable.RETURN}
+
+
+async def role_after(agent: DatapathAgent, inputs: AgentInputs) -> Role | None:
+    outcome = await agent.update(inputs)
+    return None if outcome.desired is None else outcome.desired.role
+
+
+STRAIGHT_BACK = {(f"{ip}/32", str(ip)) for ip in WEST_GATEWAYS}
+RETURN_RULE = PolicyRule(RULE_PRIORITY[RouteTable.RETURN], RouteTable.RETURN, fwmark=RETURN_MARK)
+
+
+def test_a_single_gateway_returns_what_arrives_straight_back_and_masquerades_nothing() -> None:
+    desired = compute_desired(inputs_for("east-a", active_active=False), VXLAN)
+    assert desired.arrival_return == ArrivalReturn(
+        RETURN_MARK, "mc-tun0", WEST_GATEWAYS, (), IPv4Address(NODES["east-a"])
+    )
+    assert return_routes(desired) == STRAIGHT_BACK
+    assert RETURN_RULE in desired.rules
+    # Ahead of the reply rule: an arrival's reply must not follow the pairing.
+    assert RULE_PRIORITY[RouteTable.RETURN] < RULE_PRIORITY[RouteTable.REPLY]
+
+
+def test_an_active_active_gateway_masquerades_the_arrivals_its_nodes_would_answer_through_the_other() -> None:
+    me = IPv4Address(NODES["east-a"])
+    desired = compute_desired(inputs_for("east-a"), VXLAN)
+    locals_ = [IPv4Address(g.gateway_ip) for g in EAST]
+    elsewhere = tuple(ip for ip in WEST_GATEWAYS if pair(ip, locals_) != me)
+    assert desired.arrival_return is not None
+    assert desired.arrival_return.masquerade_from == elsewhere
+    assert 0 < len(elsewhere) < len(WEST_GATEWAYS)  # the four west Gateways split between the two
+    assert return_routes(desired) == STRAIGHT_BACK
+
+
+def test_a_plain_node_takes_no_arrivals() -> None:
+    desired = compute_desired(inputs_for("east-c"), VXLAN)
+    assert desired.role is Role.MEMBER
+    assert desired.arrival_return is None and return_routes(desired) == set() and RETURN_RULE not in desired.rules
+
+
+def test_a_retiring_node_sends_as_a_member_and_takes_every_arrival_masqueraded() -> None:
+    gone = IPv4Address(NODES["east-a"])
+    member = compute_desired(inputs_for("east-a", EAST[1:]), VXLAN)
+    retiring = compute_desired(inputs_for("east-a", EAST[1:]), VXLAN, retiring=gone)
+    assert retiring.role is Role.RETIRING
+    # The tunnel endpoint the remote Gateways know, and peers to send their replies back to.
+    assert retiring.tunnel is not None and member.tunnel is not None
+    assert retiring.tunnel.mac == gateway_tunnel_mac(gone) != member.tunnel.mac == node_tunnel_mac(gone)
+    assert {p.underlay_ip for p in retiring.tunnel_peers} >= set(WEST_GATEWAYS)
+    assert retiring.arrival_return == ArrivalReturn(RETURN_MARK, "mc-tun0", WEST_GATEWAYS, WEST_GATEWAYS, gone)
+    assert return_routes(retiring) == STRAIGHT_BACK
+    # What it sends goes as before: spread over the Gateways that remain, with no SNAT of its own.
+    assert retiring.spread == member.spread and retiring.snat == member.snat
+    assert set(member.routes) <= set(retiring.routes)
+
+
+def test_retiring_is_not_taken_with_wireguard_or_when_its_address_is_a_gateways_again() -> None:
+    gone = IPv4Address(NODES["east-a"])
+    wireguard = replace(VXLAN, traffic_encryption_mode=TrafficEncryptionMode.WIREGUARD)
+    plain = compute_desired(inputs_for("east-a", EAST[1:]), wireguard)
+    assert compute_desired(inputs_for("east-a", EAST[1:]), wireguard, retiring=gone) == plain
+    # The Gateway CR of another Node that now holds the same gatewayIP: it is that Node's.
+    taken = (ActiveGateway("east-b", str(gone), NODES["east-b"]),)
+    assert compute_desired(inputs_for("east-a", taken), VXLAN, retiring=gone).role is Role.MEMBER
+    # A Node that is a Gateway again is simply one.
+    assert compute_desired(inputs_for("east-a"), VXLAN, retiring=gone).role is Role.GATEWAY
+
+
+def test_the_return_mark_and_retire_time_are_configured_and_checked() -> None:
+    assert RETURN_MARK == 0x1000
+    config = parse_agent_config("tunnel: {returnMark: 0x400, retireSeconds: 5}")
+    assert config.tunnel == TunnelConfig(return_mark=0x400, retire_seconds=5.0)
+    with pytest.raises(ConfigError, match="returnMark: must be another bit than replyMark"):
+        parse_agent_config("tunnel: {replyMark: 0x400, returnMark: 0x400}")
+    with pytest.raises(ConfigError, match="retireSeconds: must be a number"):
+        parse_agent_config("tunnel: {retireSeconds: 0}")
+
+
+async def test_an_agent_whose_node_stops_being_a_gateway_retires_then_becomes_a_member() -> None:
+    fake = FakeDatapath()
+    config = replace(VXLAN, tunnel=TunnelConfig(retire_seconds=0.2))
+    agent = DatapathAgent(config, datapath=fake, resync_interval=None)
+    try:
+        assert await role_after(agent, inputs_for("east-a")) is Role.GATEWAY
+        assert await role_after(agent, inputs_for("east-a", EAST[1:])) is Role.RETIRING
+        # Inputs that change meanwhile keep it retiring, until the time is up.
+        fewer = replace(WEST, gateway_ips=WEST.gateway_ips[:2])
+        assert await role_after(agent, replace(inputs_for("east-a", EAST[1:]), remotes=(fewer,))) is Role.RETIRING
+        await fake.until(lambda: fake.applied[-1].role is Role.MEMBER)
+        assert fake.applied[-1].arrival_return is None
+    finally:
+        await agent.stop(cleanup=False)
+
+
+async def test_a_node_that_was_never_a_gateway_does_not_retire_and_one_back_as_a_gateway_stops_retiring() -> None:
+    fake = FakeDatapath()
+    agent = DatapathAgent(VXLAN, datapath=fake, resync_interval=None)
+    try:
+        assert await role_after(agent, inputs_for("east-a", EAST[1:])) is Role.MEMBER
+        assert await role_after(agent, inputs_for("east-a")) is Role.GATEWAY
+        assert await role_after(agent, inputs_for("east-a", EAST[1:])) is Role.RETIRING
+        assert await role_after(agent, inputs_for("east-a")) is Role.GATEWAY
+        # Its retiring ended with it: leaving again starts a new one, not the old timer's end.
+        assert await role_after(agent, inputs_for("east-a", EAST[1:])) is Role.RETIRING
+    finally:
+        await agent.stop(cleanup=False)
