@@ -42,6 +42,7 @@ from agent.kubewatch.reachability import ReachabilityPublisher
 from agent.kubewatch.view import ClusterView
 from agent.policy.state import PolicyReport
 from agent.runner import DEFAULT_RESYNC_INTERVAL, Datapath, DatapathAgent, run_datapath_agent
+from agent.state import Role
 from agent.wgkey import load_or_create_key_pair
 from kube.client import KubeClient
 from kube.errors import KubeError
@@ -159,13 +160,21 @@ class KubeAgent:
             self.publisher.poke()
 
     def _with_policy(self, current: AgentInputs) -> AgentInputs:
-        """On the active Gateway, the compiled ClusterSet policy goes into the inputs and its
-        verdicts to the reporter; other Nodes neither compile nor enforce."""
-        if self.policy_view is None or current.gateway is None or current.gateway.node_name != self.node_name:
+        """On a Node that takes traffic from remote Gateways (a Gateway, in active-active mode any
+        of them, or one that was a Gateway at the last reconcile and so may be retiring), the
+        compiled ClusterSet policy goes into the inputs: it enforces the rules, and turns the
+        remote Gateways' identity VNIs into its device's, without which their packets are dropped.
+        The first Gateway's verdicts go to the reporter. Other Nodes neither compile nor enforce."""
+        if self.policy_view is None:
+            return current
+        last = self.agent.desired
+        if not current.is_gateway and (last is None or last.role not in (Role.GATEWAY, Role.RETIRING)):
             return current
         compiled = self.policy_view.compiled()
-        if compiled.reports != self._reports or (
-            self.policy_reporter and self.policy_reporter.pending(compiled.reports)
+        reporting = current.gateway is not None and current.gateway.node_name == self.node_name
+        if reporting and (
+            compiled.reports != self._reports
+            or (self.policy_reporter and self.policy_reporter.pending(compiled.reports))
         ):
             self._reports = compiled.reports
             self._reports_changed.set()

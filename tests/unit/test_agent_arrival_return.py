@@ -145,3 +145,12 @@ async def test_a_node_that_was_never_a_gateway_does_not_retire_and_one_back_as_a
         assert await role_after(agent, inputs_for("east-a", EAST[1:])) is Role.RETIRING
     finally:
         await agent.stop(cleanup=False)
+
+
+def test_a_node_is_a_gateway_as_any_of_the_set_in_active_active_mode_and_as_the_first_otherwise() -> None:
+    # Whether its agent compiles the ClusterSet policy (agent.main): every Node that takes what
+    # remote Gateways send must turn their identity VNIs into its own, or drop their packets.
+    assert inputs_for("east-b").is_gateway and inputs_for("east-a").is_gateway
+    assert not inputs_for("east-b", active_active=False).is_gateway
+    assert inputs_for("east-a", active_active=False).is_gateway
+    assert not inputs_for("east-c").is_gateway
