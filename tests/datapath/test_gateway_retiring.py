@@ -11,6 +11,7 @@ reply has to find the way back to the Node that translated its request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from ipaddress import IPv4Address
 
@@ -47,6 +48,20 @@ def _paired_with_east_a(topology: Topology) -> tuple[NodeNs, NodeNs]:
     return leaving, next(n for n in west.nodes if n is not leaving)
 
 
+def _paired_with(topology: Topology, west_node: NodeNs) -> set[str]:
+    """The east Gateways that send to ``west_node`` while both west Nodes are Gateways."""
+    west_ips = sorted(IPv4Address(n.underlay_ip) for n in topology.clusters["west"].nodes)
+    east = _underlay(topology, "east-a", "east-b")
+    return {ip for ip in east if str(pair(IPv4Address(ip), west_ips)) == west_node.underlay_ip}
+
+
+def _all_active_active(topology: Topology) -> ClusterSetDriver:
+    west = tuple(n.name for n in topology.clusters["west"].nodes)
+    return ClusterSetDriver(
+        topology, active_active={"east": ("east-a", "east-b"), "west": west}, retire_seconds=RETIRE_SECONDS
+    )
+
+
 async def _sources(topology: Topology, backend: NodeNs) -> set[str]:
     """The source addresses the backend saw, over FLOWS requests from east-c (each must complete)."""
     client = topology.clusters["east"].node("east-c").pod.netns
@@ -54,42 +69,46 @@ async def _sources(topology: Topology, backend: NodeNs) -> set[str]:
     return {await seen_source(client, service, port=80) for _ in range(FLOWS)}
 
 
+@contextlib.asynccontextmanager
+async def _serving(driver: ClusterSetDriver, backend: NodeNs) -> AsyncIterator[set[str]]:
+    """West's Service answered by ``backend``'s Pod, every agent synced, each request from east
+    reaching it through either east Gateway (yielded: their addresses); the agents stopped after."""
+    topology = driver.topo
+    try:
+        await fake_kube_proxy(topology.clusters["west"], backend.pod.ip)
+        await driver.sync()
+        east_gateways = _underlay(topology, "east-a", "east-b")
+        async with peer_reporting_server(backend.pod.netns):
+            assert await _sources(topology, backend) == east_gateways
+            yield east_gateways
+    finally:
+        await driver.stop_all(cleanup=True)
+
+
 async def test_an_active_active_gateway_that_leaves_answers_what_east_still_sends_it_until_it_retires(
     topology: Topology,
 ) -> None:
     leaving, staying = _paired_with_east_a(topology)
-    driver = ClusterSetDriver(
-        topology,
-        active_active={"east": ("east-a", "east-b"), "west": tuple(n.name for n in topology.clusters["west"].nodes)},
-        retire_seconds=RETIRE_SECONDS,
-    )
-    try:
-        await fake_kube_proxy(topology.clusters["west"], staying.pod.ip)
-        await driver.sync()
-        east_gateways = _underlay(topology, "east-a", "east-b")
-        async with peer_reporting_server(staying.pod.netns):
-            assert await _sources(topology, staying) == east_gateways
-            # West drops the Gateway (a drain): west knows, east does not yet.
-            driver.active_active["west"] = (staying.name,)
-            outcomes = await driver.sync("west")
-            assert outcomes[leaving.name].desired is not None
-            assert outcomes[leaving.name].desired.role is Role.RETIRING
-            # east-a still sends to it: those requests arrive there, are masqueraded to its own
-            # address on their way to the backend, and their replies leave it straight back.
-            west_ips = sorted(IPv4Address(n.underlay_ip) for n in topology.clusters["west"].nodes)
-            direct = {ip for ip in east_gateways if str(pair(IPv4Address(ip), west_ips)) == staying.underlay_ip}
-            assert await _sources(topology, staying) == {*direct, leaving.underlay_ip}
-            # east learns: everything goes to the Gateway that stayed.
-            await driver.sync("east")
-            assert await _sources(topology, staying) == east_gateways
-            agent = driver.agents[leaving.name]
-            async with asyncio.timeout(RETIRE_SECONDS + 5):
-                await agent.wait_for(lambda: agent.desired is not None and agent.desired.role is Role.MEMBER)
-            kernel = await footprint(leaving.netns)
-            assert not [r for r in kernel.routes if r.endswith(f" table {int(RouteTable.RETURN)}")]
-            assert await _sources(topology, staying) == east_gateways
-    finally:
-        await driver.stop_all(cleanup=True)
+    driver = _all_active_active(topology)
+    async with _serving(driver, staying) as east_gateways:
+        # West drops the Gateway (a drain): west knows, east does not yet.
+        driver.active_active["west"] = (staying.name,)
+        outcomes = await driver.sync("west")
+        assert outcomes[leaving.name].desired is not None
+        assert outcomes[leaving.name].desired.role is Role.RETIRING
+        # east-a still sends to it: those requests arrive there, are masqueraded to its own
+        # address on their way to the backend, and their replies leave it straight back.
+        direct = _paired_with(topology, staying)
+        assert await _sources(topology, staying) == {*direct, leaving.underlay_ip}
+        # east learns: everything goes to the Gateway that stayed.
+        await driver.sync("east")
+        assert await _sources(topology, staying) == east_gateways
+        agent = driver.agents[leaving.name]
+        async with asyncio.timeout(RETIRE_SECONDS + 5):
+            await agent.wait_for(lambda: agent.desired is not None and agent.desired.role is Role.MEMBER)
+        kernel = await footprint(leaving.netns)
+        assert not [r for r in kernel.routes if r.endswith(f" table {int(RouteTable.RETURN)}")]
+        assert await _sources(topology, staying) == east_gateways
 
 
 async def test_a_single_active_gateway_moved_away_answers_what_east_still_sends_it(topology: Topology) -> None:
@@ -98,20 +117,13 @@ async def test_a_single_active_gateway_moved_away_answers_what_east_still_sends_
     west = topology.clusters["west"]
     leaving, staying = west.nodes
     driver = ClusterSetDriver(topology, active_active={"east": ("east-a", "east-b")}, retire_seconds=RETIRE_SECONDS)
-    try:
-        await fake_kube_proxy(west, staying.pod.ip)
-        await driver.sync()
-        east_gateways = _underlay(topology, "east-a", "east-b")
-        async with peer_reporting_server(staying.pod.netns):
-            assert await _sources(topology, staying) == east_gateways
-            driver.move_gateway("west", staying.name)
-            await driver.sync("west")
-            # Every request still goes to the old Gateway, and every one is answered.
-            assert await _sources(topology, staying) == {leaving.underlay_ip}
-            await driver.sync("east")
-            assert await _sources(topology, staying) == east_gateways
-    finally:
-        await driver.stop_all(cleanup=True)
+    async with _serving(driver, staying) as east_gateways:
+        driver.move_gateway("west", staying.name)
+        await driver.sync("west")
+        # Every request still goes to the old Gateway, and every one is answered.
+        assert await _sources(topology, staying) == {leaving.underlay_ip}
+        await driver.sync("east")
+        assert await _sources(topology, staying) == east_gateways
 
 
 async def test_an_active_gateway_masquerades_what_arrives_for_another_while_the_ends_disagree(
@@ -122,22 +134,9 @@ async def test_an_active_gateway_masquerades_what_arrives_for_another_while_the_
     Gateway west pairs with no one of them; it masquerades them, so the backend's replies come
     back to it and not through the Gateway west's pairing names, which never saw the request."""
     quiet, receiving = _paired_with_east_a(topology)
-    west = topology.clusters["west"]
-    driver = ClusterSetDriver(
-        topology,
-        active_active={"east": ("east-a", "east-b"), "west": tuple(n.name for n in west.nodes)},
-        retire_seconds=RETIRE_SECONDS,
-    )
-    try:
-        await fake_kube_proxy(west, quiet.pod.ip)
-        await driver.sync()
-        east_gateways = _underlay(topology, "east-a", "east-b")
-        async with peer_reporting_server(quiet.pod.netns):
-            assert await _sources(topology, quiet) == east_gateways
-            driver.active_active["west"] = (receiving.name,)
-            await driver.sync("east")
-            west_ips = sorted(IPv4Address(n.underlay_ip) for n in west.nodes)
-            direct = {ip for ip in east_gateways if str(pair(IPv4Address(ip), west_ips)) == receiving.underlay_ip}
-            assert await _sources(topology, quiet) == {*direct, receiving.underlay_ip}
-    finally:
-        await driver.stop_all(cleanup=True)
+    driver = _all_active_active(topology)
+    async with _serving(driver, quiet):
+        driver.active_active["west"] = (receiving.name,)
+        await driver.sync("east")
+        direct = _paired_with(topology, receiving)
+        assert await _sources(topology, quiet) == {*direct, receiving.underlay_ip}
