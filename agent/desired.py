@@ -76,18 +76,23 @@ def _takes_arrivals(
 ) -> DesiredDatapath:
     """``desired`` taking what remote Gateways send this Node through its tunnel: each connection's
     replies go straight back (table RETURN), and those the cluster's Nodes would answer through
-    another local Gateway are masqueraded to ``node_ip`` (agent.state.ArrivalReturn)."""
+    another local Gateway (``masquerade_from``, given the remote Gateway) are masqueraded to
+    ``node_ip`` (agent.state.ArrivalReturn)."""
     assert desired.tunnel is not None
-    device, remote_gateways = desired.tunnel.name, tuple(sorted({ip for r in accepted for ip in r.gateways}))
+    device = desired.tunnel.name
+    # A sender's address -> the remote Gateway it comes from: each Gateway from its gatewayIP, and
+    # a globally addressed remote with one Gateway from its egress address too.
+    senders = {ip: ip for r in accepted for ip in r.gateways}
+    senders |= {r.egress_ip: r.gateway_ip for r in accepted if r.egress_ip is not None and len(r.gateways) == 1}
     arrival = ArrivalReturn(
         config.tunnel.return_mark,
         device,
-        remote_gateways,
-        tuple(ip for ip in remote_gateways if masquerade_from(ip)),
+        tuple(sorted(senders)),
+        tuple(sorted(ip for ip, gateway in senders.items() if masquerade_from(gateway))),
         node_ip,
     )
     rule = PolicyRule(RULE_PRIORITY[RouteTable.RETURN], RouteTable.RETURN, fwmark=config.tunnel.return_mark)
-    back = tuple(Route(IPv4Network(ip), RouteTable.RETURN, device, ip) for ip in remote_gateways)
+    back = tuple(Route(IPv4Network(ip), RouteTable.RETURN, device, senders[ip]) for ip in sorted(senders))
     return replace(desired, arrival_return=arrival, rules=(rule, *desired.rules), routes=(*desired.routes, *back))
 
 

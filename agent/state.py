@@ -173,8 +173,9 @@ class ReplyMarking:
 @dataclass(frozen=True)
 class ArrivalReturn:
     """On a Node that takes what remote Gateways send it: every connection that arrives through
-    ``tunnel_interface`` from one of ``remote_gateways`` gets ``mark`` in its conntrack mark, and
-    its replies in their packet mark, for table RETURN: they leave straight back to the sender.
+    ``tunnel_interface`` from one of ``senders`` (the remote Gateways' addresses, and a globally
+    addressed one-Gateway remote's egress address) gets ``mark`` in its conntrack mark, and its
+    replies in their packet mark, for table RETURN: they leave straight back to the sender.
 
     The Nodes of the cluster send a reply towards the local Gateway that pairing names
     (agent.pairing), which is the Gateway that received the request only while both ends see
@@ -188,7 +189,7 @@ class ArrivalReturn:
 
     mark: int
     tunnel_interface: str
-    remote_gateways: tuple[IPv4Address, ...]
+    senders: tuple[IPv4Address, ...]
     masquerade_from: tuple[IPv4Address, ...]
     masquerade_to: IPv4Address
 

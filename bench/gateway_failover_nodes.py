@@ -18,7 +18,7 @@ the first answered after it), and when the Gateway set changed. Prints a table, 
 ClusterSet ``python -m hack.nodeset up --plain DIR`` left running; otherwise one is started and
 stopped. About ten minutes.
 
-Usage: sudo .venv/bin/python bench/gateway_failover_nodes.py [--json FILE]
+Usage: sudo .venv/bin/python bench/gateway_failover_nodes.py [--json FILE] [--cases killed cut drained]
 """
 
 from __future__ import annotations
@@ -163,7 +163,10 @@ def _case(
     }
 
 
-def measure(clusterset: NodeClusterSet) -> dict[str, dict[str, Any]]:
+CASES = ("killed", "cut", "drained")
+
+
+def measure(clusterset: NodeClusterSet, cases: tuple[str, ...] = CASES) -> dict[str, dict[str, Any]]:
     clusterset.ensure(Mode())
     envtest = clusterset.envtest
     assert isinstance(envtest, EnvtestNodes), "needs the nodes of hack/nodeset (fail_node, cut_link)"
@@ -181,7 +184,7 @@ def measure(clusterset: NodeClusterSet) -> dict[str, dict[str, Any]]:
     try:
         for mode in ("single-active", "active-active"):
             set_config(west, MEMBER_CONFIG, gatewayMode=mode)
-            for case in ("killed", "cut", "drained"):
+            for case in cases:
                 # After a move on a report the member acts on no report for REPORT_HOLD_SECONDS
                 # (damping): each case starts after the hold of the one before.
                 time.sleep(REPORT_HOLD_SECONDS)
@@ -200,9 +203,10 @@ def measure(clusterset: NodeClusterSet) -> dict[str, dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--cases", nargs="+", choices=CASES, default=CASES, help="which failures (default: all)")
     args = parser.parse_args()
     with for_bench(overlap=False) as clusterset:
-        results = measure(clusterset)
+        results = measure(clusterset, tuple(args.cases))
     print(f"{'mode':13} {'case':8} {'failed':>7} {'of':>5} {'gap ms':>8} {'set changed s':>14}")
     for key, row in results.items():
         mode, case = key.split()

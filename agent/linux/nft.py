@@ -180,7 +180,7 @@ def _arrival_return(
     bit, ct_mark = arrival.mark, {"ct": {"key": "mark"}}
     saddr = {"payload": {"protocol": "ip", "field": "saddr"}}
     tunnel_in = _match({"meta": {"key": "iifname"}}, arrival.tunnel_interface)
-    for name, members in ((_ARRIVALS, arrival.remote_gateways), (_MASQUERADED, arrival.masquerade_from)):
+    for name, members in ((_ARRIVALS, arrival.senders), (_MASQUERADED, arrival.masquerade_from)):
         the_set: dict[str, Any] = {**base, "name": name, "type": "ipv4_addr"}
         if members:
             the_set["elem"] = [str(ip) for ip in sorted(members)]

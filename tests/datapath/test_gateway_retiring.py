@@ -22,6 +22,7 @@ from agent.state import Role, RouteTable
 from tests.datapath.driver import ClusterSetDriver
 from tests.datapath.inspect_kernel import footprint
 from tests.datapath.test_gateway_vxlan import fake_kube_proxy, service_ip
+from tests.datapath.test_overlapping_cidrs import EGRESS, SERVICE_GLOBAL, global_driver, shadow_service
 from tests.datapath.topology import NodeNs, Topology, built_topology
 from tests.datapath.traffic import peer_reporting_server, seen_source
 
@@ -140,3 +141,31 @@ async def test_an_active_gateway_masquerades_what_arrives_for_another_while_the_
         await driver.sync("east")
         direct = _paired_with(topology, receiving)
         assert await _sources(topology, quiet) == {*direct, receiving.underlay_ip}
+
+
+@pytest.fixture
+async def overlapping() -> AsyncIterator[Topology]:
+    async with built_topology(same_ranges={"west": "east"}) as topo:
+        yield topo
+
+
+async def test_a_globally_addressed_gateway_moved_away_answers_what_east_still_sends_it(overlapping: Topology) -> None:
+    """Overlapping ranges: east and west are globally addressed, so what east's Gateway sends
+    comes from east's egress address, not its Gateway IP, and goes to west's global block."""
+    east, west = overlapping.clusters["east"], overlapping.clusters["west"]
+    leaving, staying = west.nodes
+    driver = global_driver(overlapping, retire_seconds=RETIRE_SECONDS)
+    try:
+        await shadow_service(west, SERVICE_GLOBAL["west"], staying.pod.ip)
+        await driver.sync()
+        client = east.nodes[1].pod.netns
+        async with peer_reporting_server(staying.pod.netns):
+            assert await seen_source(client, SERVICE_GLOBAL["west"], port=80) == EGRESS["east"]
+            driver.move_gateway("west", staying.name)
+            await driver.sync("west")
+            seen = {await seen_source(client, SERVICE_GLOBAL["west"], port=80) for _ in range(FLOWS)}
+            assert seen == {leaving.underlay_ip}
+            await driver.sync("east", "north")
+            assert await seen_source(client, SERVICE_GLOBAL["west"], port=80) == EGRESS["east"]
+    finally:
+        await driver.stop_all(cleanup=True)

@@ -154,3 +154,15 @@ def test_a_node_is_a_gateway_as_any_of_the_set_in_active_active_mode_and_as_the_
     assert not inputs_for("east-b", active_active=False).is_gateway
     assert inputs_for("east-a", active_active=False).is_gateway
     assert not inputs_for("east-c").is_gateway
+
+
+def test_a_globally_addressed_remotes_egress_address_is_a_sender_returned_through_its_gateway() -> None:
+    # One west Gateway, globally addressed: what it sends comes from its block's egress address.
+    block = "242.1.0.0/20"
+    west = RemoteCluster("west", "10.102.0.0/16", (str(WEST_GATEWAYS[0]),), ("10.2.0.0/16",), global_cidr=block)
+    inputs = replace(inputs_for("east-a", EAST[1:]), remotes=(west,))
+    egress = IPv4Address("242.1.0.1")
+    retiring = compute_desired(inputs, VXLAN, retiring=IPv4Address(NODES["east-a"]))
+    assert retiring.arrival_return is not None
+    assert retiring.arrival_return.senders == retiring.arrival_return.masquerade_from == (WEST_GATEWAYS[0], egress)
+    assert return_routes(retiring) == {(f"{ip}/32", str(WEST_GATEWAYS[0])) for ip in (WEST_GATEWAYS[0], egress)}
