@@ -23,6 +23,13 @@ is a Gateway. Other Nodes spread the remote CIDRs over them (SpreadRoutes); each
 to the remote Gateway it is paired with (agent.pairing) and SNATs to its own gatewayIP, even
 when globally addressed; replies to a remote Gateway (or a one-Gateway remote's egress address)
 go back through the local Gateway that remote Gateway is paired with.
+
+Arrivals (agent.state.ArrivalReturn): on a Gateway, replies of what arrived through its own
+tunnel go straight back to the sender, and an arrival the cluster's Nodes would answer through
+another local Gateway (the two ends' Gateway sets differ for a moment) is masqueraded to this
+Node's address. A Node that stopped being a Gateway while it runs retires (``retiring``): for
+``tunnel.retireSeconds`` it sends as other Nodes do and still takes, masqueraded, what remote
+Gateways send it before they learn of the change.
 """
 
 from __future__ import annotations
@@ -122,8 +129,9 @@ def compute_desired(
     through the local Gateways still answering. Every Node of an active-active cluster probes
     its own cluster's Gateways, so when one fails the remote's Nodes reach the same verdict and
     both ends re-pair alike (agent.pairing). A verdict only one end reaches (its probes lost on
-    one path) is not shared: until it ends and the hold passes, replies of the flows it moved
-    may leave through the Gateway set aside. A set is never emptied (when none answers, all
+    one path) is not shared: the flows it moves arrive at a Gateway the other end's Nodes do not
+    pair them with, which masquerades them so their replies still come back to it (below). A set
+    is never emptied (when none answers, all
     stay, as without verdicts), so a single Gateway stays in use.
 
     ``retiring``: the gatewayIP this Node had as a Gateway until a moment ago (VXLAN only). It

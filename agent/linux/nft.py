@@ -15,6 +15,13 @@ postrouting`` chain that clears the bit again from every packet's mark, because 
 VXLAN device routes its outer packet with the inner packet's mark, which would lead
 it back into the tunnel.
 
+On a Node that takes what remote Gateways send it (agent.state.ArrivalReturn: a Gateway, or one
+retiring), the same prerouting chain sets a second bit, RETURN_MARK, in the conntrack mark of
+connections arriving through the tunnel from a remote Gateway's address, and copies it into their
+replies' packet mark for table RETURN (straight back to the sender); the nat postrouting chain
+masquerades such arrivals from the Gateways listed for it to the Node's own address as they leave
+for the cluster, so their replies come back to this Node whichever Node answers.
+
 On the Gateway of a globally addressed cluster, a ``nat prerouting`` chain at dstnat - 1
 (before kube-proxy's DNAT, so the packet reaches kube-proxy as one for a Pod, which it leaves
 alone) translates the global addresses of exported Pods to the Pods, through the map
