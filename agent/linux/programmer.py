@@ -57,11 +57,14 @@ class LinuxDatapath:
             await self._remove_stale_links(ipr, keep=frozenset(indexes), changes=changes)
             if desired.tunnel is not None:
                 await reconcile_peers(ipr, indexes[desired.tunnel.name], desired.tunnel_peers, changes)
+            # The nft tables before the routes: a remote range newly routed must meet its SNAT (and
+            # its identity tagging) from its first packet, or a connection started in between
+            # keeps its untranslated source for its life.
+            await reconcile_nft(self.netns, desired, changes)
+            await reconcile_policy_nft(self.netns, desired.policy, changes)
             await reconcile_routes(ipr, desired.routes, indexes, changes)
             await reconcile_rules(ipr, desired.rules, changes)
         await reconcile_spread(self.netns, desired.spread, changes)
-        await reconcile_nft(self.netns, desired, changes)
-        await reconcile_policy_nft(self.netns, desired.policy, changes)
         if changes:
             log.info("datapathReconciled", extra={"netns": self.netns, "role": desired.role.value, "changes": changes})
         return changes
