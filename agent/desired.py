@@ -112,6 +112,7 @@ class _LocalGateway:
     node_name: str
     gateway_ip: IPv4Address
     internal_ip: IPv4Address
+    handing_over: bool = False
 
 
 def compute_desired(
@@ -287,7 +288,8 @@ def compute_desired(
         reply_marking=ReplyMarking(mark, remote_gateways, () if spread else (tunnel.name,)),
         mss_clamp_interfaces=(tunnel.name,),
     )
-    return _takes_arrivals(gateway, config, accepted, node_ip, lambda ip: reply_hop(ip) is not me)
+    # Handing over (a drain), every arrival: the Gateway is about to move, and with it the replies.
+    return _takes_arrivals(gateway, config, accepted, node_ip, lambda ip: me.handing_over or reply_hop(ip) is not me)
 
 
 def _answering(remote: AcceptedRemote, unreachable: Collection[Unreachable]) -> tuple[IPv4Address, ...]:
@@ -302,6 +304,7 @@ def _local_gateways(gateways: Sequence[ActiveGateway]) -> tuple[_LocalGateway, .
             g.node_name,
             _local_ip(g.gateway_ip, f"Gateway {g.node_name} gatewayIP"),
             _local_ip(g.internal_ip, f"Gateway {g.node_name} internalIP"),
+            g.handing_over,
         )
         for g in gateways
     ]

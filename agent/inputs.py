@@ -51,6 +51,9 @@ class ActiveGateway:
     """Address remote Gateways tunnel to."""
     internal_ip: str
     """Address the cluster's other Nodes tunnel to."""
+    handing_over: bool = False
+    """Its Node was cordoned and the Gateway moves away in a moment (the member's annotation,
+    mcapi.gateway_nodes.ANNOTATION_HANDING_OVER): it masquerades what arrives meanwhile."""
 
 
 @dataclass(frozen=True)

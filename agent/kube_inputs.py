@@ -26,7 +26,7 @@ from ipaddress import IPv4Address, ip_address
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
 from kube.resources import Obj
 from mcapi.config import ConfigError, MultiClusterConfig, parse_configmap_data
-from mcapi.gateway_nodes import is_candidate
+from mcapi.gateway_nodes import is_candidate, is_handing_over
 from mcapi.global_addresses import GlobalAddresses
 
 
@@ -65,7 +65,8 @@ def local_node(node: Obj) -> LocalNode | None:
 
 
 def _active(obj: Obj) -> ActiveGateway:
-    return ActiveGateway(_name(obj), str(obj.get("gatewayIP") or ""), str(obj.get("internalIP") or ""))
+    gateway_ip, internal_ip = str(obj.get("gatewayIP") or ""), str(obj.get("internalIP") or "")
+    return ActiveGateway(_name(obj), gateway_ip, internal_ip, handing_over=is_handing_over(obj))
 
 
 def active_gateway(gateways: Iterable[Obj]) -> tuple[ActiveGateway | None, str | None]:

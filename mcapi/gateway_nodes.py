@@ -7,6 +7,10 @@
   in a row), removed when they are answered again. In single-active mode it names at most one Node;
   in active-active mode every unanswering Gateway, sorted and comma-separated. The member takes the
   Gateway away from that Node at once instead of waiting for it to turn NotReady (about 40 s).
+* ``mchub.antrea.io/handing-over: "true"`` on a Gateway CR: written by the member when an operator
+  cordoned the Gateway's Node, ``HANDOVER_SECONDS`` before it moves the Gateway away. The Node's
+  agent then masquerades every connection arriving from a remote Gateway, so the replies of what
+  it received come back to it whichever Node answers once the Gateway has moved.
 """
 
 from __future__ import annotations
@@ -17,6 +21,10 @@ from typing import Any
 from mcapi.names import ANNOTATION_GATEWAY
 
 ANNOTATION_UNREACHABLE_GATEWAY = "mchub.antrea.io/unreachable-gateway"
+ANNOTATION_HANDING_OVER = "mchub.antrea.io/handing-over"
+HANDOVER_SECONDS = 1.0
+"""How long a cordoned Gateway hands over before the member moves it: its agent learns of it through
+its watch in milliseconds; a request it received before it masqueraded lasts well under this."""
 
 
 def _annotations(node: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -37,3 +45,8 @@ def unreachable_gateways(node: Mapping[str, Any]) -> tuple[str, ...]:
 def unreachable_annotation(names: tuple[str, ...]) -> str | None:
     """The annotation's value naming ``names`` (None: remove it)."""
     return ",".join(sorted(set(names))) or None
+
+
+def is_handing_over(gateway: Mapping[str, Any]) -> bool:
+    """A Gateway CR whose Node hands over (``ANNOTATION_HANDING_OVER``)."""
+    return str(_annotations(gateway).get(ANNOTATION_HANDING_OVER) or "").lower() == "true"

@@ -45,6 +45,7 @@ from kube.resources import NODES, Obj, name_of
 from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.config import MultiClusterConfig
+from mcapi.gateway_nodes import ANNOTATION_HANDING_OVER, HANDOVER_SECONDS
 from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from member.gateway.cluster_info import ClusterInfoPublisher, ClusterRanges
 from member.gateway.election import Candidate, candidates_from_nodes, elect, elect_all, reported_unreachable
@@ -72,12 +73,16 @@ ELECTION: Key = "election"
 OVERLAP: Key = "overlap"
 
 
-def desired_gateway(gateway: Candidate, namespace: str, service_cidr: str) -> Obj:
-    """The Gateway CR for an eligible candidate (wireGuard absent without a key)."""
+def desired_gateway(gateway: Candidate, namespace: str, service_cidr: str, *, handing_over: bool | None = None) -> Obj:
+    """The Gateway CR for an eligible candidate (wireGuard absent without a key). ``handing_over``:
+    True adds ANNOTATION_HANDING_OVER, False removes it, None leaves annotations alone."""
+    metadata: Obj = {"name": gateway.name, "namespace": namespace}
+    if handing_over is not None:
+        metadata["annotations"] = {ANNOTATION_HANDING_OVER: "true" if handing_over else None}
     body: Obj = {
         "apiVersion": GATEWAYS.api_version,
         "kind": GATEWAYS.kind,
-        "metadata": {"name": gateway.name, "namespace": namespace},
+        "metadata": metadata,
         "gatewayIP": gateway.gateway_ip,
         "internalIP": gateway.internal_ip,
         "serviceCIDR": service_cidr,
@@ -124,6 +129,7 @@ class GatewayController:
         self._told_single: str | None = None
         # Active-active: Nodes taken out on a confirmed report, until they answer the member again.
         self._quarantined: set[str] = set()
+        self._handover: dict[str, float] = {}  # cordoned Gateway -> when its handover began (loop time)
         self._told_answering: set[str] = set()  # logged already
         # Loop time until which reports of an unreachable Gateway are not acted on (damping).
         self._distrust_reports_until = 0.0
@@ -181,7 +187,9 @@ class GatewayController:
 
     async def _reconcile(self, key: Key) -> float | None:
         if key == ELECTION:
-            await self._reconcile_election()
+            handing_over = await self._reconcile_election()
+            if handing_over is not None:
+                return handing_over
             # A Gateway kept out on a report comes back once the member's knock is answered again:
             # nothing else would tell (its peers stop probing a Node that is no longer a Gateway).
             if self._quarantined:
@@ -246,12 +254,17 @@ class GatewayController:
         self._told_answering = answering
         return answering
 
-    async def _reconcile_election(self) -> None:
+    async def _reconcile_election(self) -> float | None:
+        """Elect and write the Gateways; returns in how many seconds to come back while a cordoned
+        Gateway hands over before it moves (None: nothing pending)."""
         assert self._gateways is not None and self._ranges is not None
         candidates = self.candidates()
         previous = self._active
         now = asyncio.get_running_loop().time()
         winners = await self._elect(candidates, trust_reports=now >= self._distrust_reports_until)
+        handing_over = await self._hand_over(previous, winners, candidates)
+        if handing_over is not None:
+            return handing_over
         wanted = {c.name for c in winners}
         departed = [p.name for p in previous if p.name not in wanted]
         moved_on_report = any(_departure(name, winners, candidates)[0] == "unreachable" for name in departed)
@@ -275,6 +288,37 @@ class GatewayController:
         if not only_leaving:
             self._publisher.publish(winners, self._ranges)
         await self._announce(previous, winners, candidates)
+        return None
+
+    async def _hand_over(
+        self, previous: list[Candidate], winners: list[Candidate], candidates: list[Candidate]
+    ) -> float | None:
+        """A Gateway that leaves because an operator cordoned its Node (which still forwards: a
+        drain) hands over first: its Gateway CR says so (mcapi.gateway_nodes.ANNOTATION_HANDING_OVER)
+        HANDOVER_SECONDS before the move, and its agent masquerades what arrives meanwhile, so the
+        replies of requests it took just before the move come back to it, not through the Node
+        that becomes the Gateway, which never saw them. Returns how long until the move (None: now)."""
+        assert self._ranges is not None
+        loop, wanted = asyncio.get_running_loop(), {c.name: c for c in winners}
+        leaving = [
+            p for p in previous if p.name not in wanted and _departure(p.name, winners, candidates)[0] == "cordoned"
+        ]
+        for name in [n for n in self._handover if n not in {p.name for p in leaving}]:
+            if name in wanted:  # uncordoned in time: it stays a Gateway, and stops handing over
+                body = desired_gateway(wanted[name], self._namespace, self._ranges.service_cidr, handing_over=False)
+                await ensure(self._client, GATEWAYS, body)
+            del self._handover[name]
+        waits = []
+        for gateway in leaving:
+            if gateway.name not in self._handover:
+                body = desired_gateway(gateway, self._namespace, self._ranges.service_cidr, handing_over=True)
+                await ensure(self._client, GATEWAYS, body)
+                self._handover[gateway.name] = loop.time()
+                log.info("gatewayHandingOver", extra={"namespace": self._namespace, "gateway": gateway.name})
+            remaining = self._handover[gateway.name] + HANDOVER_SECONDS - loop.time()
+            if remaining > 0:
+                waits.append(remaining)
+        return max(waits) if waits else None
 
     async def _announce(self, previous: list[Candidate], winners: list[Candidate], candidates: list[Candidate]) -> None:
         before, after = {c.name for c in previous}, {c.name for c in winners}

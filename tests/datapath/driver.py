@@ -41,6 +41,8 @@ class ClusterSetDriver:
     active_active: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """cluster ID -> its Gateways' Node names, for the clusters in gatewayMode active-active."""
     retire_seconds: float = TunnelConfig().retire_seconds
+    handing_over: set[str] = field(default_factory=set)
+    """Node names whose Gateway CR says it hands over (the member's annotation before a drain's move)."""
 
     def __post_init__(self) -> None:
         for cluster in self.topo.clusters.values():
@@ -108,13 +110,23 @@ class ClusterSetDriver:
                 global_cidr=self.global_blocks.get(cluster.cluster_id),
                 global_pods=self.global_pods.get(cluster.cluster_id, ()),
             ),
-            gateway=None if gateway is None else ActiveGateway(gateway.name, gateway.underlay_ip, gateway.underlay_ip),
+            gateway=None if gateway is None else self._gateway_cr(gateway),
             remotes=tuple(remotes),
             wireguard_public_key=self.keys[node.name].public_key,
             policy=None if self.policy is None else self.policy(cluster.cluster_id),
-            gateways=tuple(ActiveGateway(g.name, g.underlay_ip, g.underlay_ip) for g in self.gateway_nodes(cluster)),
+            gateways=tuple(self._gateway_cr(g) for g in self.gateway_nodes(cluster)),
             active_active=cluster.cluster_id in self.active_active,
         )
+
+    def _gateway_cr(self, node: NodeNs) -> ActiveGateway:
+        return ActiveGateway(node.name, node.underlay_ip, node.underlay_ip, node.name in self.handing_over)
+
+    async def sync_node(self, name: str) -> ReconcileOutcome:
+        """Push current inputs to one Node's agent (its watch saw a change before the others')."""
+        cluster = next(c for c in self.topo.clusters.values() if any(n.name == name for n in c.nodes))
+        outcome = await self.agents[name].update(self.inputs_for(cluster, cluster.node(name)))
+        assert outcome.applied, f"{name}: {outcome.error!r}"
+        return outcome
 
     async def sync(self, *only: str) -> dict[str, ReconcileOutcome]:
         """Push current inputs to every agent (``only``: of these clusters, the others keep what

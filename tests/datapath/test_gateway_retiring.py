@@ -169,3 +169,26 @@ async def test_a_globally_addressed_gateway_moved_away_answers_what_east_still_s
             assert await seen_source(client, SERVICE_GLOBAL["west"], port=80) == EGRESS["east"]
     finally:
         await driver.stop_all(cleanup=True)
+
+
+async def test_a_gateway_handing_over_keeps_the_replies_of_what_it_took_when_its_successor_switches_first(
+    topology: Topology,
+) -> None:
+    """A drain, step by step: the member says west's Gateway hands over, then moves it. The Node
+    that becomes the Gateway may apply that before the old one and before east: requests the old
+    one still takes are translated there, and their backend's replies must not leave through the
+    new Gateway, which never saw them. Handing over, the old one masquerades what arrives, so the
+    replies come back to it whichever Node answers."""
+    west = topology.clusters["west"]
+    leaving, staying = west.nodes
+    driver = ClusterSetDriver(topology, active_active={"east": ("east-a", "east-b")}, retire_seconds=RETIRE_SECONDS)
+    async with _serving(driver, staying):
+        driver.handing_over.add(leaving.name)
+        await driver.sync("west")
+        assert await _sources(topology, staying) == {leaving.underlay_ip}
+        driver.handing_over.discard(leaving.name)
+        driver.move_gateway("west", staying.name)
+        successor = await driver.sync_node(staying.name)
+        assert successor.desired is not None and successor.desired.role is Role.GATEWAY
+        # The old Gateway has not heard yet, nor has east: every request still reaches the old one.
+        assert await _sources(topology, staying) == {leaving.underlay_ip}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -10,7 +12,12 @@ from kube.client import KubeClient
 from kube.errors import NotFound, TemporaryError
 from kube.resources import NODES, SERVICES
 from mcapi.config import MultiClusterConfig
-from mcapi.gateway_nodes import ANNOTATION_UNREACHABLE_GATEWAY, unreachable_gateways
+from mcapi.gateway_nodes import (
+    ANNOTATION_UNREACHABLE_GATEWAY,
+    HANDOVER_SECONDS,
+    is_handing_over,
+    unreachable_gateways,
+)
 from mcapi.names import ANNOTATION_GATEWAY, ANNOTATION_GATEWAY_IP
 from mcapi.resources import GATEWAYS
 from member.gateway import ANNOTATION_WIREGUARD_PUBLIC_KEY
@@ -23,6 +30,14 @@ from tests.member_gateway.conftest import NAMESPACE, Gateways
 from tests.member_gateway.kubeobjects import annotate, create_node, only, set_ready, until
 
 Cluster = tuple[SandboxServer, KubeClient]
+
+
+def handing_over(name: str) -> Callable[[list[dict[str, Any]]], dict[str, Any] | None]:
+    def check(objs: list[dict[str, Any]]) -> dict[str, Any] | None:
+        found = next((o for o in objs if o["metadata"]["name"] == name), None)
+        return found if found is not None and is_handing_over(found) else None
+
+    return check
 
 
 async def two_candidates_node_a_elected(client: KubeClient, gateways: Gateways) -> None:
@@ -94,15 +109,40 @@ async def test_cordoning_the_gateway_node_hands_over_before_a_drain_and_uncordon
     _, client = cluster
     await two_candidates_node_a_elected(client, gateways)
 
+    loop = asyncio.get_running_loop()
     await client.patch(NODES, "node-a", {"spec": {"unschedulable": True}})  # kubectl cordon (drain's first step)
+    # First node-a's Gateway CR says it hands over (its agent masquerades what arrives), then it moves.
+    await until(client, GATEWAYS, handing_over("node-a"), namespace=NAMESPACE, what="node-a handing over")
+    announced = loop.time()
     await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="hand-over to node-b")
+    assert loop.time() - announced >= HANDOVER_SECONDS * 0.9
     await gateways.controllers[0].wait_idle()
     assert gateways.transitions("cordoned") == 1
+    assert not is_handing_over(await client.get(GATEWAYS, "node-b", NAMESPACE))
     await exported_gateway_ip(gateways, "192.168.1.2")
 
     await client.patch(NODES, "node-a", {"spec": {"unschedulable": None}})  # kubectl uncordon
     await until(client, NODES, lambda nodes: not any(n.get("spec", {}).get("unschedulable") for n in nodes))
     await gateway_stays(client, gateways, "node-b")
+
+
+async def test_a_gateway_uncordoned_while_it_hands_over_stays_and_stops_handing_over(
+    cluster: Cluster, gateways: Gateways, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, client = cluster
+    monkeypatch.setattr(controller_module, "HANDOVER_SECONDS", 30.0)
+    await two_candidates_node_a_elected(client, gateways)
+    await client.patch(NODES, "node-a", {"spec": {"unschedulable": True}})
+    await until(client, GATEWAYS, handing_over("node-a"), namespace=NAMESPACE, what="node-a handing over")
+    await client.patch(NODES, "node-a", {"spec": {"unschedulable": None}})  # changed their mind
+
+    def settled(objs: list[dict[str, Any]]) -> dict[str, Any] | None:
+        found = only("node-a")(objs)
+        return found if found is not None and not is_handing_over(found) else None
+
+    await until(client, GATEWAYS, settled, namespace=NAMESPACE, what="node-a no longer handing over")
+    await gateway_stays(client, gateways, "node-a")
+    assert gateways.transitions("cordoned") == 0
 
 
 async def test_a_candidate_reporting_the_gateway_unreachable_takes_over_and_reports_are_damped_after(

@@ -13,11 +13,13 @@ import pytest
 from agent.config import AgentConfig, ConfigError, TrafficEncryptionMode, TunnelConfig, parse_agent_config
 from agent.desired import compute_desired
 from agent.inputs import ActiveGateway, AgentInputs, LocalCluster, LocalNode, RemoteCluster
+from agent.kube_inputs import live_gateways
 from agent.linux.ownership import RETURN_MARK
 from agent.pairing import pair
 from agent.runner import DatapathAgent
 from agent.state import RULE_PRIORITY, ArrivalReturn, DesiredDatapath, PolicyRule, Role, RouteTable
 from agent.tunnel_mac import gateway_tunnel_mac, node_tunnel_mac
+from mcapi.gateway_nodes import ANNOTATION_HANDING_OVER
 from tests.unit.test_agent_runner import FakeDatapath
 
 VXLAN = AgentConfig(enable_gateway=True)
@@ -166,3 +168,25 @@ def test_a_globally_addressed_remotes_egress_address_is_a_sender_returned_throug
     assert retiring.arrival_return is not None
     assert retiring.arrival_return.senders == retiring.arrival_return.masquerade_from == (WEST_GATEWAYS[0], egress)
     assert return_routes(retiring) == {(f"{ip}/32", str(WEST_GATEWAYS[0])) for ip in (WEST_GATEWAYS[0], egress)}
+
+
+def test_a_gateway_handing_over_masquerades_every_arrival_in_either_mode() -> None:
+    handing = (replace(EAST[0], handing_over=True), EAST[1])
+    for active_active in (False, True):
+        desired = compute_desired(inputs_for("east-a", handing, active_active=active_active), VXLAN)
+        assert desired.role is Role.GATEWAY and desired.arrival_return is not None
+        assert desired.arrival_return.masquerade_from == WEST_GATEWAYS
+    # Another Gateway's handover changes nothing here.
+    other = (EAST[0], replace(EAST[1], handing_over=True))
+    assert compute_desired(inputs_for("east-a", other, active_active=False), VXLAN).arrival_return == (
+        compute_desired(inputs_for("east-a", active_active=False), VXLAN).arrival_return
+    )
+
+
+def test_the_member_s_handing_over_annotation_reaches_the_agent_s_inputs() -> None:
+    def gateway_cr(name: str, annotations: dict[str, str]) -> dict[str, object]:
+        metadata = {"name": name, "namespace": "kube-system", "annotations": annotations}
+        return {"metadata": metadata, "gatewayIP": NODES[name], "internalIP": NODES[name]}
+
+    parsed = live_gateways([gateway_cr("east-a", {ANNOTATION_HANDING_OVER: "true"}), gateway_cr("east-b", {})])
+    assert [(g.node_name, g.handing_over) for g in parsed] == [("east-a", True), ("east-b", False)]
