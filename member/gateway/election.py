@@ -14,7 +14,8 @@ Rules (Antrea's NodeReconciler, made deterministic):
 * A cordoned Node (``spec.unschedulable``, what ``kubectl cordon`` and ``kubectl drain`` set)
   is chosen only when no uncordoned candidate is eligible: a drain moves the Gateway away
   while the Node still forwards (its agent is a DaemonSet Pod, which a drain leaves running),
-  so flows are handed over before the Node stops, not after it is gone. A cluster whose only
+  so flows are handed over before the Node stops, not after it is gone (the controller first
+  marks the Gateway as handing over for a second: member.gateway.controller). A cluster whose only
   candidate is cordoned keeps it (beyond Antrea, which does not look at cordons).
 * A candidate that another eligible candidate's agent reports unreachable (its probes of the
   candidate's internalIP unanswered, mcapi.gateway_nodes) is passed over the same way, so a
