@@ -279,6 +279,8 @@ class GatewayController:
         for winner in winners:
             await ensure(self._client, GATEWAYS, desired_gateway(winner, self._namespace, self._ranges.service_cidr))
         self._active = winners
+        for name in departed:
+            self._handover.pop(name, None)  # handed over: a later cordon hands over afresh
         if moved_on_report:
             # Moved on a report (not on a cordon or NotReady that came with one): the next report
             # is believed only after a while, so a link that comes and goes (or a reporter that
