@@ -118,7 +118,7 @@ class DatapathAgent:
         # Gateways this Node's probes last found unreachable (compute_desired's ``unreachable``),
         # and a reconcile under way for a change of them (another change during it runs it again).
         self._unreachable: set[Unreachable] = set()
-        self._verdicts_changed = False
+        self._reapply_wanted = False
         self._reapplying: asyncio.Task[None] | None = None
         self._rejoins: dict[Unreachable, asyncio.TimerHandle] = {}  # set aside, answering again
         self._reapply_trigger = Trigger.HEALTH
@@ -227,13 +227,13 @@ class DatapathAgent:
 
     def _reapply_soon(self, trigger: Trigger) -> None:
         """The current inputs applied again, soon, for what changed beside them (``trigger``)."""
-        self._verdicts_changed, self._reapply_trigger = True, trigger
+        self._reapply_wanted, self._reapply_trigger = True, trigger
         if self._reapplying is None or self._reapplying.done():
             self._reapplying = asyncio.get_running_loop().create_task(self._reapply_pending(), name="datapath-verdicts")
 
     async def _reapply_pending(self) -> None:
-        while self._verdicts_changed:
-            self._verdicts_changed = False
+        while self._reapply_wanted:
+            self._reapply_wanted = False
             async with self._lock:
                 if self._inputs is None:
                     return
