@@ -144,7 +144,7 @@ def compute_desired(
     use_wireguard = config.wireguard_enabled
     # Active-active needs one WireGuard key per Gateway in the ClusterInfo: WireGuard stays single.
     spread = inputs.active_active and not use_wireguard
-    gateways = _local_gateways(inputs.all_gateways if spread else inputs.all_gateways[:1])
+    gateways = _local_gateways(inputs.carrying_gateways(wireguard=use_wireguard))
     if not gateways:
         return DesiredDatapath(role=Role.NO_GATEWAY)
     own_cluster = inputs.cluster.cluster_id
@@ -179,6 +179,7 @@ def compute_desired(
     )
     mark = config.tunnel.reply_mark
     remote_gateways = tuple(sorted(ip for r in accepted for ip in r.gateways))
+    remote_peers = tuple(TunnelPeer(ip, gateway_tunnel_mac(ip)) for ip in remote_gateways)
     local_gateway_ips = tuple(g.gateway_ip for g in answering)
     by_gateway_ip = {g.gateway_ip: g for g in answering}
 
@@ -228,7 +229,7 @@ def compute_desired(
             member,
             role=Role.RETIRING,
             tunnel=replace(tunnel, mac=gateway_tunnel_mac(retiring)),
-            tunnel_peers=(*(TunnelPeer(ip, gateway_tunnel_mac(ip)) for ip in remote_gateways), *local_peers),
+            tunnel_peers=(*remote_peers, *local_peers),
             policy=_policy(inputs, config, remote_gateways),
             global_dnat=_global_dnat(inputs, _local_block(inputs)),
         )
@@ -280,7 +281,7 @@ def compute_desired(
     gateway = replace(
         common,
         policy=_policy(inputs, config, remote_gateways),
-        tunnel_peers=(*(TunnelPeer(ip, gateway_tunnel_mac(ip)) for ip in remote_gateways), *local_peers),
+        tunnel_peers=(*remote_peers, *local_peers),
         routes=(*routes, *_reply_routes(accepted, tunnel.name, reply_via)),
         snat=_snat(accepted, tunnel.name, source),
         # Active-active: a reply may also come from a Pod here whose request another local Gateway

@@ -93,9 +93,7 @@ class AgentInputs:
     def all_gateways(self) -> tuple[ActiveGateway, ...]:
         return self.gateways or ((self.gateway,) if self.gateway is not None else ())
 
-    @property
-    def is_gateway(self) -> bool:
-        """This Node carries cross-cluster traffic as a Gateway: in active-active mode any of
-        them, else the first."""
-        carrying = self.all_gateways if self.active_active else self.all_gateways[:1]
-        return any(g.node_name == self.node.name for g in carrying)
+    def carrying_gateways(self, *, wireguard: bool) -> tuple[ActiveGateway, ...]:
+        """The Gateways that carry cross-cluster traffic: every one in active-active mode, else the
+        first. With WireGuard only the first: a ClusterInfo carries one public key."""
+        return self.all_gateways if self.active_active and not wireguard else self.all_gateways[:1]

@@ -168,7 +168,9 @@ class KubeAgent:
         if self.policy_view is None:
             return current
         last = self.agent.desired
-        if not current.is_gateway and (last is None or last.role not in (Role.GATEWAY, Role.RETIRING)):
+        carrying = current.carrying_gateways(wireguard=self.config.wireguard_enabled)
+        is_gateway = any(g.node_name == self.node_name for g in carrying)
+        if not is_gateway and (last is None or last.role not in (Role.GATEWAY, Role.RETIRING)):
             return current
         compiled = self.policy_view.compiled()
         reporting = current.gateway is not None and current.gateway.node_name == self.node_name

@@ -8,7 +8,8 @@
   in active-active mode every unanswering Gateway, sorted and comma-separated. The member takes the
   Gateway away from that Node at once instead of waiting for it to turn NotReady (about 40 s).
 * ``mchub.antrea.io/handing-over: "true"`` on a Gateway CR: written by the member when an operator
-  cordoned the Gateway's Node, ``HANDOVER_SECONDS`` before it moves the Gateway away. The Node's
+  cordoned the Gateway's Node, a second before it moves the Gateway away
+  (member.gateway.controller.HANDOVER_SECONDS). The Node's
   agent then masquerades every connection arriving from a remote Gateway, so the replies of what
   it received come back to it whichever Node answers once the Gateway has moved.
 """
@@ -22,9 +23,6 @@ from mcapi.names import ANNOTATION_GATEWAY
 
 ANNOTATION_UNREACHABLE_GATEWAY = "mchub.antrea.io/unreachable-gateway"
 ANNOTATION_HANDING_OVER = "mchub.antrea.io/handing-over"
-HANDOVER_SECONDS = 1.0
-"""How long a cordoned Gateway hands over before the member moves it: its agent learns of it through
-its watch in milliseconds; a request it received before it masqueraded lasts well under this."""
 
 
 def _annotations(node: Mapping[str, Any]) -> Mapping[str, Any]:

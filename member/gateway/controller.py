@@ -45,7 +45,7 @@ from kube.resources import NODES, Obj, name_of
 from kube.workqueue import WorkQueue
 from mcapi import names
 from mcapi.config import MultiClusterConfig
-from mcapi.gateway_nodes import ANNOTATION_HANDING_OVER, HANDOVER_SECONDS
+from mcapi.gateway_nodes import ANNOTATION_HANDING_OVER
 from mcapi.resources import CLUSTER_INFO_IMPORTS, GATEWAYS
 from member.gateway.cluster_info import ClusterInfoPublisher, ClusterRanges
 from member.gateway.election import Candidate, candidates_from_nodes, elect, elect_all, reported_unreachable
@@ -60,6 +60,9 @@ log = logging.getLogger(__name__)
 # a flapping link, or a reporter that is itself the one cut off, moves the Gateway at most
 # once per period; Node readiness and cordons act at once all the same.
 REPORT_HOLD_SECONDS = 30.0
+# How long a cordoned Gateway hands over before the member moves it (seconds): its agent learns
+# of it through its watch in milliseconds; a request it took before it masqueraded lasts well under.
+HANDOVER_SECONDS = 1.0
 # Active-active: how often the member knocks on a Gateway it took out on a report.
 QUARANTINE_RECHECK_SECONDS = 1.0
 # How long the member's knock waits for a Node's kernel: the agents' own probe interval (0.3 s

@@ -14,7 +14,6 @@ from kube.resources import NODES, SERVICES
 from mcapi.config import MultiClusterConfig
 from mcapi.gateway_nodes import (
     ANNOTATION_UNREACHABLE_GATEWAY,
-    HANDOVER_SECONDS,
     is_handing_over,
     unreachable_gateways,
 )
@@ -22,7 +21,7 @@ from mcapi.names import ANNOTATION_GATEWAY, ANNOTATION_GATEWAY_IP
 from mcapi.resources import GATEWAYS
 from member.gateway import ANNOTATION_WIREGUARD_PUBLIC_KEY
 from member.gateway import controller as controller_module
-from member.gateway.controller import _departure
+from member.gateway.controller import HANDOVER_SECONDS, _departure
 from member.gateway.election import Candidate
 from member.gateway.service_cidr import PROBE_SERVICE_NAME
 from sandbox.server import SandboxServer
