@@ -197,8 +197,13 @@ class GatewayProber:
         try:
             next_tick = loop.time()
             while True:
-                self._tick(loop.time())
-                next_tick += self._interval
+                now = loop.time()
+                self._tick(now)
+                # After the loop was held up (a busy Node, a long step elsewhere in the agent), the
+                # ticks it missed are skipped, not fired back to back: each would count the probe
+                # just sent as a miss before any answer could be read, and a one-second stall
+                # would declare a Gateway that answers all along unreachable.
+                next_tick = max(next_tick + self._interval, now + self._interval / 2)
                 await asyncio.sleep(max(0.0, next_tick - loop.time()))
         finally:
             await cancel_and_wait(*self._knocks)
@@ -235,7 +240,10 @@ class GatewayProber:
 
     async def _knock(self, state: _PeerState, seq: int) -> None:
         """A TCP SYN to the Gateway's probe port; any answer before the next probe is one."""
-        sock = await async_call_in_netns(self._netns, lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+        if self._netns is None:  # the agent's own (host) namespace: no thread hop before the SYN
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        else:
+            sock = await async_call_in_netns(self._netns, lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
         sock.setblocking(False)
         if await knock(sock, state.health.gateway_ip, self._port, self._interval):
             self._answered(state, seq)  # else a miss at the next tick

@@ -63,7 +63,8 @@ REPORT_HOLD_SECONDS = 30.0
 # How long a cordoned Gateway hands over before the member moves it (seconds): its agent learns
 # of it through its watch in milliseconds; a request it took before it masqueraded lasts well under.
 HANDOVER_SECONDS = 1.0
-# Active-active: how often the member knocks on a Gateway it took out on a report.
+# How often the member knocks on a Gateway it took out on a report (active-active), or on one
+# reported unreachable that still answered its knock.
 QUARANTINE_RECHECK_SECONDS = 1.0
 # How long the member's knock waits for a Node's kernel: the agents' own probe interval (0.3 s
 # by default). A kernel on the cluster's network answers a SYN in well under a millisecond, and
@@ -110,7 +111,7 @@ class GatewayController:
     ) -> None:
         """``sink``: the hub session. ``sync_timeout``: seconds start() waits for the informers' first lists.
         ``registry``: the member's metrics (mchub_member_gateway_transitions_total). ``probe``: whether a
-        Node's internalIP answers (kube.kernel_probe), to check reports in active-active mode."""
+        Node's internalIP answers (kube.kernel_probe), to check a report before acting on it."""
         self._metrics = _Metrics(None) if registry is None else once_per_registry(_Metrics, registry)
         self._client = client
         self._namespace = namespace
@@ -132,6 +133,8 @@ class GatewayController:
         self._told_single: str | None = None
         # Active-active: Nodes taken out on a confirmed report, until they answer the member again.
         self._quarantined: set[str] = set()
+        # Nodes reported unreachable that answered the member's own knock (not acted on).
+        self._unconfirmed: set[str] = set()
         self._handover: dict[str, float] = {}  # cordoned Gateway -> when its handover began (loop time)
         self._told_answering: set[str] = set()  # logged already
         # Loop time until which reports of an unreachable Gateway are not acted on (damping).
@@ -197,6 +200,10 @@ class GatewayController:
             # nothing else would tell (its peers stop probing a Node that is no longer a Gateway).
             if self._quarantined:
                 return QUARANTINE_RECHECK_SECONDS
+            # A report the member's knock did not confirm stands until the reporter's probes are
+            # answered again; if the Node stops answering meanwhile, no Node event would tell.
+            if self._unconfirmed:
+                return QUARANTINE_RECHECK_SECONDS
             # A report that came during the hold is acted on when the hold ends: no Node event
             # may come to ask again before the reported Node turns NotReady.
             held = self._distrust_reports_until - asyncio.get_running_loop().time()
@@ -236,20 +243,30 @@ class GatewayController:
             immune = set() if trust_reports else {c.name for c in self._active}
             reported = [c for c in candidates if c.name in reported_unreachable(candidates)]
             unsettled = [c for c in reported if c.name not in immune | self._quarantined]
-            immune |= await self._answering(unsettled)
+            answering = await self._answering(unsettled)
+            immune |= answering
             self._quarantined |= {c.name for c in unsettled if c.name not in immune and c.name in eligible}
+            self._unconfirmed = answering
             return elect_all(candidates, immune=immune, out=self._quarantined)
         if blocked is not None and blocked != self._told_single:
             log.warning("gatewayModeActiveActiveUnavailable", extra={"namespace": self._namespace, "why": blocked})
         self._told_single = blocked
-        winner = elect(candidates, self._current_name(), trust_reports=trust_reports)
+        unconfirmed: set[str] = set()
+        if trust_reports:
+            named = reported_unreachable(candidates)
+            unconfirmed = await self._answering([c for c in candidates if c.name in named and c.eligible])
+        winner = elect(candidates, self._current_name(), trust_reports=trust_reports, immune=unconfirmed)
+        self._unconfirmed = unconfirmed
         return [winner] if winner is not None else []
 
     async def _answering(self, candidates: list[Candidate]) -> set[str]:
-        """Those of ``candidates`` whose internalIP answers the member's own knock. In active-active
-        mode the Gateways probe each other, and a cut between two of them (or one cut off from
-        everything but the API server) makes each report the other: the member, a third party,
-        settles it; and it keeps a Gateway it took out on a report out until it answers again."""
+        """Those of ``candidates`` whose internalIP answers the member's own knock: a report is acted
+        on only when the member cannot reach the Node either. One agent's probes miss for reasons
+        of its own (its Node so busy that its probes wait past their deadline, a cut between it and
+        the Gateway alone); in active-active mode the Gateways probe each other, and a cut between
+        two of them (or one cut off from everything but the API server) makes each report the
+        other: the member, a third party, settles it; and it keeps a Gateway it took out on a report
+        out until it answers again."""
         verdicts = await asyncio.gather(*(self._probe(c.internal_ip or "") for c in candidates))
         answering = {c.name for c, answered in zip(candidates, verdicts, strict=True) if answered}
         if answering - self._told_answering:

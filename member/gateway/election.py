@@ -21,12 +21,14 @@ Rules (Antrea's NodeReconciler, made deterministic):
   candidate's internalIP unanswered, mcapi.gateway_nodes) is passed over the same way, so a
   Gateway whose Node died or lost its link is replaced within about a second of probes instead
   of the 40 s a Node takes to turn NotReady. The caller can distrust reports for a while after
-  one moved the Gateway (``trust_reports``), which damps a flapping link.
+  one moved the Gateway (``trust_reports``), which damps a flapping link, and makes reports it
+  could not confirm ``immune`` (the GatewayController knocks on a reported Node itself first:
+  one agent's probes, on a busy Node, are not enough to move the Gateway).
 
 ``gatewayMode: active-active`` (``elect_all``): every candidate the rules above would prefer is a
 Gateway at once (eligible, uncordoned, not reported); when none is left, the uncordoned eligible
 ones, then the cordoned ones, so reports never empty the set. The caller makes reports it could
-not confirm ``immune`` (the GatewayController knocks on a reported Node itself first).
+not confirm ``immune``, as in single-active mode.
 """
 
 from __future__ import annotations
@@ -154,10 +156,13 @@ def _preferred(
     return [c for c in uncordoned if c.name not in reported] or uncordoned or eligible
 
 
-def elect(candidates: Iterable[Candidate], current: str | None, *, trust_reports: bool = True) -> Candidate | None:
+def elect(
+    candidates: Iterable[Candidate], current: str | None, *, trust_reports: bool = True, immune: Collection[str] = ()
+) -> Candidate | None:
     """The Gateway: ``current`` while eligible, else the eligible candidate with the lowest name;
-    among those neither cordoned nor reported unreachable when there are any."""
-    preferred = _preferred(candidates, trust_reports)
+    among those neither cordoned nor reported unreachable (reports against ``immune`` do not
+    count) when there are any."""
+    preferred = _preferred(candidates, trust_reports, immune)
     for candidate in preferred:
         if candidate.name == current:
             return candidate

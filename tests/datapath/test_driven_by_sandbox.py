@@ -35,6 +35,7 @@ from member.gateway import GatewayController
 from tests.datapath.driver import FAST_HEALTH
 from tests.datapath.kernel_events import kernel_events
 from tests.datapath.kube_agents import RunningAgents, start_agents
+from tests.datapath.member_knock import knock_from_the_cluster
 from tests.datapath.topology import ClusterNs, NodeNs, Topology, build_topology, destroy_topology, set_cable, sh
 from tests.datapath.traffic import (
     eventually_seen_source,
@@ -82,8 +83,9 @@ class ClusterSet:
 
 
 @pytest.fixture
-async def clusterset(tmp_path: Path) -> AsyncIterator[ClusterSet]:
+async def clusterset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ClusterSet]:
     topo = await build_topology(("east", "west"))
+    knock_from_the_cluster(topo, monkeypatch)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(destroy_topology, topo)
         hubs = HubRunner(tmp_path / "hub")

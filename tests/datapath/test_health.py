@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from ipaddress import IPv4Address
+
+import pytest
 
 from agent.health import GatewayProber, PeerHealth, ProbeResponder, Reachability
 from agent.state import ProbeTarget
@@ -57,6 +60,36 @@ async def test_a_remote_gateway_is_unreachable_after_five_misses_and_reachable_a
             back = await next_verdict(changes, "west", Reachability.REACHABLE)
             assert back.consecutive_misses == 0
             assert back.changed_at > down.changed_at
+    finally:
+        responder.close()
+
+
+@pytest.mark.parametrize("by_kernel", [False, True], ids=["echo", "kernel"])
+async def test_an_event_loop_held_up_for_many_intervals_declares_no_answering_gateway_unreachable(
+    topology: Topology, by_kernel: bool
+) -> None:
+    """A busy Node's agent may not run for a while: the probes it could not send are not misses,
+    and neither is the one it sends on waking, before it could read any answer. (A candidate's
+    kernel probe declaring its Gateway unreachable so moved the Gateway on a loaded machine.)"""
+    east_gateway, west_gateway = topology.clusters["east"].nodes[0], topology.clusters["west"].nodes[0]
+    responder = ProbeResponder(west_gateway.netns, PROBE_PORT)
+    await responder.start()
+    changes: asyncio.Queue[PeerHealth] = asyncio.Queue()
+    prober = GatewayProber(
+        east_gateway.netns, port=PROBE_PORT, interval=0.05, miss_threshold=3, on_change=changes.put_nowait
+    )
+    target = ProbeTarget("west", IPv4Address(west_gateway.underlay_ip), by_kernel=by_kernel)
+    prober.set_targets([target])
+    try:
+        async with running(asyncio.create_task(prober.run())):
+            await next_verdict(changes, "west", Reachability.REACHABLE)
+            for _ in range(3):
+                time.sleep(0.5)  # noqa: ASYNC251 (on purpose: the whole loop held up for ten intervals)
+                await asyncio.sleep(0.3)
+            health = prober.snapshot()[target.key]
+            assert health.reachability is Reachability.REACHABLE, health
+            changed = [changes.get_nowait().reachability for _ in range(changes.qsize())]
+            assert changed == [], changed
     finally:
         responder.close()
 

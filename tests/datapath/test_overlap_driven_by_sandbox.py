@@ -30,6 +30,7 @@ from mcapi.names import DEFAULT_MEMBER_NAMESPACE
 from mcapi.resources import CLUSTER_INFO_IMPORTS
 from tests.datapath.driver import FAST_HEALTH
 from tests.datapath.kube_agents import start_agents
+from tests.datapath.member_knock import knock_from_the_cluster
 from tests.datapath.topology import ClusterNs, Topology, build_topology, destroy_topology
 from tests.datapath.traffic import eventually_seen_source, peer_reporting_server
 from tests.integration.hubrunner import HubRunner
@@ -54,8 +55,9 @@ class OverlapSet:
 
 
 @pytest.fixture
-async def overlap_set(tmp_path: Path) -> AsyncIterator[OverlapSet]:
+async def overlap_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[OverlapSet]:
     topo = await build_topology(same_ranges={"west": "east"})
+    knock_from_the_cluster(topo, monkeypatch)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(destroy_topology, topo)
         hubs = HubRunner(tmp_path / "hub", overrides={"global_cidr": GLOBAL_CIDR, "global_block_prefix": 20})

@@ -35,6 +35,7 @@ from mcapi.labels import normalized_label
 from mcapi.names import label_identity_import_name
 from mcapi.resources import LABEL_IDENTITIES
 from tests.datapath.kube_agents import start_agents
+from tests.datapath.member_knock import knock_from_the_cluster
 from tests.datapath.test_driven_by_sandbox import ClusterSet, Member, routes_to, wait_agent
 from tests.datapath.topology import NodeNs, build_topology, destroy_topology
 from tests.datapath.traffic import peer_reporting_server, seen_source
@@ -103,8 +104,11 @@ def identities_mode(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def clusterset(tmp_path: Path, identities_mode: str) -> AsyncIterator[ClusterSet]:
+async def clusterset(
+    tmp_path: Path, identities_mode: str, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[ClusterSet]:
     topo = await build_topology(("east", "west"))
+    knock_from_the_cluster(topo, monkeypatch)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(destroy_topology, topo)
         hubs = HubRunner(tmp_path / "hub")

@@ -164,6 +164,26 @@ async def test_a_candidate_reporting_the_gateway_unreachable_takes_over_and_repo
     await gateway_stays(client, gateways, "node-b")
 
 
+async def test_a_report_the_member_cannot_confirm_moves_nothing_until_the_node_stops_answering_it(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    """node-b's probes miss (its Node busy, or only the path between the two cut) while node-a
+    answers the member's own knock: node-a stays. When node-a stops answering the member too, the
+    standing report moves the Gateway, with no Node event to ask again."""
+    _, client = cluster
+    gateways.answering.add("192.168.1.1")
+    await two_candidates_node_a_elected(client, gateways)
+
+    await annotate(client, "node-b", ANNOTATION_UNREACHABLE_GATEWAY, "node-a")
+    await until(client, NODES, lambda nodes: any(unreachable_gateways(n) == ("node-a",) for n in nodes))
+    await gateway_stays(client, gateways, "node-a")
+    assert gateways.transitions("unreachable") == 0
+
+    gateways.answering.clear()
+    await until(client, GATEWAYS, only("node-b"), namespace=NAMESPACE, what="the confirmed report acted on")
+    assert gateways.transitions("unreachable") == 1
+
+
 async def test_removing_the_annotation_hands_over_and_without_candidates_the_export_is_withdrawn(
     cluster: Cluster, gateways: Gateways
 ) -> None:

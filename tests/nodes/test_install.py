@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hack.nodeset.clusters import Cluster
 from hack.nodeset.clusterset import NodeClusterSet
 from hack.nodeset.install import CLUSTERSET, HUB_NODE_PORT, LEADER_NS, MEMBER_NS, cluster_id
 from hack.nodeset.kubectl import until
@@ -21,6 +22,15 @@ def _pods(clusterset: NodeClusterSet, cluster: str, namespace: str, component: s
 def _ready(pod: dict[str, Any]) -> bool:
     conditions = {c["type"]: c["status"] for c in pod.get("status", {}).get("conditions", [])}
     return conditions.get("Ready") == "True"
+
+
+def _gateway_events(cluster: Cluster) -> list[str]:
+    events = cluster.kubectl.json("get", "events", "-n", "default", "--field-selector", "involvedObject.kind=Node")
+    return [
+        f"{e['involvedObject']['name']} {e['reason']}: {e['message']}"
+        for e in events["items"]
+        if e["reason"] in ("GatewayElected", "GatewayRemoved")
+    ]
 
 
 def test_hub_member_and_agent_pods_are_ready_through_their_own_probes(node_clusterset: NodeClusterSet) -> None:
@@ -75,7 +85,8 @@ def test_every_member_elects_its_gateway_and_imports_the_others_cluster_info(nod
             lambda cluster=cluster: cluster.kubectl.json("get", "gateway", "-n", MEMBER_NS)["items"] or None,
         )
         (gateway,) = gateways
-        assert gateway["metadata"]["name"] == cluster.nodes[0].name
+        # Elected first, and kept: a move (on a report, say) would show in the Nodes' Events.
+        assert gateway["metadata"]["name"] == cluster.nodes[0].name, _gateway_events(cluster)
         assert gateway["gatewayIP"] == cluster.nodes[0].ip
         expected = {cluster_id(other) for other in names - {name}}
         until(
