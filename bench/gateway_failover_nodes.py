@@ -157,6 +157,8 @@ def _case(
     return {
         "requests": len(outcomes),
         "failed": sum(not o.ok for o in outcomes),
+        # curl's exit code of each failure: 28 no answer in time, 7 refused, 56 reset.
+        "failure_codes": sorted(o.code for o in outcomes if not o.ok),
         "gap_ms": round(max((g.seconds for g in found), default=0.0) * 1000),
         "gaps": len(found),
         "gateways_changed_s": moved_s,

@@ -204,10 +204,11 @@ def time_requests(cluster: Cluster, namespace: str, pod: str, url: str, count: i
 
 def request_loop(cluster: Cluster, namespace: str, name: str, *, node: str, url: str, interval: float = 0.1) -> None:
     """A Pod sending one GET (1 s timeout, a new connection each) every ``interval`` seconds
-    for as long as it runs, logging ``ok|fail <unix time>`` per request."""
+    for as long as it runs, logging ``ok <unix time>`` or ``fail <unix time> <curl's exit code>``
+    per request (28: no answer within the second; 7: refused; 56: reset)."""
     script = (
-        f"while :; do t=$(date +%s.%N); if curl -sf --max-time 1 -o /dev/null {url}; "
-        f'then echo "ok $t"; else echo "fail $t"; fi; sleep {interval}; done'
+        f"while :; do t=$(date +%s.%N); curl -sf --max-time 1 -o /dev/null {url}; rc=$?; "
+        f'if [ $rc = 0 ]; then echo "ok $t"; else echo "fail $t $rc"; fi; sleep {interval}; done'
     )
     body = {
         "apiVersion": "v1",
@@ -234,14 +235,17 @@ def request_loop(cluster: Cluster, namespace: str, name: str, *, node: str, url:
 class Outcome:
     at: float
     ok: bool
+    code: int = 0
+    """curl's exit code (0: answered)."""
 
 
 def loop_outcomes(cluster: Cluster, namespace: str, name: str) -> list[Outcome]:
     outcomes = []
     for line in cluster.kubectl("-n", namespace, "logs", name).splitlines():
-        word, _, at = line.partition(" ")
-        if word in ("ok", "fail") and at:
-            outcomes.append(Outcome(float(at), word == "ok"))
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in ("ok", "fail"):
+            code = int(parts[2]) if parts[0] == "fail" and len(parts) > 2 and parts[2].isdigit() else 0
+            outcomes.append(Outcome(float(parts[1]), parts[0] == "ok", code))
     return outcomes
 
 

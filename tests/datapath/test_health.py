@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from ipaddress import IPv4Address
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from agent.health import GatewayProber, PeerHealth, ProbeResponder, Reachability
 from agent.state import ProbeTarget
 from tests.datapath.driver import FAST_HEALTH, ClusterSetDriver
-from tests.datapath.topology import Topology, sh
+from tests.datapath.topology import NodeNs, Topology, sh
 
 PROBE_PORT = 51822
 
@@ -37,31 +38,51 @@ async def running(coro_task: asyncio.Task[None]) -> AsyncIterator[None]:
             await coro_task
 
 
-async def test_a_remote_gateway_is_unreachable_after_five_misses_and_reachable_again_when_back(
-    topology: Topology,
-) -> None:
+@dataclass
+class Probing:
+    """East's Gateway probing west's (whose agent answers), 50 ms apart."""
+
+    prober: GatewayProber
+    target: ProbeTarget
+    west_gateway: NodeNs
+    changes: asyncio.Queue[PeerHealth]
+
+
+@contextlib.asynccontextmanager
+async def east_probing_west(
+    topology: Topology, *, miss_threshold: int, by_kernel: bool = False
+) -> AsyncIterator[Probing]:
     east_gateway, west_gateway = topology.clusters["east"].nodes[0], topology.clusters["west"].nodes[0]
     responder = ProbeResponder(west_gateway.netns, PROBE_PORT)
     await responder.start()
     changes: asyncio.Queue[PeerHealth] = asyncio.Queue()
     prober = GatewayProber(
-        east_gateway.netns, port=PROBE_PORT, interval=0.05, miss_threshold=5, on_change=changes.put_nowait
+        east_gateway.netns, port=PROBE_PORT, interval=0.05, miss_threshold=miss_threshold, on_change=changes.put_nowait
     )
-    prober.set_targets([ProbeTarget("west", IPv4Address(west_gateway.underlay_ip))])
-    assert prober.snapshot()["west"].reachability is Reachability.UNKNOWN
+    target = ProbeTarget("west", IPv4Address(west_gateway.underlay_ip), by_kernel=by_kernel)
+    prober.set_targets([target])
     try:
+        assert prober.snapshot()[target.key].reachability is Reachability.UNKNOWN
         async with running(asyncio.create_task(prober.run())):
-            up = await next_verdict(changes, "west", Reachability.REACHABLE)
-            assert up.rtt_seconds is not None and 0 < up.rtt_seconds < 0.05
-            await sh("ip", "-n", west_gateway.netns, "link", "set", "ul0", "down")
-            down = await next_verdict(changes, "west", Reachability.UNREACHABLE)
-            assert down.consecutive_misses == 5
-            await sh("ip", "-n", west_gateway.netns, "link", "set", "ul0", "up")
-            back = await next_verdict(changes, "west", Reachability.REACHABLE)
-            assert back.consecutive_misses == 0
-            assert back.changed_at > down.changed_at
+            yield Probing(prober, target, west_gateway, changes)
     finally:
         responder.close()
+
+
+async def test_a_remote_gateway_is_unreachable_after_five_misses_and_reachable_again_when_back(
+    topology: Topology,
+) -> None:
+    async with east_probing_west(topology, miss_threshold=5) as probing:
+        changes, west_gateway = probing.changes, probing.west_gateway
+        up = await next_verdict(changes, "west", Reachability.REACHABLE)
+        assert up.rtt_seconds is not None and 0 < up.rtt_seconds < 0.05
+        await sh("ip", "-n", west_gateway.netns, "link", "set", "ul0", "down")
+        down = await next_verdict(changes, "west", Reachability.UNREACHABLE)
+        assert down.consecutive_misses == 5
+        await sh("ip", "-n", west_gateway.netns, "link", "set", "ul0", "up")
+        back = await next_verdict(changes, "west", Reachability.REACHABLE)
+        assert back.consecutive_misses == 0
+        assert back.changed_at > down.changed_at
 
 
 @pytest.mark.parametrize("by_kernel", [False, True], ids=["echo", "kernel"])
@@ -71,27 +92,15 @@ async def test_an_event_loop_held_up_for_many_intervals_declares_no_answering_ga
     """A busy Node's agent may not run for a while: the probes it could not send are not misses,
     and neither is the one it sends on waking, before it could read any answer. (A candidate's
     kernel probe declaring its Gateway unreachable so moved the Gateway on a loaded machine.)"""
-    east_gateway, west_gateway = topology.clusters["east"].nodes[0], topology.clusters["west"].nodes[0]
-    responder = ProbeResponder(west_gateway.netns, PROBE_PORT)
-    await responder.start()
-    changes: asyncio.Queue[PeerHealth] = asyncio.Queue()
-    prober = GatewayProber(
-        east_gateway.netns, port=PROBE_PORT, interval=0.05, miss_threshold=3, on_change=changes.put_nowait
-    )
-    target = ProbeTarget("west", IPv4Address(west_gateway.underlay_ip), by_kernel=by_kernel)
-    prober.set_targets([target])
-    try:
-        async with running(asyncio.create_task(prober.run())):
-            await next_verdict(changes, "west", Reachability.REACHABLE)
-            for _ in range(3):
-                time.sleep(0.5)  # noqa: ASYNC251 (on purpose: the whole loop held up for ten intervals)
-                await asyncio.sleep(0.3)
-            health = prober.snapshot()[target.key]
-            assert health.reachability is Reachability.REACHABLE, health
-            changed = [changes.get_nowait().reachability for _ in range(changes.qsize())]
-            assert changed == [], changed
-    finally:
-        responder.close()
+    async with east_probing_west(topology, miss_threshold=3, by_kernel=by_kernel) as probing:
+        await next_verdict(probing.changes, "west", Reachability.REACHABLE)
+        for _ in range(3):
+            time.sleep(0.5)  # noqa: ASYNC251 (on purpose: the whole loop held up for ten intervals)
+            await asyncio.sleep(0.3)
+        health = probing.prober.snapshot()[probing.target.key]
+        assert health.reachability is Reachability.REACHABLE, health
+        changed = [probing.changes.get_nowait().reachability for _ in range(probing.changes.qsize())]
+        assert changed == [], changed
 
 
 async def test_a_gateway_whose_ip_changes_starts_over_as_unknown(topology: Topology) -> None:
