@@ -59,7 +59,11 @@ async def test_reflection_without_a_valid_token_is_unauthenticated(hub: HubApp, 
 
 
 async def test_an_unknown_reflection_version_is_unimplemented_for_a_caller_with_a_token(hub: HubApp) -> None:
-    """grpcurl asks grpc.reflection.v1 first and falls back to v1alpha on UNIMPLEMENTED."""
+    """grpcurl asks grpc.reflection.v1 first and falls back to v1alpha on UNIMPLEMENTED.
+
+    The server answers from the method's name, before any message: the call sends none, since a
+    request still being written when that answer ends the call fails on the client's side with
+    INTERNAL ("Failed execute_batch"), which hides the status the server sent."""
     assert hub.ca_cert is not None
     async with secure_channel(hub.grpc_target, hub.ca_cert.read_bytes(), hub.admin_token) as channel:
         info = channel.stream_stream(
@@ -67,7 +71,6 @@ async def test_an_unknown_reflection_version_is_unimplemented_for_a_caller_with_
             request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
             response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
         )
-        call = info(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
-        with pytest.raises(grpc.aio.AioRpcError) as answered:
-            await call.read()
-    assert answered.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        call = info()
+        code = await asyncio.wait_for(call.code(), timeout=10)
+    assert code == grpc.StatusCode.UNIMPLEMENTED
