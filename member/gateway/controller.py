@@ -293,11 +293,14 @@ class GatewayController:
         only_leaving = wanted <= {p.name for p in previous}
         if only_leaving:
             self._publisher.publish(winners, self._ranges)
+        # The new Gateways' CRs before the departed ones go: an agent that saw none at all in
+        # between would take its tunnel down (no Gateway, nothing to carry) and drop what the
+        # other clusters still send to the departing Gateway until they learn of the move.
+        for winner in winners:
+            await ensure(self._client, GATEWAYS, desired_gateway(winner, self._namespace, self._ranges.service_cidr))
         for obj in self._gateways.list(self._namespace):
             if name_of(obj) not in wanted:
                 await delete_if_owned(self._client, GATEWAYS, name_of(obj), self._namespace)
-        for winner in winners:
-            await ensure(self._client, GATEWAYS, desired_gateway(winner, self._namespace, self._ranges.service_cidr))
         self._active = winners
         for name in departed:
             self._handover.pop(name, None)  # handed over: a later cordon hands over afresh

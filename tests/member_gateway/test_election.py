@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from kube.client import KubeClient
 from kube.errors import NotFound, TemporaryError
-from kube.resources import NODES, SERVICES
+from kube.resources import NODES, SERVICES, name_of
 from mcapi.config import MultiClusterConfig
 from mcapi.gateway_nodes import (
     ANNOTATION_UNREACHABLE_GATEWAY,
@@ -142,6 +143,37 @@ async def test_a_gateway_uncordoned_while_it_hands_over_stays_and_stops_handing_
     await until(client, GATEWAYS, settled, namespace=NAMESPACE, what="node-a no longer handing over")
     await gateway_stays(client, gateways, "node-a")
     assert gateways.transitions("cordoned") == 0
+
+
+async def test_a_moving_gateway_is_never_absent_the_new_cr_is_written_before_the_old_one_goes(
+    cluster: Cluster, gateways: Gateways
+) -> None:
+    """Agents that saw no Gateway at all would take their tunnels down for a moment, and drop what
+    the other clusters still send to the departing Gateway (seen on real nodes during drains)."""
+    _, client = cluster
+    await two_candidates_node_a_elected(client, gateways)
+    listed = await client.list(GATEWAYS, NAMESPACE)
+    present = {name_of(obj) for obj in listed.items}
+    counts: list[int] = []
+
+    async def follow() -> None:
+        watch = client.watch(GATEWAYS, NAMESPACE, resource_version=listed.resource_version)
+        async with contextlib.aclosing(watch) as events:
+            async for event in events:
+                if event.type == "ADDED":
+                    present.add(name_of(event.object))
+                elif event.type == "DELETED":
+                    present.discard(name_of(event.object))
+                else:
+                    continue
+                counts.append(len(present))
+                if present == {"node-b"}:
+                    return
+
+    following = asyncio.create_task(follow())
+    await set_ready(client, "node-a", False)
+    await asyncio.wait_for(following, timeout=10)
+    assert counts == [2, 1], counts
 
 
 async def test_a_candidate_reporting_the_gateway_unreachable_takes_over_and_reports_are_damped_after(
