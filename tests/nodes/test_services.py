@@ -216,7 +216,7 @@ def _gateway_off_the_member_node(west: Cluster) -> tuple[str, str]:
     return active, standby
 
 
-def test_draining_west_gateway_node_hands_its_flows_over_with_no_failed_request(world: World) -> None:
+def test_draining_west_gateway_node_hands_its_flows_over_losing_at_most_a_few_requests(world: World) -> None:
     west = world.west
     active, standby = _gateway_off_the_member_node(west)
     web_server(west, NS, "web", node=standby)  # the drain moves the Gateway, not the backend
@@ -236,11 +236,10 @@ def test_draining_west_gateway_node_hands_its_flows_over_with_no_failed_request(
             drain_requests=len(outcomes), drain_failed_requests=failed, drain_handover_s=round(moved_at - drained_at, 1)
         )
         assert len(outcomes) >= 50, "the request loop did not run"
-        # Not zero yet: east and west share ranges, so their Gateways translate, and a translated
-        # connection's conntrack state lives only in the Gateway that saw it first (no conntrackd).
-        # While one side has switched to the new Gateway and the other not yet (the ClusterInfo's
-        # trip through the hub, a few hundred ms), connections in flight fail: one at 10 requests/s
-        # in the runs so far, against about 40 in a failover that waits for NotReady.
+        # Not zero yet: one new connection's SYN is lost about when the drained Gateway turns to
+        # retiring, before east switches (traced on these nodes; where it dies is not found:
+        # docs/performance.md). One at 10 requests/s in the runs so far, against about 40 in a
+        # failover that waits for NotReady.
         assert failed <= 3, f"{failed} of {len(outcomes)} requests failed across the drain"
     finally:
         west.kubectl("uncordon", active)
