@@ -18,11 +18,14 @@ background (tests/nodes/early.py); this test reads that run's report.
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
 from hack.nodeset import conformance
 from hack.nodeset.clusterset import Mode, NodeClusterSet
+from hack.nodeset.install import LEADER_NS, MEMBER_NS
+from hack.nodeset.kubectl import KubectlError
 from tests.nodes.conftest import in_mode, record
 from tests.nodes.early import EARLY
 
@@ -47,5 +50,25 @@ def test_the_upstream_mcs_conformance_suite_passes_every_spec(node_clusterset: N
     )
     failed = [f"{spec.desc}{spec.message}" for spec in report.specs if not spec.passed]
     assert not report.suite_failure, report.suite_failure
-    assert failed == [], "\n".join(failed)
+    assert failed == [], "\n".join([*failed, *_what_mchub_said(clusterset)])
     assert report.all_passed and report.total == 27, (report.passed, report.total, report.exit_code)
+
+
+def _what_mchub_said(clusterset: NodeClusterSet) -> list[str]:
+    """For a failed spec: mchub's Pods (restarts) and their warnings and errors, so a failure in
+    CI, where only the output is kept, says what the hub and the members went through."""
+    lines: list[str] = []
+    leader = clusterset.leader.name
+    for name, cluster in {leader: clusterset.leader, **clusterset.clusters}.items():
+        for namespace in dict.fromkeys((LEADER_NS if name == leader else MEMBER_NS, MEMBER_NS)):
+            try:
+                pods = cluster.kubectl.json("get", "pods", "-n", namespace, "-l", "app=antrea")["items"]
+                for pod in pods:
+                    pod_name = pod["metadata"]["name"]
+                    restarts = sum(c.get("restartCount", 0) for c in pod["status"].get("containerStatuses") or [])
+                    lines.append(f"{name} {pod_name} on {pod['spec'].get('nodeName')}: {restarts} restarts")
+                    log = cluster.kubectl("-n", namespace, "logs", pod_name, "--since=20m", timeout=30)
+                    lines += [f"  {line[:300]}" for line in log.splitlines() if line[13:15] in ("W ", "E ")][-20:]
+            except (KubectlError, subprocess.TimeoutExpired) as err:
+                lines.append(f"{name}: logs incomplete: {err}")
+    return lines
