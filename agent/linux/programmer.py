@@ -19,7 +19,13 @@ from agent.linux.ownership import ALIAS_PREFIX, ALIAS_WIREGUARD
 from agent.linux.policy_nft import reconcile_policy_nft
 from agent.linux.routing import reconcile_routes, reconcile_rules
 from agent.linux.spread import reconcile_spread
-from agent.linux.tunnel import ensure_link_tagged_up, reconcile_peers, reconcile_tunnel
+from agent.linux.tunnel import (
+    StalePeers,
+    ensure_link_tagged_up,
+    reconcile_peers,
+    reconcile_tunnel,
+    remove_stale_peers,
+)
 from agent.linux.wireguard import WireGuardDaemons, configure
 from agent.state import DesiredDatapath, Role
 
@@ -55,8 +61,9 @@ class LinuxDatapath:
             if desired.wireguard is not None:
                 indexes[desired.wireguard.name] = await self._ensure_wireguard(ipr, desired, changes)
             await self._remove_stale_links(ipr, keep=frozenset(indexes), changes=changes)
+            stale = StalePeers()
             if desired.tunnel is not None:
-                await reconcile_peers(ipr, indexes[desired.tunnel.name], desired.tunnel_peers, changes)
+                stale = await reconcile_peers(ipr, indexes[desired.tunnel.name], desired.tunnel_peers, changes)
             # The nft tables before the routes: a remote range newly routed must meet its SNAT (and
             # its identity tagging) from its first packet, or a connection started in between
             # keeps its untranslated source for its life.
@@ -64,6 +71,9 @@ class LinuxDatapath:
             await reconcile_policy_nft(self.netns, desired.policy, changes)
             await reconcile_routes(ipr, desired.routes, indexes, changes)
             await reconcile_rules(ipr, desired.rules, changes)
+            # A replaced Gateway's neighbour and FDB entries go only now that no route leads to it.
+            if desired.tunnel is not None:
+                await remove_stale_peers(ipr, indexes[desired.tunnel.name], stale, changes)
         await reconcile_spread(self.netns, desired.spread, changes)
         if changes:
             log.info("datapathReconciled", extra={"netns": self.netns, "role": desired.role.value, "changes": changes})

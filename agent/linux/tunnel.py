@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from dataclasses import dataclass
 from typing import Any
 
 from pyroute2.netlink.rtnl.ndmsg import states as nud_states
@@ -148,10 +149,23 @@ async def ensure_device_sysctls(netns: str | None, name: str, changes: list[str]
         pass
 
 
-async def reconcile_peers(ipr: Any, index: int, peers: tuple[TunnelPeer, ...], changes: list[str]) -> None:
-    """Exactly the permanent neighbour and FDB entries of ``peers`` on the device."""
+@dataclass(frozen=True)
+class StalePeers:
+    """Neighbour and FDB entries of the device that no peer wants any more."""
+
+    neighbours: tuple[str, ...] = ()
+    fdb: tuple[tuple[str, str], ...] = ()
+    """(MAC, underlay IP)."""
+
+
+async def reconcile_peers(ipr: Any, index: int, peers: tuple[TunnelPeer, ...], changes: list[str]) -> StalePeers:
+    """The permanent neighbour and FDB entries of ``peers`` on the device; returns those no peer
+    wants, for ``remove_stale_peers`` once the routes no longer lead to them: a packet routed to a
+    Gateway that is being replaced (a remote cluster's Gateway moved) must still find its entries
+    until its route moves, or the tunnel drops it (the SYN of a request, lost)."""
     wanted_neigh = {str(p.underlay_ip): p.mac for p in peers}
     wanted_fdb = {(p.mac, str(p.underlay_ip)) for p in peers}
+    stale_neighbours: list[str] = []
     neighbours = await netlink.collect("dump neigh", ipr.neigh("dump", ifindex=index, family=socket.AF_INET))
     for msg in neighbours:
         ip, mac = msg.get("dst"), str(msg.get("lladdr")).lower()
@@ -161,26 +175,34 @@ async def reconcile_peers(ipr: Any, index: int, peers: tuple[TunnelPeer, ...], c
             wanted_neigh.pop(ip)
             continue
         if ip not in wanted_neigh:
-            await netlink.delete(f"del neigh {ip}", ipr.neigh("del", dst=ip, ifindex=index))
-            changes.append(f"del neigh {ip}")
+            stale_neighbours.append(str(ip))
     for ip, mac in wanted_neigh.items():
         await netlink.call(f"neigh {ip}", ipr.neigh("replace", dst=ip, lladdr=mac, ifindex=index, state=_PERMANENT))
         changes.append(f"set neigh {ip} {mac}")
+    stale_fdb: list[tuple[str, str]] = []
     entries = await netlink.collect("dump fdb", ipr.fdb("dump", ifindex=index))
     for msg in entries:
         if msg["ifindex"] != index or msg.get("dst") is None:
             continue
-        key = (str(msg.get("lladdr")).lower(), msg.get("dst"))
+        key = (str(msg.get("lladdr")).lower(), str(msg.get("dst")))
         if key in wanted_fdb:
             wanted_fdb.discard(key)
             continue
-        await netlink.delete(
-            f"del fdb {key}", ipr.fdb("del", ifindex=index, lladdr=key[0], dst=key[1], state=_PERMANENT)
-        )
-        changes.append(f"del fdb {key[0]} dst {key[1]}")
+        stale_fdb.append(key)
     for mac, ip in sorted(wanted_fdb):
         await netlink.call(f"fdb {mac}", ipr.fdb("append", ifindex=index, lladdr=mac, dst=ip, state=_PERMANENT))
         changes.append(f"add fdb {mac} dst {ip}")
+    return StalePeers(tuple(stale_neighbours), tuple(stale_fdb))
+
+
+async def remove_stale_peers(ipr: Any, index: int, stale: StalePeers, changes: list[str]) -> None:
+    for ip in stale.neighbours:
+        await netlink.delete(f"del neigh {ip}", ipr.neigh("del", dst=ip, ifindex=index))
+        changes.append(f"del neigh {ip}")
+    for mac, ip in stale.fdb:
+        deleting = ipr.fdb("del", ifindex=index, lladdr=mac, dst=ip, state=_PERMANENT)
+        await netlink.delete(f"del fdb {(mac, ip)}", deleting)
+        changes.append(f"del fdb {mac} dst {ip}")
 
 
 def _same_vxlan(link: Any, device: TunnelDevice) -> bool:

@@ -196,3 +196,20 @@ async def test_run_datapath_agent_applies_each_new_input_and_cleans_up_when_they
     await run_datapath_agent(agent, inputs(), cleanup_on_stop=True)
     assert [d.remote_clusters for d in applied if d is not None] == [("north", "west"), ("north",)]
     assert (await footprint(node.netns)).empty
+
+
+async def test_when_the_remote_gateway_moves_its_old_tunnel_entries_go_only_after_the_routes_left_it(
+    clusterset: ClusterSetDriver, topology: Topology
+) -> None:
+    """A packet routed to west's old Gateway while east's Gateway reconciles must still find that
+    Gateway's neighbour and FDB entries, or the tunnel drops it (on real nodes: the SYN of one
+    request per drain, counted as the tunnel's tx_dropped)."""
+    east, west = topology.clusters["east"], topology.clusters["west"]
+    await clusterset.sync()
+    old = west.nodes[0].underlay_ip
+    clusterset.move_gateway("west", west.nodes[1].name)
+    changes = list((await clusterset.sync_node(east.nodes[0].name)).changes)
+    routing = [i for i, change in enumerate(changes) if change.startswith(("set route", "del route"))]
+    removals = [i for i, change in enumerate(changes) if change.startswith(("del neigh", "del fdb")) and old in change]
+    assert routing and len(removals) == 2, changes
+    assert max(routing) < min(removals), changes
