@@ -29,6 +29,8 @@ from tests.needs import check_needs, unmet
 
 _PLANE = RealControlPlane()
 _real_outcomes: dict[str, int] = {}
+# Seconds of set-up, call and tear-down per folder under tests/: where the suite's time goes.
+_seconds_by_folder: dict[str, float] = {}
 _SESSION_STARTED = time.time()
 CONFORMANCE_TABLE = Path(__file__).resolve().parents[1] / "test-artifacts" / "conformance" / "table.md"
 
@@ -43,6 +45,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    parts = report.nodeid.split("/")
+    folder = parts[1] if len(parts) > 2 else parts[-1].split("::")[0]
+    _seconds_by_folder[folder] = _seconds_by_folder.get(folder, 0.0) + report.duration
     if "real" not in report.keywords:
         return
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
@@ -50,6 +55,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _seconds_by_folder:
+        by_time = sorted(_seconds_by_folder.items(), key=lambda item: -item[1])
+        terminalreporter.write_line("seconds per folder: " + ", ".join(f"{f} {s:.0f}" for f, s in by_time))
     if _real_outcomes:
         counts = ", ".join(f"{count} {outcome}" for outcome, count in sorted(_real_outcomes.items()))
         terminalreporter.write_line(f"real-cluster tests (kube-apiserver v1.28): {counts}")
