@@ -36,6 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.pairing import pair
+from hack.nodeset.api_apart import api_apart
 from hack.nodeset.clusters import Cluster, EnvtestNodes
 from hack.nodeset.clusterset import Mode, NodeClusterSet, for_bench
 from hack.nodeset.install import MEMBER_CONFIG, MEMBER_NS, restart_workloads, set_config
@@ -206,8 +207,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path)
     parser.add_argument("--cases", nargs="+", choices=CASES, default=CASES, help="which failures (default: all)")
+    parser.add_argument(
+        "--api-apart",
+        action="store_true",
+        help="a ClusterSet started here reaches its API servers apart from the Nodes (hack/nodeset/api_apart.py)",
+    )
     args = parser.parse_args()
-    with for_bench(overlap=False) as clusterset:
+    with for_bench(overlap=False, api_apart=args.api_apart) as clusterset:
+        assert clusterset.envtest is not None
+        apart = api_apart(clusterset.envtest.directory)
+        print(f"API servers: {'apart from the Nodes' if apart else 'behind every Node'}", file=sys.stderr)
         results = measure(clusterset, tuple(args.cases))
     print(f"{'mode':13} {'case':8} {'failed':>7} {'of':>5} {'gap ms':>8} {'set changed s':>14}")
     for key, row in results.items():
@@ -217,7 +226,8 @@ def main() -> int:
             f" {row['gateways_changed_s'] if row['gateways_changed_s'] is not None else '-':>14}"
         )
     if args.json:
-        args.json.write_text(json.dumps({"cases": results, "load_average": os.getloadavg()}, indent=2) + "\n")
+        figures = {"cases": results, "api_servers_apart": apart, "load_average": os.getloadavg()}
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0
 
 

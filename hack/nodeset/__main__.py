@@ -4,7 +4,9 @@ up DIR     build the images, start north (leader and member), east and west with
            (../shared/envtest, root), install mchub as deploy/INSTALL.md says; prints the
            kubectl commands to look at it. East and west share their Pod and Service
            CIDRs and the hub has a global CIDR (they are globally addressed; north has its
-           own ranges); --plain: every cluster its own ranges, no global CIDR
+           own ranges); --plain: every cluster its own ranges, no global CIDR;
+           --api-apart: Pods reach the API servers at the host's underlay address, not
+           through every Node (hack/nodeset/api_apart.py)
 demo DIR   up, then west serves `hello from <Pod>`, exports it, and a Pod in east fetches
            it through the ClusterSet IP; prints the answer and the command to repeat it
 down DIR   stop everything under DIR and remove it
@@ -66,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--plain", action="store_true", help="up/demo: every cluster its own ranges (default: east and west overlap)"
     )
+    parser.add_argument(
+        "--api-apart",
+        action="store_true",
+        help="up/demo: the API servers at an address of their own, not behind every Node",
+    )
     args = parser.parse_args(argv)
     directory = args.dir.resolve()
     if args.verb == "down":
@@ -78,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb == "reload":
         reload(attach(directory))
         return 0
-    clusterset = start(directory, overlap=not args.plain)
+    clusterset = start(directory, overlap=not args.plain, api_apart=args.api_apart)
     _summary(clusterset)
     if args.verb == "demo":
         demo(clusterset)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hack.nodeset import clusterdns, images
+from hack.nodeset.api_apart import serve_api_apart
 from hack.nodeset.clusters import Cluster, EnvtestNodes, user_clusters
 from hack.nodeset.install import (
     AGENT_CONFIG,
@@ -142,10 +143,13 @@ def start(
     topology: dict[str, int] | None = None,
     log: bool = True,
     overlap: bool = True,
+    api_apart: bool = False,
 ) -> NodeClusterSet:
     """Build the images (while the clusters start), start the clusters, install mchub; with
     MCHUB_E2E_CLUSTERS, install mchub into those instead. ``overlap``: east and west share
-    their ranges and the hub has GLOBAL_CIDR (False: every cluster its own ranges)."""
+    their ranges and the hub has GLOBAL_CIDR (False: every cluster its own ranges).
+    ``api_apart``: Pods reach the API servers at an address no Node carries
+    (hack.nodeset.api_apart; False: through every Node, envtest's way)."""
     users = user_clusters()
     if users is not None:
         return install_into(users, directory)
@@ -174,6 +178,8 @@ def start(
     try:
         if failure:
             raise failure[0]
+        if api_apart:
+            say(f"nodeset: API servers apart from the Nodes, at {serve_api_apart(envtest)}")
         started = time.monotonic()
         envtest.load_images(*built["archives"].all())
         figures["image_load_s"] = time.monotonic() - started
@@ -222,14 +228,14 @@ def attach(directory: Path) -> NodeClusterSet:
 
 
 @contextlib.contextmanager
-def for_bench(*, overlap: bool) -> Iterator[NodeClusterSet]:
+def for_bench(*, overlap: bool, api_apart: bool = False) -> Iterator[NodeClusterSet]:
     """A benchmark's ClusterSet: the one MCHUB_NODESET_DIR names, left running; else one started
-    here (``overlap`` as ``start``) and stopped when the benchmark is done."""
+    here (``overlap`` and ``api_apart`` as ``start``) and stopped when the benchmark is done."""
     running = os.environ.get("MCHUB_NODESET_DIR")
     if running:
         yield attach(Path(running))
         return
-    clusterset = start(Path(tempfile.mkdtemp(prefix="mchub-bench-")) / "ct", overlap=overlap)
+    clusterset = start(Path(tempfile.mkdtemp(prefix="mchub-bench-")) / "ct", overlap=overlap, api_apart=api_apart)
     try:
         yield clusterset
     finally:
