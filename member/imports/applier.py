@@ -14,7 +14,8 @@ import to apply.
 
 An import blocked by this cluster (its Namespace missing, a user's object under our name,
 Antrea's CRDs or a Tier missing) is reported failed and tried again with a backoff up to
-``retry_interval``, and at once when its Namespace (or, for a policy, its Tier) appears; an
+``retry_interval``, and at once when its Namespace (or, for a policy, its Tier) appears or
+API discovery serves other resources than before (CRDs installed or removed); an
 imported policy whose Tier is deleted is looked at again at once, and so removed. Any other
 failure (the API server unreachable, a write conflict) is retried with the same backoff
 without a report.
@@ -93,7 +94,7 @@ class ImportApplier:
         if workers < 1:
             raise ValueError("an importer needs at least one worker")
         self._caches = caches
-        self._apis = ApiDiscovery(client, discovery_ttl)
+        self._apis = ApiDiscovery(client, discovery_ttl, on_change=self._on_apis_changed)
         self._ctx = ImportContext(
             client,
             cluster_id,
@@ -184,10 +185,7 @@ class ImportApplier:
 
     async def retry_blocked(self) -> None:
         """Try every import that is blocked or failing again now, and wait until that is done."""
-        for name, outcome in list(self._reported.items()):
-            if not outcome.succeeded:
-                self._queue.forget(name)
-                self._queue.add(name)
+        self._blocked_again_now()
         await self._queue.wait_quiet()
 
     def outcome(self, import_name: str) -> Outcome | None:
@@ -349,6 +347,19 @@ class ImportApplier:
         for name, message in self._desired.items():
             if policy_tier(message) == tier:
                 self._again_now(name)
+
+    def _on_apis_changed(self, group: str) -> None:
+        """Discovery serves other resources of ``group`` now: what was blocked may apply (its CRD
+        came), so every import not applied is tried again at once."""
+        if self._worker.running:
+            log.info("apiResourcesChanged", extra={"group": group, "blockedImports": self._blocked_again_now()})
+
+    def _blocked_again_now(self) -> int:
+        """Queue every import not applied (blocked or failing) for an attempt now; how many."""
+        blocked = [name for name, outcome in self._reported.items() if not outcome.succeeded]
+        for name in blocked:
+            self._again_now(name)
+        return len(blocked)
 
     def _again_now(self, import_name: str) -> None:
         self._queue.forget(import_name)  # no backoff left over from waiting

@@ -3,13 +3,15 @@
 CRDs come and go while the member runs (Antrea installed after the member, an MCS
 CRD upgraded), so answers are kept only briefly: an answer older than ``ttl`` is still
 given, and refreshed in the background, so that no import waits for discovery requests
-after the first answer (it sees a new CRD at its next attempt).
+after the first answer. A refresh whose answer differs from the one it replaces is told to
+``on_change``: the importer then tries its blocked imports at once, rather than at their next
+backoff step (up to its retry interval after the CRDs came).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kube.client import KubeClient
@@ -18,10 +20,12 @@ from kube.waiting import cancel_and_wait
 
 
 class ApiDiscovery:
-    def __init__(self, client: KubeClient, ttl: float = 10.0) -> None:
-        """``ttl``: seconds an answer is reused."""
+    def __init__(self, client: KubeClient, ttl: float = 10.0, on_change: Callable[[str], None] | None = None) -> None:
+        """``ttl``: seconds an answer is reused; ``on_change(group)``: called when a refresh of
+        ``group`` answers otherwise than the answer it replaces."""
         self._client = client
         self._ttl = ttl
+        self._on_change = on_change
         # group -> (expiry on the loop clock, plural -> versions serving it, in the group's order)
         self._cache: dict[str, tuple[float, dict[str, list[str]]]] = {}
         # Lookups under way: concurrent askers share one (one set of requests per expiry, not one each).
@@ -68,7 +72,10 @@ class ApiDiscovery:
 
     async def _lookup(self, group: str) -> dict[str, list[str]]:
         resources = await self._fetch(group)
+        replaced = self._cache.get(group)
         self._cache[group] = (asyncio.get_running_loop().time() + self._ttl, resources)
+        if replaced is not None and replaced[1] != resources and self._on_change is not None:
+            self._on_change(group)
         return resources
 
     async def _fetch(self, group: str) -> dict[str, list[str]]:

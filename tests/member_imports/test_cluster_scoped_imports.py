@@ -3,6 +3,7 @@ the MCS v1beta1 ServiceImport."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any
@@ -17,6 +18,7 @@ from mcapi import names
 from mcapi.resources import CLUSTER_INFO_IMPORTS, LABEL_IDENTITIES, SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1
 from member.hubclient import Delete
 from member.imports.cluster_info_status import set_cluster_info_import_condition
+from member.imports.discovery import ApiDiscovery
 from tests.kubeenv.cluster import CRD_DIR
 from tests.member_imports.conftest import MEMBER_NAMESPACE, Appliers, Reports, eventually
 from tests.member_imports.messages import acnp_import, cluster_info_import, label_identity_import, service_import
@@ -114,6 +116,52 @@ async def test_a_policy_import_fails_without_antreas_crd_and_is_created_once_it_
 
     await applier.handle(Delete(upsert.import_name))
     assert (await member.list(ACNP)).items == []
+
+
+async def test_a_policy_import_waiting_for_antreas_crd_applies_as_soon_as_discovery_lists_it_not_a_backoff_later(
+    member: KubeClient, appliers: Appliers, reports: Reports
+) -> None:
+    # Every attempt asks discovery again (its answer at once, the refresh behind it), while the
+    # attempts back off towards 30 s apart: an attempt that still sees the old answer fails, and
+    # its refresh, listing the CRD, has the import tried again there and then.
+    settling = await appliers.new(discovery_ttl=0.0, retry_interval=30.0)
+    upsert = acnp_import("strict-namespace-isolation", ISOLATION)
+    await settling.handle(upsert)
+    assert reports.last(upsert.import_name)[:2] == (False, "CRDNotInstalled")  # type: ignore[index]
+    # Seven failed attempts (3.15 s): the next comes 3.2 s after the seventh, the one after it 6.4 s later.
+    await eventually(lambda: _at_least(settling.applier.requeues(upsert.import_name), 7), wait=10.0)
+    await _install(member, _minimal_crd("clusternetworkpolicies", "ClusterNetworkPolicy"), ACNP)
+    installed = asyncio.get_running_loop().time()
+    await eventually_applied(reports, upsert.import_name)
+    assert asyncio.get_running_loop().time() - installed < 5.0, "applied only a backoff step later"
+    assert (await member.get(ACNP, "antrea-mc-strict-namespace-isolation"))["spec"] == ISOLATION
+
+
+async def _at_least(value: int, least: int) -> bool:
+    return value >= least
+
+
+async def test_discovery_tells_when_a_groups_resources_change_and_not_when_a_refresh_finds_the_same(
+    member: KubeClient,
+) -> None:
+    changes: list[str] = []
+    apis = ApiDiscovery(member, ttl=0.0, on_change=changes.append)
+    try:
+
+        async def serving(versions: list[str]) -> bool:
+            await asyncio.sleep(0.05)  # the refresh the last answer started, behind it
+            return await apis.versions_serving("crd.antrea.io", "clusternetworkpolicies") == versions
+
+        for _ in range(3):
+            assert await serving([])
+        assert changes == []
+        await _install(member, _minimal_crd("clusternetworkpolicies", "ClusterNetworkPolicy"), ACNP)
+        await eventually(lambda: serving(["v1beta1"]))
+        for _ in range(3):
+            assert await serving(["v1beta1"])
+        assert changes == ["crd.antrea.io"]
+    finally:
+        await apis.close()
 
 
 async def test_a_policy_whose_tier_is_missing_fails_and_is_created_when_the_tier_appears(
