@@ -23,6 +23,12 @@ the hub's admission, store commit and fsync, its WatchImports stream, the import
 apply and writes): the median and p99 of every span between two hops are printed beside the end
 to end figure, over every Service whose hops were all marked.
 
+As deployed, on sandbox API servers (``--deployed-latency N``, default 500; 0 skips it): the same
+latency with each part a process of its own (two ``mchub sandbox`` API servers, ``mchub hub``,
+two ``mchub member``), traced into files as on the real clusters; N Services back to back as
+above, then N more each exported only once every member had made no API request for 0.1 s (the
+work the Service before brought, ended), then the path floor on the same API servers.
+
 On real kube-apiservers (v1.28 with kube-controller-manager, from ../shared/envtest, or
 KUBEBUILDER_ASSETS; skipped when they cannot be had): one member exports M Services, R
 importers; hub and members run as their own processes, as deployed (`mchub hub`, `mchub member`
@@ -42,7 +48,8 @@ does the latency (``--latency-runs``), each run on a ClusterSet of its own: the 
 median p50 is reported, beside every run's p50 and p99.
 
 Usage: python bench/propagation.py [--services 500] [--latency-runs 3] [--burst 1000] [--importers 10] [--burst-runs 3]
-       [--real-burst 1000] [--real-importers 3] [--real-latency 100] [--no-real] [--no-local] [--no-burst]
+       [--deployed-latency 500] [--real-burst 1000] [--real-importers 3] [--real-latency 100] [--no-real]
+       [--no-local] [--no-burst]
        [--json FILE] [--plots DIR]
 """
 
@@ -62,7 +69,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,6 +101,7 @@ NAMESPACE = "default"
 REAL_NAMESPACE = "bench"
 FLOOR_NAMESPACE = "bench-floor"
 LATENCY_NAMESPACE = "bench-latency"
+SETTLED_NAMESPACE = "bench-latency-settled"
 EXPORT_CONCURRENCY = 32  # how fast the user creates the Services to export
 IMPORT_WORKERS = MemberOptions().import_workers
 
@@ -387,10 +395,19 @@ class Run:
     seen: float
 
 
-async def one_by_one(exporter: KubeClient, watch: ImportWatch, count: int, within: float = 20) -> list[Run]:
-    """``count`` Services exported one after another, each once the one before was seen imported."""
+async def one_by_one(
+    exporter: KubeClient,
+    watch: ImportWatch,
+    count: int,
+    within: float = 20,
+    settled: Callable[[], Awaitable[None]] | None = None,
+) -> list[Run]:
+    """``count`` Services exported one after another, each once the one before was seen imported
+    (and, with ``settled``, once that says the work the one before brought has ended)."""
     runs = []
     for i in range(count):
+        if settled is not None:
+            await settled()
         name = f"lat-{i}"
         start = time.perf_counter()
         exporting = await export_service(exporter, name, watch.namespace)
@@ -779,20 +796,159 @@ async def join_real(client: KubeClient, cluster: str, token: str, ca: bytes, hub
     await client.create(CLUSTER_SETS, clusterset)
 
 
-async def real_latency(clients: dict[str, KubeClient], kubeconfigs: dict[str, Path], count: int) -> list[Run]:
+@dataclass
+class Deployed:
+    """`mchub hub` and one `mchub member` per cluster, each a process of its own, as deployed,
+    every member joined with a token of its own."""
+
+    data: Path
+    hub: asyncio.subprocess.Process | None = None
+    target: str = ""
+    rest_url: str = ""
+    members: dict[str, MemberProcess] = field(default_factory=dict)
+
+    async def start(self, clients: dict[str, KubeClient], kubeconfigs: dict[str, Path], limit: Limit) -> None:
+        self.data.mkdir(parents=True)
+        store = TokenStore(self.data / "tokens.db")
+        tokens = {name: store.create(f"member-{name}", cluster_id=name) for name in kubeconfigs}
+        store.close()
+        self.hub, printed = await start_child(
+            sys.executable, "-m", "mchub_cli.main", "--log-level", "WARNING", "hub",
+            "--data-dir", str(self.data), "--grpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0",
+            ready="REST on", log=self.data / "hub.log",
+        )  # fmt: skip
+        self.target = printed.split("gRPC on ", 1)[1].split()[0]
+        self.rest_url = printed.split("REST on ", 1)[1].split()[0]
+        ca = (self.data / "tls" / "ca.crt").read_bytes()
+        for name, kubeconfig in kubeconfigs.items():
+            await join_real(clients[name], name, tokens[name], ca, self.target)
+            self.members[name] = MemberProcess(name, kubeconfig, limit)
+        await asyncio.gather(*(m.start() for m in self.members.values()))
+        await asyncio.gather(*(m.wait_ready() for m in self.members.values()))
+
+    async def stop(self) -> None:
+        """The members, then the hub (each writes its trace as it stops)."""
+        for member in self.members.values():
+            await member.stop()
+        if self.hub is not None:
+            await stop_child(self.hub)
+            self.hub = None
+
+
+@dataclass
+class SandboxProcesses:
+    """Sandbox API servers, each `mchub sandbox` in a process of its own."""
+
+    names: tuple[str, ...]
+    directory: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="mchub-bench-sandboxes-")))
+    kubeconfigs: dict[str, Path] = field(default_factory=dict)
+    processes: list[asyncio.subprocess.Process] = field(default_factory=list)
+
+    async def up(self) -> None:
+        for name in self.names:
+            # The member of this cluster keeps its log and trace beside the kubeconfig; the API
+            # server's go one level down, so that neither overwrites the other's.
+            work = self.directory / name
+            (work / "api").mkdir(parents=True)
+            process, printed = await start_child(
+                sys.executable, "-m", "mchub_cli.main", "--log-level", "WARNING", "sandbox",
+                "--name", name, "--work-dir", str(work), ready="kubeconfig:", log=work / "api" / "sandbox.log",
+            )  # fmt: skip
+            self.processes.append(process)
+            self.kubeconfigs[name] = Path(printed.split("kubeconfig: ", 1)[1].split()[0])
+
+    async def down(self) -> None:
+        for process in self.processes:
+            await stop_child(process)
+        self.processes.clear()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+async def real_latency(
+    clients: dict[str, KubeClient],
+    kubeconfigs: dict[str, Path],
+    count: int,
+    namespace: str = LATENCY_NAMESPACE,
+    settled: Callable[[], Awaitable[None]] | None = None,
+) -> list[Run]:
     """``count`` Services exported one by one from the exporter, each seen imported by import-1
     before the next, in a Namespace of their own (the burst's counts and slices leave them out)."""
     if not count:
         return []
     for client in clients.values():
         with contextlib.suppress(AlreadyExists):
-            await client.create(NAMESPACES, {"metadata": {"name": LATENCY_NAMESPACE}})
-    watch = ImportWatch(await connect(kubeconfigs["import-1"]), LATENCY_NAMESPACE)
+            await client.create(NAMESPACES, {"metadata": {"name": namespace}})
+    watch = ImportWatch(await connect(kubeconfigs["import-1"]), namespace)
     await watch.start()
     try:
-        return await one_by_one(clients["exporter"], watch, count, within=60)
+        return await one_by_one(clients["exporter"], watch, count, within=60, settled=settled)
     finally:
         await watch.stop()
+
+
+async def deployed_latency(count: int, floor_count: int) -> dict[str, Any]:
+    """The latency as in one process, with each part in a process of its own as deployed: two
+    sandbox API servers (`mchub sandbox`), the hub and the two members; then, the members
+    stopped, the path floor on the same API servers."""
+    sandboxes = SandboxProcesses(("exporter", "import-1"))
+    deployed = Deployed(sandboxes.directory / "hub")
+    clients: dict[str, KubeClient] = {}
+    watch: ImportWatch | None = None
+    try:
+        await sandboxes.up()
+        for name, kubeconfig in sandboxes.kubeconfigs.items():
+            clients[name] = await connect(kubeconfig)
+            await install_crds(clients[name])
+        await deployed.start(clients, sandboxes.kubeconfigs, Limit())
+        for member in deployed.members.values():
+            await member.quiet_counts()
+        runs = await real_latency(clients, sandboxes.kubeconfigs, count)
+        members = list(deployed.members.values())
+
+        async def settled() -> None:
+            # What the Service before brought has ended once no member made an API request for
+            # 0.1 s: the exporter's import of its own export, both members' Endpoints imports,
+            # the ServiceExport's status.
+            await asyncio.gather(*(m.quiet_counts(quiet=0.1) for m in members))
+
+        alone = await real_latency(clients, sandboxes.kubeconfigs, count, SETTLED_NAMESPACE, settled)
+        await deployed.stop()
+        traced = trace.read(sandboxes.directory.rglob("trace.jsonl"))
+        watch = ImportWatch(clients["import-1"], LATENCY_NAMESPACE)
+        await watch.start()
+        path_floor = [
+            await path_floor_run(clients["exporter"], clients["import-1"], watch, f"path-floor-{i}")
+            for i in range(floor_count)
+        ]
+    finally:
+        if watch is not None:
+            await watch.stop()
+        await deployed.stop()
+        for client in clients.values():
+            await client.close()
+        await sandboxes.down()
+    floor_p50, floor_p99 = _percentiles(path_floor)
+    return {
+        "deployed_path_floor_p50_ms": floor_p50 * 1000,
+        "deployed_path_floor_p99_ms": floor_p99 * 1000,
+        **latency_figures("deployed_latency", traced, runs),
+        **latency_figures("deployed_alone", traced, alone),
+    }
+
+
+def latency_figures(prefix: str, traced: trace.Trace, runs: list[Run]) -> dict[str, Any]:
+    """p50 and p99 from the user's first object, and from the ServiceExport's create, to the
+    ServiceImport seen; and hop by hop."""
+    p50, p99 = _percentiles([r.seen - r.start for r in runs])
+    from_export_p50, from_export_p99 = _percentiles([r.seen - r.exporting for r in runs])
+    return {
+        f"{prefix}_services": len(runs),
+        f"{prefix}_p50_ms": p50 * 1000,
+        f"{prefix}_p99_ms": p99 * 1000,
+        f"{prefix}_from_export_p50_ms": from_export_p50 * 1000,
+        f"{prefix}_from_export_p99_ms": from_export_p99 * 1000,
+        **breakdown(prefix, traced, runs, "exporter", "import-1"),
+    }
 
 
 def real_traces(envtest: Envtest) -> trace.Trace:
@@ -806,7 +962,7 @@ async def real_burst(
     importer_names = tuple(f"import-{i + 1}" for i in range(importers))
     envtest = Envtest(("exporter", *importer_names))
     envtest.up()
-    hub: asyncio.subprocess.Process | None = None
+    deployed = Deployed(envtest.directory.parent / "hub")
     members: dict[str, MemberProcess] = {}
     clients: dict[str, KubeClient] = {}
     watches: dict[str, ImportWatch] = {}
@@ -814,24 +970,9 @@ async def real_burst(
         for name, kubeconfig in envtest.kubeconfigs.items():
             clients[name] = await connect(kubeconfig)
             await install_crds(clients[name])
-        data = envtest.directory.parent / "hub"
-        data.mkdir()
-        store = TokenStore(data / "tokens.db")
-        tokens = {name: store.create(f"member-{name}", cluster_id=name) for name in envtest.kubeconfigs}
-        store.close()
-        hub, printed = await start_child(
-            sys.executable, "-m", "mchub_cli.main", "--log-level", "WARNING", "hub",
-            "--data-dir", str(data), "--grpc-address", "127.0.0.1:0", "--rest-address", "127.0.0.1:0",
-            ready="REST on", log=data / "hub.log",
-        )  # fmt: skip
-        target = printed.split("gRPC on ", 1)[1].split()[0]
-        rest_url = printed.split("REST on ", 1)[1].split()[0]
-        ca = (data / "tls" / "ca.crt").read_bytes()
-        for name, kubeconfig in envtest.kubeconfigs.items():
-            await join_real(clients[name], name, tokens[name], ca, target)
-            members[name] = MemberProcess(name, kubeconfig, limit)
-        await asyncio.gather(*(m.start() for m in members.values()))
-        await asyncio.gather(*(m.wait_ready() for m in members.values()))
+        await deployed.start(clients, envtest.kubeconfigs, limit)
+        members = deployed.members
+        data = deployed.data
         for name in importer_names:
             watches[name] = ImportWatch(await connect(envtest.kubeconfigs[name]), REAL_NAMESPACE)
             await watches[name].start()
@@ -861,20 +1002,16 @@ async def real_burst(
 
         restart = await restart_unchanged(members[importer_names[0]], expected_keys=2 * (count + latency_count))
         admin_token = (data / "admin.token").read_text().strip()
-        templates = await fetch_templates(rest_url, str(data / "tls" / "ca.crt"), admin_token, REAL_NAMESPACE, "svc-0")
-        for member in members.values():
-            await member.stop()
-        await stop_child(hub)
-        hub = None
+        templates = await fetch_templates(
+            deployed.rest_url, str(data / "tls" / "ca.crt"), admin_token, REAL_NAMESPACE, "svc-0"
+        )
+        await deployed.stop()
         floor = await real_floor(envtest, clients["exporter"], templates, count, limit)
         traced = real_traces(envtest)
     finally:
         for watch in watches.values():
             await watch.stop()
-        for member in members.values():
-            await member.stop()
-        if hub is not None:
-            await stop_child(hub)
+        await deployed.stop()
         for client in clients.values():
             await client.close()
         envtest.down()
@@ -1084,6 +1221,26 @@ def report(r: dict[str, Any]) -> str:
             f"  import status reports to the hub {int(r['burst_status_reports'])} "
             f"in {int(r['burst_status_report_calls'])} calls",
         ]
+    if "deployed_latency_p50_ms" in r:
+        lines.append(
+            "as deployed, on sandbox API servers (each API server, the hub and each member a process): "
+            "Service, Endpoints and ServiceExport created -> ServiceImport visible, Services one by one"
+        )
+        for prefix, how in (
+            ("deployed_latency", "each once the one before was seen imported"),
+            ("deployed_alone", "each once every member had been idle for 0.1 s"),
+        ):
+            lines += [
+                f" {int(r[f'{prefix}_services'])} Services, {how}:",
+                f"  mchub   p50 {r[f'{prefix}_p50_ms']:7.1f} ms   p99 {r[f'{prefix}_p99_ms']:7.1f} ms;"
+                f" from the ServiceExport's create p50 {r[f'{prefix}_from_export_p50_ms']:.1f} ms,"
+                f" p99 {r[f'{prefix}_from_export_p99_ms']:.1f} ms",
+                *breakdown_lines(r, prefix),
+            ]
+        lines.append(
+            f"  path floor p50 {r['deployed_path_floor_p50_ms']:5.1f} ms   p99 {r['deployed_path_floor_p99_ms']:.1f}"
+            " ms (members stopped: the user's three writes, then the importer's two)"
+        )
     if "real_latency_p50_ms" in r:
         lines += [
             f"real kube-apiservers v1.28, members and hub as processes: Service, Endpoints and ServiceExport "
@@ -1123,6 +1280,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         results.update(await latencies(args.services, args.latency_runs, freeze=not args.no_gc_freeze))
         if not args.no_burst:
             results.update(await bursts(args.burst, args.importers, args.burst_runs, args.plots))
+    if args.deployed_latency:
+        results.update(await deployed_latency(args.deployed_latency, min(args.deployed_latency, 100)))
     if not args.no_real:
         reason = real_unavailable()
         if reason is None:
@@ -1156,6 +1315,12 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--real-kube-api-burst", type=int, default=DEFAULT_KUBE_API_BURST, help="the members' burst (their default)"
+    )
+    parser.add_argument(
+        "--deployed-latency",
+        type=int,
+        default=500,
+        help="Services exported one by one with API servers, hub and members each a process (0: skip)",
     )
     parser.add_argument("--no-real", action="store_true", help="skip the run on real kube-apiservers")
     parser.add_argument("--no-local", action="store_true", help="skip the runs in one process")
