@@ -224,7 +224,7 @@ class Hub:
         return (self.data / "tls" / "ca.crt").read_bytes()
 
     async def counters(self) -> dict[str, float]:
-        """The hub's counters (`/metrics`), by sample name."""
+        """The hub's counters (`/metrics`), by sample name, summed over their labels."""
         context = ssl.create_default_context(cafile=str(self.data / "tls" / "ca.crt"))
         token = (self.data / "admin.token").read_text().strip()
         async with (
@@ -232,12 +232,11 @@ class Hub:
             session.get(f"{self.rest_url}/metrics", ssl=context, headers={"Authorization": f"Bearer {token}"}) as r,
         ):
             text = await r.text()
-        return {
-            sample.name: sample.value
-            for family in text_string_to_metric_families(text)
-            for sample in family.samples
-            if not sample.labels
-        }
+        out: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                out[sample.name] = out.get(sample.name, 0.0) + sample.value
+        return out
 
     async def stop(self) -> None:
         await stop_child(self.process)
@@ -359,7 +358,19 @@ def producer_token(data: Path) -> str:
         store.close()
 
 
-async def hub_ingest(count: int) -> dict[str, float]:
+def ingest_requests(count: int, batch: int) -> list[pb.ExportRequest]:
+    """``count`` exports as the member sends them: one a request, or ``batch`` a request
+    (ExportUpserts, the i-th export with the request's sequence + i)."""
+    exports = [service_export("producer", i) for i in range(count)]
+    if batch == 1:
+        return [pb.ExportRequest(sequence=i + 1, upsert=export) for i, export in enumerate(exports)]
+    return [
+        pb.ExportRequest(sequence=i + 1, upserts=pb.ExportUpserts(exports=exports[i : i + batch]))
+        for i in range(0, count, batch)
+    ]
+
+
+async def hub_ingest(count: int, batch: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="mchub-bench-") as tmp:
         data = Path(tmp)
         token = producer_token(data)
@@ -369,11 +380,11 @@ async def hub_ingest(count: int) -> dict[str, float]:
             stub = pb_grpc.CommonAreaServiceStub(channel)
             await stub.Announce(pb.AnnounceRequest(cluster_id="producer", cluster_set_id="test-clusterset"))
             call = stub.Export()
-            exports = [service_export("producer", i) for i in range(count)]
+            requests = ingest_requests(count, batch)
 
             async def writer() -> None:
-                for i, export in enumerate(exports):
-                    await call.write(pb.ExportRequest(sequence=i + 1, upsert=export))
+                for request in requests:
+                    await call.write(request)
 
             before = await hub.counters()
             cpu, start = cpu_seconds(hub.process.pid), time.perf_counter()
@@ -381,8 +392,10 @@ async def hub_ingest(count: int) -> dict[str, float]:
             acked = 0
             while acked < count:
                 answer = await call.read()
-                assert answer.status.verdict == pb.VERDICT_ACCEPTED, answer
-                acked += 1
+                answers = list(answer.answers.answers) if answer.HasField("answers") else [answer]
+                for one in answers:
+                    assert one.status.verdict == pb.VERDICT_ACCEPTED, one
+                acked += len(answers)
             elapsed = time.perf_counter() - start
             cpu = cpu_seconds(hub.process.pid) - cpu
             await writing
@@ -394,8 +407,10 @@ async def hub_ingest(count: int) -> dict[str, float]:
 
             return {
                 "exports": count,
+                "exports_per_request": batch,
                 "seconds": elapsed,
                 "per_second": count / elapsed,
+                "requests_per_export": per_export("mchub_export_requests_total"),
                 "transactions_per_export": per_export("mchub_store_transactions_total"),
                 "statements_per_export": per_export("mchub_store_statements_total"),
                 "fsyncs_per_export": per_export("mchub_store_syncs_total"),
@@ -459,31 +474,34 @@ async def raw_fanout(subscribers: int, messages: int) -> dict[str, float]:
             await stop_child(process)
 
 
-async def raw_echo(count: int) -> dict[str, float]:
+async def raw_echo(count: int, batch: int) -> dict[str, float]:
+    """The hub's requests for ``count`` exports (``batch`` a request), each echoed back as it is."""
     with tempfile.TemporaryDirectory(prefix="mchub-bench-") as tmp:
         process, target, ca = await raw_child(Path(tmp))
         channel = channel_for(target, ca, "mch_raw")
         try:
             call = channel.stream_stream(f"/{RAW_SERVICE}/Echo")()
-            payload = pb.ExportRequest(sequence=1, upsert=service_export("producer", 1)).SerializeToString()
+            payloads = [r.SerializeToString() for r in ingest_requests(count, batch)]
 
             async def writer() -> None:
-                for _ in range(count):
+                for payload in payloads:
                     await call.write(payload)
 
             cpu, start = cpu_seconds(process.pid), time.perf_counter()
             writing = asyncio.create_task(writer())
-            for _ in range(count):
+            for _ in payloads:
                 await call.read()
             elapsed = time.perf_counter() - start
             cpu = cpu_seconds(process.pid) - cpu
             await writing
             call.cancel()
             return {
-                "messages": count,
+                "messages": len(payloads),
+                "exports": count,
                 "seconds": elapsed,
                 "per_second": count / elapsed,
-                "server_cpu_us_per_message": 1e6 * cpu / count,
+                "server_cpu_us_per_message": 1e6 * cpu / len(payloads),
+                "server_cpu_us_per_export": 1e6 * cpu / count,
             }
         finally:
             await channel.close()
@@ -517,6 +535,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     }
     fanout: list[tuple[dict[str, float], dict[str, float]]] = []
     ingest: list[tuple[dict[str, float], dict[str, float]]] = []
+    batched: list[tuple[dict[str, float], dict[str, float]]] = []
+    # The batched hub against the echo of one export a message (the floor the single runs use).
+    batched_on_single: list[tuple[dict[str, float], dict[str, float]]] = []
     for _ in range(args.repeats):
         if "fanout" in args.only:
             fanout.append(
@@ -526,11 +547,19 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 )
             )
         if "ingest" in args.only:
-            ingest.append((await raw_echo(args.ingest), await hub_ingest(args.ingest)))
+            single_floor = await raw_echo(args.ingest, 1)
+            ingest.append((single_floor, await hub_ingest(args.ingest, 1)))
+            if args.batch > 1:
+                batched.append((await raw_echo(args.ingest, args.batch), await hub_ingest(args.ingest, args.batch)))
+                batched_on_single.append((single_floor, batched[-1][1]))
     if fanout:
         results["fanout"] = summary(fanout)
     if ingest:
         results["ingest"] = summary(ingest)
+    if batched:
+        results["ingest_batched"] = summary(batched)
+        results["ingest_batched"]["ratio_to_single_echo"] = summary(batched_on_single)["ratio"]
+        results["ingest_batch"] = args.batch
     results["load_at_end"] = os.getloadavg()[0]
     return results
 
@@ -575,6 +604,24 @@ def report(results: dict[str, Any]) -> str:
             f"{_median(runs, 'floor', 'server_cpu_us_per_message'):.0f} us server CPU per message",
             f"  ratio    {ingest['ratio']['median']:.2f} ({ingest['ratio']['min']:.2f}-{ingest['ratio']['max']:.2f})",
         ]
+    if batched := results.get("ingest_batched"):
+        runs = batched["runs"]
+        against_single = batched["ratio_to_single_echo"]
+        lines += [
+            f"durable ingest on one Export stream, {results['ingest_batch']} exports a request (ExportUpserts, "
+            "as a member sends what queued):",
+            f"  hub      {_rate(batched['hub_per_second'])} exports acknowledged after fsync; per export "
+            f"{_median(runs, 'hub', 'requests_per_export'):.3f} requests, "
+            f"{_median(runs, 'hub', 'transactions_per_export'):.3f} transactions, "
+            f"{_median(runs, 'hub', 'statements_per_export'):.2f} statements, "
+            f"{_median(runs, 'hub', 'fsyncs_per_export'):.3f} fsyncs, "
+            f"{_median(runs, 'hub', 'server_cpu_us_per_export'):.0f} us hub CPU",
+            f"  raw gRPC {_rate(batched['floor_per_second'])} exports echoed in the same requests; "
+            f"{_median(runs, 'floor', 'server_cpu_us_per_export'):.1f} us server CPU per export",
+            f"  ratio    {batched['ratio']['median']:.2f} ({batched['ratio']['min']:.2f}-{batched['ratio']['max']:.2f})"
+            f" to the echo of the same requests; {against_single['median']:.2f} "
+            f"({against_single['min']:.2f}-{against_single['max']:.2f}) to the echo of one export a message",
+        ]
     return "\n".join(lines)
 
 
@@ -583,6 +630,7 @@ if __name__ == "__main__":
     parser.add_argument("--subscribers", type=int, default=100)
     parser.add_argument("--services", type=int, default=1000, help="Services exported per fan-out run (2 imports each)")
     parser.add_argument("--ingest", type=int, default=20000, help="exports per ingest run")
+    parser.add_argument("--batch", type=int, default=64, help="exports a request in the batched ingest runs (1: none)")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each, interleaved with their floors")
     parser.add_argument("--only", default="fanout,ingest", help="measurements to run (fanout,ingest)")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")

@@ -49,6 +49,12 @@ class HubMetrics:
         self.export_streams = Gauge("mchub_export_streams", "Open Export streams", registry=r)
         self.watchers = Gauge("mchub_import_watchers", "Open WatchImports streams", registry=r)
         self.exports_received = Counter("mchub_export_upserts_total", "Export upserts received", ["kind"], registry=r)
+        self.export_requests = Counter(
+            "mchub_export_requests_total",
+            "Export stream requests received, by item (upserts: several upserts in one request)",
+            ["item"],
+            registry=r,
+        )
         self.imports_sent = Counter(
             "mchub_import_events_total",
             "Import change events fanned out (per batch, not per watcher)",

@@ -60,6 +60,8 @@ CLUSTER_ID_METADATA = "mchub-cluster-id"
 REFUSAL_REASON_METADATA = "mchub-reason"
 REASON_CLUSTER_ID_IN_USE = "ClusterIDInUse"
 REASON_CLUSTER_ID_IMMUTABLE = "ClusterIDImmutable"
+# Initial metadata of an Export stream whose hub takes several upserts in one request (ExportUpserts).
+EXPORT_BATCHES_METADATA = "mchub-export-batches"
 LABEL_IDENTITY_MAX_ID = 16777214
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

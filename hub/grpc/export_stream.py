@@ -7,6 +7,11 @@ sends each write's answers, in order, once the write is durable (Engine.publishe
 reader already decides the next one, so a stream's writes share fsyncs; the forwarder adds the
 verdicts the engine publishes for this owner unasked. The stream ends at the member's
 half-close, or with the first failure, which the call maps (hub.grpc.calls).
+
+An ExportUpserts request is several upserts, the i-th with the request's sequence + i, each
+admitted as if it had come alone (in the same write as the upserts around it); their answers
+go back together in one ExportResponse, so a member with many exports to send (a resync, a
+burst) pays gRPC's cost per message once per batch, on both sides.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from hub.auth.identity import Identity
@@ -31,13 +37,35 @@ from mcapi.mchub.v1 import common_area_pb2 as pb
 log = logging.getLogger(__name__)
 
 _END = object()
-# Upserts that queued while the previous write was being decided are committed together.
+# Upserts that queued while the previous write was being decided are committed together, up to
+# this many (a batch request is never split).
 _BATCH_LIMIT = 256
 # Writes decided whose answers wait for durability, beyond the one being answered: then the
 # reader waits before it takes the next requests, and those that come meanwhile make one
 # larger write (an export costs about half as much in a write of fifty as alone).
 _UNANSWERED_LIMIT = 1
 Request = pb.ExportRequest | Malformed
+
+
+@dataclass(frozen=True)
+class _Upsert:
+    export: pb.ResourceExport
+    sequence: int
+    # The sequence of the ExportUpserts request it came in; None: it came alone.
+    batch: int | None = None
+
+
+def _upserts_of(request: object) -> list[_Upsert]:
+    """The upserts a request carries (none: it is another kind of request, or an empty batch)."""
+    if not isinstance(request, pb.ExportRequest):
+        return []
+    kind = request.WhichOneof("item")
+    if kind == "upsert":
+        return [_Upsert(request.upsert, request.sequence)]
+    if kind == "upserts":
+        first = request.sequence
+        return [_Upsert(e, first + i, first) for i, e in enumerate(request.upserts.exports)]
+    return []
 
 
 class ExportStream:
@@ -95,12 +123,15 @@ class ExportStream:
                 return
             out.put_nowait(item)
 
-    @staticmethod
-    async def _pump(requests: AsyncIterator[Request], inbox: asyncio.Queue[object]) -> None:
+    async def _pump(self, requests: AsyncIterator[Request], inbox: asyncio.Queue[object]) -> None:
+        counted = self._metrics.export_requests
         try:
             async for request in requests:
-                if isinstance(request, pb.ExportRequest) and request.HasField("upsert"):
-                    trace.mark_export(trace.Hop.HUB_RECEIVED, request.upsert)
+                item = request.WhichOneof("item") if isinstance(request, pb.ExportRequest) else None
+                counted.labels(item=item or "malformed").inc()
+                if trace.enabled():
+                    for upsert in _upserts_of(request):
+                        trace.mark_export(trace.Hop.HUB_RECEIVED, upsert.export)
                 # Waits while the inbox is full: gRPC flow control then slows the member.
                 await inbox.put(request)
             await inbox.put(_END)
@@ -121,12 +152,15 @@ class ExportStream:
                 # Until a decision may wait for its answers: the requests that come meanwhile join
                 # this write, rather than wait behind a small one decided now.
                 await decided.room()
-                while not inbox.empty() and len(items) < _BATCH_LIMIT:
+                taken = len(_upserts_of(items[0]))
+                while not inbox.empty() and taken < _BATCH_LIMIT:
                     items.append(inbox.get_nowait())
-                upserts: list[tuple[Any, int]] = []
+                    taken += len(_upserts_of(items[-1]))
+                upserts: list[_Upsert] = []
                 for item in items:
-                    if isinstance(item, pb.ExportRequest) and item.WhichOneof("item") == "upsert":
-                        upserts.append((item.upsert, item.sequence))
+                    carried = _upserts_of(item)
+                    if carried:
+                        upserts.extend(carried)
                         continue
                     await self._flush_upserts(upserts, bracket, decided)
                     upserts = []
@@ -154,19 +188,27 @@ class ExportStream:
         finally:
             pump.cancel()
 
-    async def _flush_upserts(self, upserts: list[tuple[Any, int]], bracket: SyncBracket, decided: _Decided) -> None:
+    async def _flush_upserts(self, upserts: list[_Upsert], bracket: SyncBracket, decided: _Decided) -> None:
         if not upserts:
             return
-        admitted = await self._engine().admit_many(self._who, upserts)
+        admitted = await self._engine().admit_many(self._who, [(u.export, u.sequence) for u in upserts])
         answers: list[object] = []
-        for response in admitted.responses:
+        together: pb.ExportResponse | None = None  # the answer to the batch being answered
+        for upsert, response in zip(upserts, admitted.responses, strict=False):
             bracket.mention(response.export_name)
-            answers.append(response)
-        kinds = Counter(e.WhichOneof("payload") or "" for e, _ in upserts[: len(admitted.responses)])
+            if upsert.batch is None:
+                together = None
+                answers.append(response)
+                continue
+            if together is None or upsert.sequence == upsert.batch:
+                together = pb.ExportResponse()
+                answers.append(together)
+            together.answers.answers.append(response)
+        kinds = Counter(u.export.WhichOneof("payload") or "" for u in upserts[: len(admitted.responses)])
         for kind, count in kinds.items():
             self._metrics.exports_received.labels(kind=kind).inc(count)
         if admitted.refusal is not None:
-            refusal = _naming_sequence(admitted.refusal, upserts[len(admitted.responses)][1])
+            refusal = _naming_sequence(admitted.refusal, upserts[len(admitted.responses)].sequence)
             log.info("export refused", extra={"caller": self._who.describe(), "error": str(refusal)})
             answers.append(refusal)
         await decided.put((admitted.revision, answers))
@@ -190,7 +232,9 @@ class ExportStream:
             response = await self._engine().sweep(self._who, bracket.mentioned(), request.sequence)
             bracket.end()
             return response
-        raise InvalidRequest("an ExportRequest must carry sync_begin, upsert, delete or sync_end")
+        if item == "upserts":  # with exports, it went the way of the upserts
+            raise InvalidRequest("an ExportUpserts must carry at least one export")
+        raise InvalidRequest("an ExportRequest must carry sync_begin, upsert, upserts, delete or sync_end")
 
 
 class _Decided:

@@ -17,6 +17,7 @@ from hub.grpc.lenient import lenient
 from hub.grpc.watch_stream import WatchImportsStream
 from hub.metrics import HubMetrics
 from hub.watch.encoded import WatchResponse, serialize
+from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 
 SERVICE_NAME = "mchub.v1.CommonAreaService"
@@ -78,8 +79,10 @@ class CommonAreaService:
 
     @rpc(writes=True)
     async def Export(
-        self, who: Identity, requests: AsyncIterator[ExportRequest], _: Context
+        self, who: Identity, requests: AsyncIterator[ExportRequest], context: Context
     ) -> AsyncIterator[pb.ExportResponse]:
+        # Before any answer: the member may send ExportUpserts from here on.
+        await context.send_initial_metadata(((names.EXPORT_BATCHES_METADATA, "1"),))
         self._metrics.export_streams.inc()
         try:
             async for response in ExportStream(lambda: self._engine, who, self._metrics).answers(requests):

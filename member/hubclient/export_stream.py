@@ -4,6 +4,11 @@ Writes are pipelined (up to `max_in_flight` unanswered requests, each with its o
 sequence) but an export never has two writes in flight: updates that arrive meanwhile
 coalesce into its latest value, sent when the previous answer is in.
 
+Several upserts to send at once (the bracket's, or changes that queued) go in one ExportUpserts
+request, to a hub that says in the stream's initial metadata that it takes them; each still
+has its own sequence and counts against `max_in_flight`. A lone upsert goes alone, and so does
+everything to a hub that does not say so (an older one).
+
 The hub handles a stream's requests in order and stops at the first it refuses
 (PERMISSION_DENIED / INVALID_ARGUMENT end the whole stream), so the refused request is
 the oldest one still unanswered: that export is set aside (reported once, not sent again
@@ -19,7 +24,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from mcapi import trace
+from mcapi import names, trace
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from mcapi.mchub.v1 import common_area_pb2_grpc as pb_grpc
 from member.hubclient.connection import CallMetadata
@@ -36,6 +41,11 @@ VerdictListener = Callable[[str, pb.ExportStatus], None]
 RejectionListener = Callable[[str, ExportRejection], None]
 
 _ITEM_REFUSALS = (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.INVALID_ARGUMENT)
+# One ExportUpserts holds at most this many exports (and half of `max_in_flight`, so that the
+# next batch is on its way while the hub stores one) and about this many bytes (the hub takes
+# 4 MiB messages by default; an export larger than this goes alone).
+MAX_BATCH = 64
+MAX_BATCH_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,8 @@ class ExportPump:
         self._streaming = False
         self._sequence = 0
         self._flight: dict[int, _Sent] = {}
+        # Whether this stream's hub takes ExportUpserts (its initial metadata says so).
+        self._batches = False
         self._busy: set[str] = set()
         self._bracket_done = False
         # Streams opened so far: lets tests (and metrics) see that nothing loops tightly.
@@ -171,8 +183,14 @@ class ExportPump:
     async def _write(self, call: grpc.aio.StreamStreamCall[pb.ExportRequest, pb.ExportResponse]) -> None:
         try:
             await self._send(call, _Sent("sync_begin"), pb.ExportRequest(sync_begin=pb.SyncBegin()))
+            self._batches = (names.EXPORT_BATCHES_METADATA, "1") in tuple(await call.initial_metadata() or ())
+            exports: list[pb.ResourceExport] = []
             for export in self._desired.begin_sync():
-                await self._send(call, _Sent("upsert", export.export_name, export), pb.ExportRequest(upsert=export))
+                exports.append(export)
+                if len(exports) >= self._batch_limit():
+                    await self._send_upserts(call, exports)
+                    exports = []
+            await self._send_upserts(call, exports)
             await self._send(call, _Sent("sync_end"), pb.ExportRequest(sync_end=pb.SyncEnd()))
             while True:
                 if self._stopping.is_set() and not self._flight and not self._desired.has_pending(set()):
@@ -183,14 +201,55 @@ class ExportPump:
                 if not changes:
                     await self._activity.wait()
                     continue
+                upserts: list[pb.ResourceExport] = []
                 for name, value in changes:
-                    if value is None:
-                        request = pb.ExportRequest(delete=pb.ExportDelete(export_name=name))
-                        await self._send(call, _Sent("delete", name), request)
-                    else:
-                        await self._send(call, _Sent("upsert", name, value), pb.ExportRequest(upsert=value))
+                    if value is not None:
+                        upserts.append(value)
+                        continue
+                    await self._send_upserts(call, upserts)
+                    upserts = []
+                    request = pb.ExportRequest(delete=pb.ExportDelete(export_name=name))
+                    await self._send(call, _Sent("delete", name), request)
+                await self._send_upserts(call, upserts)
         except (grpc.aio.AioRpcError, asyncio.InvalidStateError, grpc.aio.UsageError):
             return  # the stream failed; the reader reports how
+
+    def _batch_limit(self) -> int:
+        return max(1, min(MAX_BATCH, self._settings.max_in_flight // 2)) if self._batches else 1
+
+    async def _send_upserts(
+        self, call: grpc.aio.StreamStreamCall[pb.ExportRequest, pb.ExportResponse], exports: list[pb.ResourceExport]
+    ) -> None:
+        """Upserts in order: in batches to a hub that takes them, else (or when alone) one by one."""
+        limit = self._batch_limit()
+        batch: list[pb.ResourceExport] = []
+        size = 0
+        for export in exports:
+            export_size = export.ByteSize()
+            if batch and (len(batch) >= limit or size + export_size > MAX_BATCH_BYTES):
+                await self._send_batch(call, batch)
+                batch, size = [], 0
+            batch.append(export)
+            size += export_size
+        if batch:
+            await self._send_batch(call, batch)
+
+    async def _send_batch(
+        self, call: grpc.aio.StreamStreamCall[pb.ExportRequest, pb.ExportResponse], batch: list[pb.ResourceExport]
+    ) -> None:
+        if len(batch) == 1:
+            [export] = batch
+            await self._send(call, _Sent("upsert", export.export_name, export), pb.ExportRequest(upsert=export))
+            return
+        while len(self._flight) + len(batch) > self._settings.max_in_flight:
+            await self._activity.wait()
+        request = pb.ExportRequest(sequence=self._sequence + 1, upserts=pb.ExportUpserts(exports=batch))
+        for export in batch:
+            self._sequence += 1
+            self._flight[self._sequence] = _Sent("upsert", export.export_name, export)
+            self._busy.add(export.export_name)
+            trace.mark_export(trace.Hop.EXPORT_SENT, export, export.cluster_id)
+        await call.write(request)
 
     async def _send(
         self,
@@ -212,7 +271,9 @@ class ExportPump:
     # ---- answers -------------------------------------------------------------
 
     def _answer(self, response: pb.ExportResponse) -> bool:
-        """Apply one answer; True when it completed a sync bracket."""
+        """Apply one answer (or a batch's answers); True when it completed a sync bracket."""
+        if response.HasField("answers"):
+            return any([self._answer(answer) for answer in response.answers.answers])
         if response.sequence == 0:
             self._unsolicited(response)
             return False

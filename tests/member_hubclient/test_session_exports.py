@@ -86,6 +86,47 @@ async def test_many_exports_are_pipelined_and_all_arrive(sessions: SessionFactor
     assert len(hub.engine.index.owned_by("east", admin=False)) == 150
 
 
+def _export_requests(hub: HubApp) -> dict[str, float]:
+    return {
+        sample.labels["item"]: sample.value
+        for metric in hub.metrics.registry.collect()
+        if metric.name == "mchub_export_requests"
+        for sample in metric.samples
+        if sample.name == "mchub_export_requests_total"
+    }
+
+
+async def test_many_exports_go_in_batches_each_answered_and_a_lone_change_goes_alone(
+    sessions: SessionFactory, hub: HubApp
+) -> None:
+    session = await sessions.open("east")  # max_in_flight 128: batches of 64
+    session.replace_all(service_export("east", "default", f"svc-{i}") for i in range(200))
+    await _settled(session)
+    assert len(hub.engine.index.owned_by("east", admin=False)) == 200
+    sent = _export_requests(hub)
+    assert sent.get("upserts") == 4 and not sent.get("upsert"), f"200 exports of a bracket came in {sent}"
+    status = session.verdict(names.service_export_name("east", "default", "svc-199"))
+    assert status is not None and status.verdict == pb.VERDICT_ACCEPTED, "each export of a batch has its verdict"
+    session.set_export(service_export("east", "default", "svc-0", [("http", 8080)]))
+    await _settled(session)
+    assert _export_requests(hub).get("upsert") == 1
+
+
+async def test_a_refused_export_in_a_batch_is_set_aside_and_the_others_of_its_batch_still_arrive(
+    sessions: SessionFactory, hub: HubApp
+) -> None:
+    session = await sessions.open("east")
+    bad = service_export("east", "default", "bad")
+    bad.service.ports[0].port = 0  # invalid: the hub refuses it alone
+    exports = [service_export("east", "default", f"svc-{i}") for i in range(10)]
+    session.replace_all([*exports[:5], bad, *exports[5:]])
+    await _settled(session)
+    owned = set(hub.engine.index.owned_by("east", admin=False))
+    assert owned == {e.export_name for e in exports}
+    assert session.rejection(bad.export_name) is not None
+    assert _export_requests(hub).get("upserts", 0) >= 2, "the others went in batches again on the new stream"
+
+
 async def test_removing_an_export_while_the_hub_is_down_is_swept_by_the_next_sync_bracket(
     sessions: SessionFactory, hubs: HubRunner, hub: HubApp
 ) -> None:

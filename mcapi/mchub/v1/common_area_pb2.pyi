@@ -927,6 +927,50 @@ class ExportDelete(_message.Message):
 Global___ExportDelete: _TypeAlias = ExportDelete  # noqa: Y015
 
 @_typing.final
+class ExportUpserts(_message.Message):
+    """Several upserts in one request (see rpc Export, Batches)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EXPORTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def exports(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceExport]: ...
+    def __init__(
+        self,
+        *,
+        exports: _abc.Iterable[Global___ResourceExport] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["exports", b"exports"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportUpserts: _TypeAlias = ExportUpserts  # noqa: Y015
+
+@_typing.final
+class ExportAnswers(_message.Message):
+    """The answers to one ExportUpserts, in the order of its exports."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ANSWERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def answers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExportResponse]: ...
+    def __init__(
+        self,
+        *,
+        answers: _abc.Iterable[Global___ExportResponse] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answers", b"answers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportAnswers: _TypeAlias = ExportAnswers  # noqa: Y015
+
+@_typing.final
 class ExportRequest(_message.Message):
     """ExportRequest is one item of the Export stream; exactly one of `item` must be
     set (see rpc Export for the order items may come in).
@@ -939,6 +983,7 @@ class ExportRequest(_message.Message):
     UPSERT_FIELD_NUMBER: _builtins.int
     DELETE_FIELD_NUMBER: _builtins.int
     SYNC_END_FIELD_NUMBER: _builtins.int
+    UPSERTS_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
     """Chosen by the member, echoed in the answer to this request."""
     @_builtins.property
@@ -949,6 +994,8 @@ class ExportRequest(_message.Message):
     def delete(self) -> Global___ExportDelete: ...
     @_builtins.property
     def sync_end(self) -> Global___SyncEnd: ...
+    @_builtins.property
+    def upserts(self) -> Global___ExportUpserts: ...
     def __init__(
         self,
         *,
@@ -957,12 +1004,13 @@ class ExportRequest(_message.Message):
         upsert: Global___ResourceExport | None = ...,
         delete: Global___ExportDelete | None = ...,
         sync_end: Global___SyncEnd | None = ...,
+        upserts: Global___ExportUpserts | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["delete", b"delete", "item", b"item", "sync_begin", b"sync_begin", "sync_end", b"sync_end", "upsert", b"upsert"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["delete", b"delete", "item", b"item", "sync_begin", b"sync_begin", "sync_end", b"sync_end", "upsert", b"upsert", "upserts", b"upserts"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["delete", b"delete", "item", b"item", "sequence", b"sequence", "sync_begin", b"sync_begin", "sync_end", b"sync_end", "upsert", b"upsert"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delete", b"delete", "item", b"item", "sequence", b"sequence", "sync_begin", b"sync_begin", "sync_end", b"sync_end", "upsert", b"upsert", "upserts", b"upserts"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["sync_begin", "upsert", "delete", "sync_end"]  # noqa: Y015
+    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["sync_begin", "upsert", "delete", "sync_end", "upserts"]  # noqa: Y015
     _WhichOneofArgType_item: _TypeAlias = _typing.Literal["item", b"item"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_item) -> _WhichOneofReturnType_item | None: ...
 
@@ -1000,6 +1048,7 @@ class ExportResponse(_message.Message):
     REVISION_FIELD_NUMBER: _builtins.int
     SYNC_END_FIELD_NUMBER: _builtins.int
     SYNC_BEGUN_FIELD_NUMBER: _builtins.int
+    ANSWERS_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
     """The sequence of the request answered; 0 for an unsolicited verdict change."""
     export_name: _builtins.str
@@ -1013,6 +1062,10 @@ class ExportResponse(_message.Message):
     def sync_end(self) -> Global___SyncEndAck:
         """Set on the answer to a SyncEnd."""
 
+    @_builtins.property
+    def answers(self) -> Global___ExportAnswers:
+        """Set, alone, on the answers to an ExportUpserts (sequence 0)."""
+
     def __init__(
         self,
         *,
@@ -1022,10 +1075,11 @@ class ExportResponse(_message.Message):
         revision: _builtins.int = ...,
         sync_end: Global___SyncEndAck | None = ...,
         sync_begun: _builtins.bool = ...,
+        answers: Global___ExportAnswers | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status", "sync_end", b"sync_end"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["answers", b"answers", "status", b"status", "sync_end", b"sync_end"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["export_name", b"export_name", "revision", b"revision", "sequence", b"sequence", "status", b"status", "sync_begun", b"sync_begun", "sync_end", b"sync_end"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answers", b"answers", "export_name", b"export_name", "revision", b"revision", "sequence", b"sequence", "status", b"status", "sync_begun", b"sync_begun", "sync_end", b"sync_end"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -113,6 +113,15 @@ class CommonAreaServiceServicer:
         acknowledged
         Verdicts (Accepted, Conflict, Rejected, Invalid) are answers, not
         refusals: the item was stored and the stream goes on.
+
+        Batches: a hub that takes `upserts` says so in the call's initial
+        metadata (mchub-export-batches: 1), sent before its first answer. An
+        `upserts` request carries several upserts, the i-th (from 0) with
+        sequence `sequence + i`; each is handled as if it had come alone, and they
+        are answered together in one ExportResponse's `answers`, in order. A
+        refusal of one of them answers those before it, then ends the stream
+        naming its own sequence. A member sends batches only to a hub that said
+        it takes them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

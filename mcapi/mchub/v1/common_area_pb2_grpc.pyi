@@ -75,6 +75,15 @@ class CommonAreaServiceStub:
                           acknowledged
     Verdicts (Accepted, Conflict, Rejected, Invalid) are answers, not
     refusals: the item was stored and the stream goes on.
+
+    Batches: a hub that takes `upserts` says so in the call's initial
+    metadata (mchub-export-batches: 1), sent before its first answer. An
+    `upserts` request carries several upserts, the i-th (from 0) with
+    sequence `sequence + i`; each is handled as if it had come alone, and they
+    are answered together in one ExportResponse's `answers`, in order. A
+    refusal of one of them answers those before it, then ends the stream
+    naming its own sequence. A member sends batches only to a hub that said
+    it takes them.
     """
     WatchImports: _grpc.UnaryStreamMultiCallable[_common_area_pb2.WatchImportsRequest, _common_area_pb2.WatchImportsResponse]
     """WatchImports sends a snapshot and a SYNCED marker, or, when (epoch,
@@ -154,6 +163,15 @@ class CommonAreaServiceAsyncStub(CommonAreaServiceStub):
                           acknowledged
     Verdicts (Accepted, Conflict, Rejected, Invalid) are answers, not
     refusals: the item was stored and the stream goes on.
+
+    Batches: a hub that takes `upserts` says so in the call's initial
+    metadata (mchub-export-batches: 1), sent before its first answer. An
+    `upserts` request carries several upserts, the i-th (from 0) with
+    sequence `sequence + i`; each is handled as if it had come alone, and they
+    are answered together in one ExportResponse's `answers`, in order. A
+    refusal of one of them answers those before it, then ends the stream
+    naming its own sequence. A member sends batches only to a hub that said
+    it takes them.
     """
     WatchImports: _aio.UnaryStreamMultiCallable[_common_area_pb2.WatchImportsRequest, _common_area_pb2.WatchImportsResponse]  # type: ignore[assignment]
     """WatchImports sends a snapshot and a SYNCED marker, or, when (epoch,
@@ -242,6 +260,15 @@ class CommonAreaServiceServicer(metaclass=_abc_1.ABCMeta):
                               acknowledged
         Verdicts (Accepted, Conflict, Rejected, Invalid) are answers, not
         refusals: the item was stored and the stream goes on.
+
+        Batches: a hub that takes `upserts` says so in the call's initial
+        metadata (mchub-export-batches: 1), sent before its first answer. An
+        `upserts` request carries several upserts, the i-th (from 0) with
+        sequence `sequence + i`; each is handled as if it had come alone, and they
+        are answered together in one ExportResponse's `answers`, in order. A
+        refusal of one of them answers those before it, then ends the stream
+        naming its own sequence. A member sends batches only to a hub that said
+        it takes them.
         """
 
     @_abc_1.abstractmethod
