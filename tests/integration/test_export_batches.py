@@ -10,17 +10,9 @@ import pytest
 from hub.app import HubApp
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from tests.integration.hubclient import Member, MemberFactory, endpoints_export, service_export
+from tests.integration.hubclient import Member, endpoints_export, service_export
+from tests.integration.test_export_stream_order import KEPT, east_holding_kept  # noqa: F401 (the fixture east)
 from tests.integration.test_hub_security import refused, store_state
-
-KEPT = service_export("east", "default", "kept")
-
-
-@pytest.fixture
-async def east(connect: MemberFactory) -> Member:
-    member = await connect("east")
-    await member.export(KEPT)
-    return member
 
 
 def _batch(sequence: int, *exports: pb.ResourceExport) -> pb.ExportRequest:

@@ -24,8 +24,8 @@ KEPT = service_export("east", "default", "kept")
 WEB = service_export("east", "default", "web")
 
 
-@pytest.fixture
-async def east(connect: MemberFactory) -> Member:
+@pytest.fixture(name="east")
+async def east_holding_kept(connect: MemberFactory) -> Member:
     """East, holding KEPT from an earlier session: a bracket that does not mention it sweeps it."""
     member = await connect("east")
     await member.export(KEPT)
