@@ -602,12 +602,14 @@ async def memory_run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def snapshot_seconds(target: str, ca: bytes, tokens: dict[str, str]) -> float:
-    """One member (an exporter) watches: seconds until it holds the snapshot of every import."""
+    """One member (an exporter) watches, batched as members do: seconds until it holds the
+    snapshot of every import."""
     cluster, token = next(iter(tokens.items()))
     channel = channel_for(target, ca, token)
     try:
         start = time.perf_counter()
-        call = pb_grpc.CommonAreaServiceStub(channel).WatchImports(pb.WatchImportsRequest(cluster_id=cluster))
+        request = pb.WatchImportsRequest(cluster_id=cluster, batched=True)
+        call = pb_grpc.CommonAreaServiceStub(channel).WatchImports(request)
         async for event in call:
             if event.WhichOneof("event") == "synced":
                 call.cancel()
