@@ -345,7 +345,8 @@ async def test_a_member_lacking_the_tier_reports_acnp_import_failed_until_the_ti
         def west_report() -> Any:
             return hub.engine.import_status.get(POLICY_IMPORT, {}).get(WEST)
 
-        # (CRDNotInstalled may come first: the member's discovery of the new CRDs is cached 10 s.)
+        # (CRDNotInstalled may come first: the member's discovery answer from before the CRDs is
+        # given once more, and asked again at once.)
         await until(
             lambda: west_report() is not None and west_report().reason == "TierNotFound", WITHIN, "TierNotFound"
         )

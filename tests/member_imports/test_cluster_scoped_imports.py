@@ -17,6 +17,7 @@ from kube.resources import CRDS, Obj, Resource
 from mcapi import names
 from mcapi.resources import CLUSTER_INFO_IMPORTS, LABEL_IDENTITIES, SERVICE_IMPORTS, SERVICE_IMPORTS_V1BETA1
 from member.hubclient import Delete
+from member.imports import discovery
 from member.imports.cluster_info_status import set_cluster_info_import_condition
 from member.imports.discovery import ApiDiscovery
 from tests.kubeenv.cluster import CRD_DIR
@@ -162,6 +163,31 @@ async def test_discovery_tells_when_a_groups_resources_change_and_not_when_a_ref
         assert changes == ["crd.antrea.io"]
     finally:
         await apis.close()
+
+
+async def test_discovery_looks_again_at_once_at_a_resource_it_found_missing_a_second_ago_not_a_ttl_later(
+    member: KubeClient,
+) -> None:
+    changes: list[str] = []
+    apis = ApiDiscovery(member, ttl=600.0, on_change=changes.append)
+    try:
+        assert await apis.versions_serving("crd.antrea.io", "clusternetworkpolicies") == []
+        await _install(member, _minimal_crd("clusternetworkpolicies", "ClusterNetworkPolicy"), ACNP)
+        # Within RECHECK_AFTER of the answer: it stands, and nothing is asked again.
+        assert await apis.versions_serving("crd.antrea.io", "clusternetworkpolicies") == []
+        await asyncio.sleep(0.2)
+        assert changes == []
+        await asyncio.sleep(discovery.RECHECK_AFTER)
+        # Older: still given (an import never waits for discovery), and looked at again now.
+        assert await apis.versions_serving("crd.antrea.io", "clusternetworkpolicies") == []
+        await eventually(lambda: _true(changes == ["crd.antrea.io"]))
+        assert await apis.versions_serving("crd.antrea.io", "clusternetworkpolicies") == ["v1beta1"]
+    finally:
+        await apis.close()
+
+
+async def _true(value: bool) -> bool:
+    return value
 
 
 async def test_a_policy_whose_tier_is_missing_fails_and_is_created_when_the_tier_appears(
