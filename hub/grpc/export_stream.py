@@ -40,6 +40,9 @@ _END = object()
 # Upserts that queued while the previous write was being decided are committed together, up to
 # this many (a batch request is never split).
 _BATCH_LIMIT = 256
+# The most exports one ExportUpserts may carry (a member sends 64): a request that names more is
+# refused, since its one write would hold every other stream's writes up while it is decided.
+MAX_BATCH_UPSERTS = 1000
 # Writes decided whose answers wait for durability, beyond the one being answered: then the
 # reader waits before it takes the next requests, and those that come meanwhile make one
 # larger write (an export costs about half as much in a write of fifty as alone).
@@ -159,7 +162,7 @@ class ExportStream:
                 upserts: list[_Upsert] = []
                 for item in items:
                     carried = _upserts_of(item)
-                    if carried:
+                    if 0 < len(carried) <= MAX_BATCH_UPSERTS:
                         upserts.extend(carried)
                         continue
                     await self._flush_upserts(upserts, bracket, decided)
@@ -232,7 +235,10 @@ class ExportStream:
             response = await self._engine().sweep(self._who, bracket.mentioned(), request.sequence)
             bracket.end()
             return response
-        if item == "upserts":  # with exports, it went the way of the upserts
+        if item == "upserts":  # with 1..MAX_BATCH_UPSERTS exports, it went the way of the upserts
+            count = len(request.upserts.exports)
+            if count:
+                raise InvalidRequest(f"an ExportUpserts carries at most {MAX_BATCH_UPSERTS} exports; this one {count}")
             raise InvalidRequest("an ExportUpserts must carry at least one export")
         raise InvalidRequest("an ExportRequest must carry sync_begin, upsert, upserts, delete or sync_end")
 

@@ -8,6 +8,7 @@ import grpc
 import pytest
 
 from hub.app import HubApp
+from hub.grpc.export_stream import MAX_BATCH_UPSERTS
 from mcapi import names
 from mcapi.mchub.v1 import common_area_pb2 as pb
 from tests.integration.hubclient import Member, endpoints_export, service_export
@@ -101,3 +102,13 @@ async def test_an_empty_batch_is_an_invalid_argument_and_changes_nothing(hub: Hu
         hub, grpc.StatusCode.INVALID_ARGUMENT, lambda: session.send(_batch(0)), "at least one export"
     )
     assert "(request sequence 1)" in details
+
+
+async def test_a_batch_of_more_than_the_hub_takes_is_an_invalid_argument_and_changes_nothing(
+    hub: HubApp, east: Member
+) -> None:
+    too_many = [service_export("east", "default", f"web-{i}") for i in range(MAX_BATCH_UPSERTS + 1)]
+    session = east.export_session()
+    request = _batch(0, *too_many)
+    details = await refused(hub, grpc.StatusCode.INVALID_ARGUMENT, lambda: session.send(request), "at most")
+    assert f"this one {MAX_BATCH_UPSERTS + 1}" in details

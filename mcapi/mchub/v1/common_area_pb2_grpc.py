@@ -120,8 +120,9 @@ class CommonAreaServiceServicer:
         sequence `sequence + i`; each is handled as if it had come alone, and they
         are answered together in one ExportResponse's `answers`, in order. A
         refusal of one of them answers those before it, then ends the stream
-        naming its own sequence. A member sends batches only to a hub that said
-        it takes them.
+        naming its own sequence. At most 1,000 exports a request (more, or none,
+        is INVALID_ARGUMENT). A member sends batches only to a hub that said it
+        takes them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

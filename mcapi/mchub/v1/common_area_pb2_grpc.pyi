@@ -82,8 +82,9 @@ class CommonAreaServiceStub:
     sequence `sequence + i`; each is handled as if it had come alone, and they
     are answered together in one ExportResponse's `answers`, in order. A
     refusal of one of them answers those before it, then ends the stream
-    naming its own sequence. A member sends batches only to a hub that said
-    it takes them.
+    naming its own sequence. At most 1,000 exports a request (more, or none,
+    is INVALID_ARGUMENT). A member sends batches only to a hub that said it
+    takes them.
     """
     WatchImports: _grpc.UnaryStreamMultiCallable[_common_area_pb2.WatchImportsRequest, _common_area_pb2.WatchImportsResponse]
     """WatchImports sends a snapshot and a SYNCED marker, or, when (epoch,
@@ -170,8 +171,9 @@ class CommonAreaServiceAsyncStub(CommonAreaServiceStub):
     sequence `sequence + i`; each is handled as if it had come alone, and they
     are answered together in one ExportResponse's `answers`, in order. A
     refusal of one of them answers those before it, then ends the stream
-    naming its own sequence. A member sends batches only to a hub that said
-    it takes them.
+    naming its own sequence. At most 1,000 exports a request (more, or none,
+    is INVALID_ARGUMENT). A member sends batches only to a hub that said it
+    takes them.
     """
     WatchImports: _aio.UnaryStreamMultiCallable[_common_area_pb2.WatchImportsRequest, _common_area_pb2.WatchImportsResponse]  # type: ignore[assignment]
     """WatchImports sends a snapshot and a SYNCED marker, or, when (epoch,
@@ -267,8 +269,9 @@ class CommonAreaServiceServicer(metaclass=_abc_1.ABCMeta):
         sequence `sequence + i`; each is handled as if it had come alone, and they
         are answered together in one ExportResponse's `answers`, in order. A
         refusal of one of them answers those before it, then ends the stream
-        naming its own sequence. A member sends batches only to a hub that said
-        it takes them.
+        naming its own sequence. At most 1,000 exports a request (more, or none,
+        is INVALID_ARGUMENT). A member sends batches only to a hub that said it
+        takes them.
         """
 
     @_abc_1.abstractmethod
