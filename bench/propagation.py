@@ -1037,19 +1037,7 @@ async def real_burst(
         "real_exporter_requests_per_service": exporter["requests_per_service"],
         "real_exporter_requests_by_kind": by_verb_resource(deltas["exporter"]),
         **restart,
-        **real_latency_figures(traced, runs),
-    }
-
-
-def real_latency_figures(traced: trace.Trace, runs: list[Run]) -> dict[str, Any]:
-    if not runs:
-        return {}
-    p50, p99 = _percentiles([r.seen - r.start for r in runs])
-    return {
-        "real_latency_services": len(runs),
-        "real_latency_p50_ms": p50 * 1000,
-        "real_latency_p99_ms": p99 * 1000,
-        **breakdown("real_latency", traced, runs, "exporter", "import-1"),
+        **(latency_figures("real_latency", traced, runs) if runs else {}),
     }
 
 

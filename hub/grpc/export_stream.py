@@ -151,17 +151,18 @@ class ExportStream:
         who = self._who
         try:
             while True:
-                items = [await inbox.get()]
+                first = await inbox.get()
                 # Until a decision may wait for its answers: the requests that come meanwhile join
                 # this write, rather than wait behind a small one decided now.
                 await decided.room()
-                taken = len(_upserts_of(items[0]))
+                items = [(first, _upserts_of(first))]
+                taken = len(items[0][1])
                 while not inbox.empty() and taken < _BATCH_LIMIT:
-                    items.append(inbox.get_nowait())
-                    taken += len(_upserts_of(items[-1]))
+                    item = inbox.get_nowait()
+                    items.append((item, _upserts_of(item)))
+                    taken += len(items[-1][1])
                 upserts: list[_Upsert] = []
-                for item in items:
-                    carried = _upserts_of(item)
+                for item, carried in items:
                     if 0 < len(carried) <= MAX_BATCH_UPSERTS:
                         upserts.extend(carried)
                         continue
@@ -196,14 +197,13 @@ class ExportStream:
             return
         admitted = await self._engine().admit_many(self._who, [(u.export, u.sequence) for u in upserts])
         answers: list[object] = []
-        together: pb.ExportResponse | None = None  # the answer to the batch being answered
+        together = pb.ExportResponse()  # the answer to the batch being answered
         for upsert, response in zip(upserts, admitted.responses, strict=False):
             bracket.mention(response.export_name)
             if upsert.batch is None:
-                together = None
                 answers.append(response)
                 continue
-            if together is None or upsert.sequence == upsert.batch:
+            if upsert.sequence == upsert.batch:  # the first of its request (a batch is never split)
                 together = pb.ExportResponse()
                 answers.append(together)
             together.answers.answers.append(response)

@@ -182,16 +182,10 @@ class ExportPump:
 
     async def _write(self, call: grpc.aio.StreamStreamCall[pb.ExportRequest, pb.ExportResponse]) -> None:
         try:
-            await self._send(call, _Sent("sync_begin"), pb.ExportRequest(sync_begin=pb.SyncBegin()))
+            await self._send(call, pb.ExportRequest(sync_begin=pb.SyncBegin()), _Sent("sync_begin"))
             self._batches = (names.EXPORT_BATCHES_METADATA, "1") in tuple(await call.initial_metadata() or ())
-            exports: list[pb.ResourceExport] = []
-            for export in self._desired.begin_sync():
-                exports.append(export)
-                if len(exports) >= self._batch_limit():
-                    await self._send_upserts(call, exports)
-                    exports = []
-            await self._send_upserts(call, exports)
-            await self._send(call, _Sent("sync_end"), pb.ExportRequest(sync_end=pb.SyncEnd()))
+            await self._send_upserts(call, self._desired.begin_sync())
+            await self._send(call, pb.ExportRequest(sync_end=pb.SyncEnd()), _Sent("sync_end"))
             while True:
                 if self._stopping.is_set() and not self._flight and not self._desired.has_pending(set()):
                     await call.done_writing()
@@ -209,7 +203,7 @@ class ExportPump:
                     await self._send_upserts(call, upserts)
                     upserts = []
                     request = pb.ExportRequest(delete=pb.ExportDelete(export_name=name))
-                    await self._send(call, _Sent("delete", name), request)
+                    await self._send(call, request, _Sent("delete", name))
                 await self._send_upserts(call, upserts)
         except (grpc.aio.AioRpcError, asyncio.InvalidStateError, grpc.aio.UsageError):
             return  # the stream failed; the reader reports how
@@ -237,35 +231,30 @@ class ExportPump:
     async def _send_batch(
         self, call: grpc.aio.StreamStreamCall[pb.ExportRequest, pb.ExportResponse], batch: list[pb.ResourceExport]
     ) -> None:
+        sent = [_Sent("upsert", export.export_name, export) for export in batch]
         if len(batch) == 1:
-            [export] = batch
-            await self._send(call, _Sent("upsert", export.export_name, export), pb.ExportRequest(upsert=export))
-            return
-        while len(self._flight) + len(batch) > self._settings.max_in_flight:
-            await self._activity.wait()
-        request = pb.ExportRequest(sequence=self._sequence + 1, upserts=pb.ExportUpserts(exports=batch))
-        for export in batch:
-            self._sequence += 1
-            self._flight[self._sequence] = _Sent("upsert", export.export_name, export)
-            self._busy.add(export.export_name)
-            trace.mark_export(trace.Hop.EXPORT_SENT, export, export.cluster_id)
-        await call.write(request)
+            await self._send(call, pb.ExportRequest(upsert=batch[0]), *sent)
+        else:
+            await self._send(call, pb.ExportRequest(upserts=pb.ExportUpserts(exports=batch)), *sent)
 
     async def _send(
         self,
         call: grpc.aio.StreamStreamCall[pb.ExportRequest, pb.ExportResponse],
-        sent: _Sent,
         request: pb.ExportRequest,
+        *sent: _Sent,
     ) -> None:
-        while len(self._flight) >= self._settings.max_in_flight:
+        """One request carrying the items ``sent`` (several: an ExportUpserts), each with a
+        sequence of its own, the first the request's; once that many more may be in flight."""
+        while len(self._flight) + len(sent) > self._settings.max_in_flight:
             await self._activity.wait()
-        self._sequence += 1
-        request.sequence = self._sequence
-        self._flight[self._sequence] = sent
-        if sent.name:
-            self._busy.add(sent.name)
-        if sent.value is not None:
-            trace.mark_export(trace.Hop.EXPORT_SENT, sent.value, sent.value.cluster_id)
+        request.sequence = self._sequence + 1
+        for item in sent:
+            self._sequence += 1
+            self._flight[self._sequence] = item
+            if item.name:
+                self._busy.add(item.name)
+            if item.value is not None:
+                trace.mark_export(trace.Hop.EXPORT_SENT, item.value, item.value.cluster_id)
         await call.write(request)
 
     # ---- answers -------------------------------------------------------------

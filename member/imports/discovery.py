@@ -37,7 +37,8 @@ class ApiDiscovery:
         self._on_change = on_change
         # group -> (expiry on the loop clock, plural -> versions serving it, in the group's order)
         self._cache: dict[str, tuple[float, dict[str, list[str]]]] = {}
-        # group -> when its cached answer was asked for (loop clock)
+        # group -> when it was last looked up (loop clock), answered or not: not the cache's
+        # expiry, so that a failing API server is asked no more than once a RECHECK_AFTER either
         self._asked: dict[str, float] = {}
         # Lookups under way: concurrent askers share one (one set of requests per expiry, not one each).
         self._pending: dict[str, asyncio.Task[dict[str, list[str]]]] = {}
