@@ -7,6 +7,8 @@
   (pinned by its public key: Chromium takes no CA file on its command line, and
   verification stays on for everything else). It records page errors and CSP
   violations in `page_problems` so a test can assert the page ran cleanly.
+- `open_page(page, url)`: navigates, and again if Chromium dropped the page or one of its files
+  because it saw the host's network change.
 Everything is closed at teardown. Test modules here mark themselves `browser`
 and skip (with NO_CHROMIUM) only when chromium is not on PATH; under CI=true that fails.
 """
@@ -22,7 +24,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from playwright.async_api import ConsoleMessage, Error, Page, async_playwright
+from playwright.async_api import ConsoleMessage, Error, Page, Request, async_playwright
 
 from hub.app import HubApp
 from tests.integration.hub_fixtures import connect, hub
@@ -46,6 +48,38 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 NO_CHROMIUM = tool_missing("chromium", package="chromium")  # None when it is there
+
+# Chromium aborts loads in flight with this when it sees any interface on the host change,
+# loopback loads included, and it has no switch to stop watching. It has been seen on the first
+# navigation of a CI session, before any test of ours had made an interface. A person would
+# reload; so does open_page, when this error (and only this one) hit the page or one of its files.
+NETWORK_CHANGED = "net::ERR_NETWORK_CHANGED"
+NAVIGATION_ATTEMPTS = 3
+
+
+async def open_page(page: Page, url: str) -> None:
+    dropped: list[str] = []
+
+    def on_request_failed(request: Request) -> None:
+        if NETWORK_CHANGED in (request.failure or ""):
+            dropped.append(request.url)
+
+    page.on("requestfailed", on_request_failed)
+    try:
+        for attempt in range(1, NAVIGATION_ATTEMPTS + 1):
+            dropped.clear()
+            try:
+                await page.goto(url)
+            except Error as error:
+                # The page itself dropped shows as this error, or as an interruption by Chromium's error page.
+                if not (dropped or NETWORK_CHANGED in str(error)) or attempt == NAVIGATION_ATTEMPTS:
+                    raise
+                continue
+            if not dropped:
+                return
+        raise AssertionError(f"Chromium dropped {dropped} on each of {NAVIGATION_ATTEMPTS} loads of {url}")
+    finally:
+        page.remove_listener("requestfailed", on_request_failed)
 
 
 @pytest.fixture
