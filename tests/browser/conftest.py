@@ -6,9 +6,9 @@
   Playwright never downloads a browser) that trusts the `hub`'s serving certificate
   (pinned by its public key: Chromium takes no CA file on its command line, and
   verification stays on for everything else). It records page errors and CSP
-  violations in `page_problems` so a test can assert the page ran cleanly.
-- `open_page(page, url)`: navigates, and again if Chromium dropped the page or one of its files
-  because it saw the host's network change.
+  violations in `page_problems` so a test can assert the page ran cleanly. As root, Chromium
+  runs in a network namespace of its own and reaches the hub through a relay
+  (tests/browser/own_network.py says why).
 Everything is closed at teardown. Test modules here mark themselves `browser`
 and skip (with NO_CHROMIUM) only when chromium is not on PATH; under CI=true that fails.
 """
@@ -16,17 +16,20 @@ and skip (with NO_CHROMIUM) only when chromium is not on PATH; under CI=true tha
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from playwright.async_api import ConsoleMessage, Error, Page, Request, async_playwright
+from playwright.async_api import ConsoleMessage, Error, Page, async_playwright
 
 from hub.app import HubApp
+from tests.browser import own_network
 from tests.integration.hub_fixtures import connect, hub
 from tests.needs import tool_missing
 
@@ -48,38 +51,6 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 NO_CHROMIUM = tool_missing("chromium", package="chromium")  # None when it is there
-
-# Chromium aborts loads in flight with this when it sees any interface on the host change,
-# loopback loads included, and it has no switch to stop watching. It has been seen on the first
-# navigation of a CI session, before any test of ours had made an interface. A person would
-# reload; so does open_page, when this error (and only this one) hit the page or one of its files.
-NETWORK_CHANGED = "net::ERR_NETWORK_CHANGED"
-NAVIGATION_ATTEMPTS = 3
-
-
-async def open_page(page: Page, url: str) -> None:
-    dropped: list[str] = []
-
-    def on_request_failed(request: Request) -> None:
-        if NETWORK_CHANGED in (request.failure or ""):
-            dropped.append(request.url)
-
-    page.on("requestfailed", on_request_failed)
-    try:
-        for attempt in range(1, NAVIGATION_ATTEMPTS + 1):
-            dropped.clear()
-            try:
-                await page.goto(url)
-            except Error as error:
-                # The page itself dropped shows as this error, or as an interruption by Chromium's error page.
-                if not (dropped or NETWORK_CHANGED in str(error)) or attempt == NAVIGATION_ATTEMPTS:
-                    raise
-                continue
-            if not dropped:
-                return
-        raise AssertionError(f"Chromium dropped {dropped} on each of {NAVIGATION_ATTEMPTS} loads of {url}")
-    finally:
-        page.remove_listener("requestfailed", on_request_failed)
 
 
 @pytest.fixture
@@ -105,10 +76,16 @@ async def page(tmp_path: Path, page_problems: list[str], hub: HubApp) -> AsyncIt
         page_problems.append(str(error))
 
     trust_args = [f"--ignore-certificate-errors-spki-list={spki_pin(hub.serving_cert)}"] if hub.serving_cert else []
-    async with async_playwright() as playwright:
+    async with contextlib.AsyncExitStack() as stack:
+        executable = CHROMIUM
+        if own_network.available():
+            port = urlsplit(hub.rest_url).port
+            assert port is not None
+            executable = await stack.enter_async_context(own_network.chromium_in_own_network(CHROMIUM, port, tmp_path))
+        playwright = await stack.enter_async_context(async_playwright())
         context = await playwright.chromium.launch_persistent_context(
             str(tmp_path / "chromium-profile"),
-            executable_path=str(CHROMIUM),
+            executable_path=str(executable),
             args=[*CHROMIUM_ARGS, *trust_args],
             headless=True,
             viewport={"width": 1360, "height": 900},

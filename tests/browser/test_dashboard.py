@@ -11,7 +11,7 @@ from hub.app import HubApp
 from mcapi import names
 from mcapi.cluster_selection import selectors_from_json
 from mcapi.mchub.v1 import common_area_pb2 as pb
-from tests.browser.conftest import ARTIFACTS, NO_CHROMIUM, open_page
+from tests.browser.conftest import ARTIFACTS, NO_CHROMIUM
 from tests.integration.hub_fixtures import rest_session
 from tests.integration.hubclient import MemberFactory, endpoints_export, service_export
 from tests.needs import needs
@@ -49,7 +49,7 @@ def cluster_info_export(cluster: str, service_cidr: str, gateway_ip: str, pod_ci
 
 
 async def sign_in(page: Page, hub: HubApp, token: str) -> None:
-    await open_page(page, hub.rest_url + "/")
+    await page.goto(hub.rest_url + "/")
     await expect(page.get_by_test_id("token-panel")).to_be_visible()
     await page.get_by_test_id("token-input").fill(token)
     await page.get_by_test_id("token-submit").click()
