@@ -18,8 +18,9 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/mchub demo
 
+# Three pytest processes at once (tests/run_suite.py); `pytest` alone runs the same tests in one.
 test: setup lint
-	$(BIN)/pytest -q -p no:cacheprovider --durations=25
+	$(BIN)/python -m tests.run_suite -q -p no:cacheprovider --durations=25
 
 lint: setup
 	$(BIN)/buf lint

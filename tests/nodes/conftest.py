@@ -32,7 +32,7 @@ from hack.nodeset.clusterset import Mode, NodeClusterSet, attach, install_into
 from hack.nodeset.install import MEMBER_NS
 from mcapi.global_addresses import CONFIGMAP, GlobalAddresses
 from tests.needs import unmet
-from tests.nodes.early import EARLY
+from tests.nodes.early import EARLY, wait_for_the_other_tests
 
 FIGURES = Path(__file__).resolve().parents[2] / "test-artifacts" / "nodes-figures.json"
 
@@ -78,6 +78,7 @@ def node_clusterset() -> NodeClusterSet:
     reason = _unavailable()
     if reason is not None:
         unmet(f"real nodes: {reason}")
+    wait_for_the_other_tests()
     running = os.environ.get("MCHUB_NODESET_DIR")
     if running:  # `python -m hack.nodeset up DIR` left it running: use it, leave it running
         return attach(Path(running))
