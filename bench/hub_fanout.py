@@ -358,16 +358,24 @@ def producer_token(data: Path) -> str:
         store.close()
 
 
-def ingest_requests(count: int, batch: int) -> list[pb.ExportRequest]:
-    """``count`` exports as the member sends them: one a request, or ``batch`` a request
+def export_requests(exports: list[pb.ResourceExport], batch: int) -> list[pb.ExportRequest]:
+    """``exports`` as the member sends them: one a request, or ``batch`` a request
     (ExportUpserts, the i-th export with the request's sequence + i)."""
-    exports = [service_export("producer", i) for i in range(count)]
     if batch == 1:
         return [pb.ExportRequest(sequence=i + 1, upsert=export) for i, export in enumerate(exports)]
     return [
         pb.ExportRequest(sequence=i + 1, upserts=pb.ExportUpserts(exports=exports[i : i + batch]))
-        for i in range(0, count, batch)
+        for i in range(0, len(exports), batch)
     ]
+
+
+def answers_in(response: pb.ExportResponse) -> list[pb.ExportResponse]:
+    """The answers a response carries: a batch's, in order, or the one it is."""
+    return list(response.answers.answers) if response.HasField("answers") else [response]
+
+
+def ingest_requests(count: int, batch: int) -> list[pb.ExportRequest]:
+    return export_requests([service_export("producer", i) for i in range(count)], batch)
 
 
 async def hub_ingest(count: int, batch: int) -> dict[str, float]:
@@ -392,7 +400,7 @@ async def hub_ingest(count: int, batch: int) -> dict[str, float]:
             acked = 0
             while acked < count:
                 answer = await call.read()
-                answers = list(answer.answers.answers) if answer.HasField("answers") else [answer]
+                answers = answers_in(answer)
                 for one in answers:
                     assert one.status.verdict == pb.VERDICT_ACCEPTED, one
                 acked += len(answers)

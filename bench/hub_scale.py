@@ -1,7 +1,8 @@
 """Hub scale: many watching members, import deliveries, propagation, one and two watch-serving replicas.
 
 10 exporting members export N Services (a Service and an Endpoints export each: 2N exports) on
-one Export stream each; the hub merges them into 2N imports; M watching members (lightweight
+one Export stream each, 64 a request as members send what they have (`--export-batch`; 1: one a
+request); the hub merges them into 2N imports; M watching members (lightweight
 gRPC clients, TLS and a bearer token each, in child processes of 250 at nice 10) receive every
 one of them: 2N x M import deliveries (the defaults, 5,000 Services and 100 members: 1,000,000;
 `--members 1000 --services 5000`: 10,000,000). Watchers ask for batched WatchImports, as members
@@ -25,7 +26,7 @@ Prints and writes (JSON, and a PNG of deliveries over time):
 - with --memory-exports N: the hub's RSS as N exports arrive (no watchers), and per 10,000.
 
 Usage: python bench/hub_scale.py [--members 100] [--services 5000] [--watch batched|single]
-       [--exporters 10] [--probes 20] [--only one,raw,two] [--memory-exports 100000]
+       [--exporters 10] [--export-batch 64] [--probes 20] [--only one,raw,two] [--memory-exports 100000]
        [--json FILE] [--plot FILE]
 """
 
@@ -49,9 +50,11 @@ import matplotlib
 import matplotlib.pyplot as plt
 from hub_fanout import (
     Hub,
+    answers_in,
     channel_for,
     cpu_seconds,
     endpoints_export,
+    export_requests,
     import_events,
     rss_bytes,
     serve_raw,
@@ -296,8 +299,11 @@ def split(items: list[Any], parts: int) -> list[list[Any]]:
 # ---- measurements ------------------------------------------------------------------
 
 
-async def export_all(target: str, ca: bytes, tokens: dict[str, str], work: dict[str, list[pb.ResourceExport]]) -> None:
-    """Every exporter announces, then streams its exports without waiting; all acknowledged."""
+async def export_all(
+    target: str, ca: bytes, tokens: dict[str, str], work: dict[str, list[pb.ResourceExport]], batch: int
+) -> None:
+    """Every exporter announces, then streams its exports without waiting, ``batch`` a request as a
+    member sends what it has at once (1: one a request); all acknowledged."""
 
     async def one(cluster: str, exports: list[pb.ResourceExport]) -> None:
         channel = channel_for(target, ca, tokens[cluster])
@@ -307,18 +313,18 @@ async def export_all(target: str, ca: bytes, tokens: dict[str, str], work: dict[
             call = stub.Export()
 
             async def writer() -> None:
-                for i, export in enumerate(exports):
-                    await call.write(pb.ExportRequest(sequence=i + 1, upsert=export))
+                for request in export_requests(exports, batch):
+                    await call.write(request)
 
             writing = asyncio.create_task(writer())
             answered = 0
             while answered < len(exports):
-                answer = await call.read()
-                # Sequence 0: an unsolicited verdict (an Endpoints export's status changes when its
-                # Service's export commits after it), not the answer to a request.
-                if answer.sequence:
-                    accepted(answer)
-                    answered += 1
+                for answer in answers_in(await call.read()):
+                    # Sequence 0: an unsolicited verdict (an Endpoints export's status changes when its
+                    # Service's export commits after it), not the answer to a request.
+                    if answer.sequence:
+                        accepted(answer)
+                        answered += 1
             await writing
             call.cancel()
         finally:
@@ -462,7 +468,7 @@ async def hub_run(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
             cpu_before = [cpu_seconds(h.process.pid) for h in hubs]
             start = time.time()
             sampling = asyncio.create_task(sample_rss(leader.process.pid, rss_series))
-            await export_all(leader.target, ca_path.read_bytes(), exporting, work)
+            await export_all(leader.target, ca_path.read_bytes(), exporting, work, args.export_batch)
             exported = time.time()
             end = await group.wait_done(args.timeout)
             sampling.cancel()
@@ -571,7 +577,7 @@ async def memory_run(args: argparse.Namespace) -> dict[str, Any]:
             total = 0
             for first in range(0, services // args.exporters, per_step):
                 part = {c: e[2 * first : 2 * (first + per_step)] for c, e in work.items()}
-                await export_all(target, ca, exporting, part)
+                await export_all(target, ca, exporting, part, args.export_batch)
                 total += sum(len(e) for e in part.values())
                 steps.append((total, rss_bytes(process.pid)))
             snapshot = await snapshot_seconds(target, ca, exporting)
@@ -650,6 +656,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "watchers": args.watchers,
         "watch": args.watch,
         "exporters": args.exporters,
+        "export_batch": args.export_batch,
         "services": args.services,
         "exports": args.services * 2,
         "deliveries": args.services * 2 * args.watchers,
@@ -692,7 +699,7 @@ def report(results: dict[str, Any]) -> str:
     mib = 1024 * 1024
     lines = [
         f"{results['deliveries']:,} import deliveries: {results['exports']:,} exports from {results['exporters']} "
-        f"members to {results['watchers']} watching members, {results['watch']} "
+        f"members ({results['export_batch']} a request) to {results['watchers']} watching members, {results['watch']} "
         f"({results['cores']} cores, load {results['load']} -> {results['load_after']})",
     ]
     if raw := results.get("raw"):
@@ -752,6 +759,9 @@ if __name__ == "__main__":
     parser.add_argument("--watch", choices=("batched", "single"), default="batched",
                         help="batched WatchImports, as members watch, or one change per message")  # fmt: skip
     parser.add_argument("--exporters", type=int, default=10)
+    parser.add_argument(
+        "--export-batch", type=int, default=64, help="exports a request, as members send them (1: one a request)"
+    )
     parser.add_argument("--watcher-processes", type=int, default=0, help=f"default: one per {WATCHERS_PER_PROCESS}")
     parser.add_argument("--probes", type=int, default=20, help="Services exported one at a time to time propagation")
     parser.add_argument("--raw-batch", type=int, default=0, help="imports per raw message (default: as the hub)")
