@@ -35,7 +35,10 @@ async def _exported(clusterset: LocalClusterSet, namespace: str, name: str) -> d
     """Export ``name`` from west; what east and west hold once west says it is exported."""
     west, east = clusterset.clusters[WEST].client, clusterset.clusters[EAST].client
     await export(west, namespace, service(name, [("http", 80, "TCP"), ("dns", 53, "UDP")]))
-    imported = await eventually(lambda: service_import(east, namespace, name), what=f"ServiceImport {name} in east")
+    # The ServiceImport is created, then its status written: compare what it settles at.
+    imported = await eventually(
+        lambda: _with_status(east, namespace, name), what=f"ServiceImport {name} in east, its status written"
+    )
     ready = await eventually(
         lambda: _ready(west, namespace, name), what=f"ServiceExport {name} Ready in west (the hub's answer written)"
     )
@@ -48,6 +51,11 @@ async def _exported(clusterset: LocalClusterSet, namespace: str, name: str) -> d
         "service_type": svc["spec"].get("type"),
         "ready": {k: ready[k] for k in ("status", "reason")},
     }
+
+
+async def _with_status(client: KubeClient, namespace: str, name: str) -> dict[str, Any] | None:
+    imported = await service_import(client, namespace, name)
+    return imported if imported is not None and (imported.get("status") or {}).get("clusters") else None
 
 
 async def _ready(client: KubeClient, namespace: str, name: str) -> dict[str, Any] | None:
