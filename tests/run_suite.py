@@ -50,12 +50,12 @@ class Part:
         return LOGS / f"{self.name}.log"
 
 
-def test_folders() -> list[str]:
+def folders_with_tests() -> list[str]:
     return sorted(p.name for p in TESTS.iterdir() if p.is_dir() and any(p.glob("test_*.py")))
 
 
 def parts() -> list[Part]:
-    others = [f for f in test_folders() if f != NODES]
+    others = [f for f in folders_with_tests() if f != NODES]
     return [
         Part("nodes", [NODES]),
         Part("first", [f for f in others if f in FIRST]),

@@ -14,7 +14,6 @@ of ours makes interfaces either (those that do need root).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import secrets
@@ -24,8 +23,7 @@ from pathlib import Path
 
 from agent.linux.netns import async_call_in_netns
 from tests.datapath.topology import sh
-
-CHUNK = 64 * 1024
+from tests.tcp_proxy import TcpProxy
 
 
 def available() -> bool:
@@ -38,53 +36,19 @@ async def chromium_in_own_network(chromium: Path, port: int, workdir: Path) -> A
     host; yields an executable that runs ``chromium`` inside it. Everything goes at exit."""
     name = f"mcbrowser{secrets.token_hex(3)}"
     await sh("ip", "netns", "add", name)
-    connections: set[asyncio.Task[None]] = set()
+    proxy = TcpProxy(port)
     try:
         await sh("ip", "-n", name, "link", "set", "lo", "up")
         listener = await async_call_in_netns(name, lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
         listener.bind(("127.0.0.1", port))
         listener.setblocking(False)
-
-        async def relay(browser_reader: asyncio.StreamReader, browser_writer: asyncio.StreamWriter) -> None:
-            task = asyncio.current_task()
-            assert task is not None
-            connections.add(task)
-            try:
-                hub_reader, hub_writer = await asyncio.open_connection("127.0.0.1", port)
-            except OSError:
-                browser_writer.close()
-                connections.discard(task)
-                return
-            try:
-                await asyncio.gather(_pump(browser_reader, hub_writer), _pump(hub_reader, browser_writer))
-            finally:
-                for writer in (browser_writer, hub_writer):
-                    writer.close()
-                connections.discard(task)
-
-        server = await asyncio.start_server(relay, sock=listener)
+        await proxy.start(listener)
         launcher = workdir / "chromium-in-own-network"
         launcher.write_text(f'#!/bin/sh\nexec ip netns exec {name} {chromium} "$@"\n')
         launcher.chmod(0o755)
         try:
             yield launcher
         finally:
-            server.close()
-            for task in list(connections):
-                task.cancel()
-            await asyncio.gather(*connections, return_exceptions=True)
-            await server.wait_closed()
+            await proxy.stop()
     finally:
         await sh("ip", "netns", "del", name, check=False)
-
-
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Copy until either side ends; then end the other direction too."""
-    try:
-        while data := await reader.read(CHUNK):
-            writer.write(data)
-            await writer.drain()
-    except OSError:
-        pass
-    finally:
-        writer.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ from hub.app import HubApp
 from mcapi import names
 from mcapi.cluster_selection import selectors_from_json
 from mcapi.mchub.v1 import common_area_pb2 as pb
+from tests.browser import own_network
 from tests.browser.conftest import ARTIFACTS, NO_CHROMIUM
 from tests.integration.hub_fixtures import rest_session
 from tests.integration.hubclient import MemberFactory, endpoints_export, service_export
@@ -194,3 +197,40 @@ async def test_members_properties_and_each_importers_cluster_selection_are_shown
     await expect(page.get_by_test_id("import-shop-api-service-selection-east-north")).to_have_text("east, north → east")
     await expect(page.get_by_test_id("import-shop-api-service-selection-west")).to_have_text("west → west")
     assert page_problems == []
+
+
+@pytest.mark.skipif(not own_network.available(), reason="Chromium's own network namespace needs root")
+async def test_as_root_chromium_runs_in_a_network_namespace_of_its_own(hub: HubApp, page: Page) -> None:
+    await sign_in(page, hub, hub.admin_token)  # the relay carries the page
+    await expect(page.get_by_test_id("live-state")).to_have_text("Live")
+    ours = os.readlink("/proc/self/ns/net")
+    # Chromium's processes are this test process's descendants (through Playwright's driver); the
+    # namespace of one that has just exited cannot be read.
+    found = {pid: _netns(pid) for pid in _descendants(os.getpid()) if _read(pid, "comm").startswith("chrom")}
+    running = {pid: netns for pid, netns in found.items() if netns is not None}
+    assert running, "no Chromium process found"
+    assert ours not in running.values(), f"Chromium processes share the host's network: {running}"
+
+
+def _descendants(root: int) -> set[str]:
+    parent = {pid: _read(pid, "stat").rpartition(")")[2].split()[1:2] for pid in os.listdir("/proc") if pid.isdigit()}
+    found: set[str] = set()
+    frontier = {str(root)}
+    while frontier:
+        frontier = {pid for pid, ppid in parent.items() if ppid and ppid[0] in frontier} - found
+        found |= frontier
+    return found
+
+
+def _read(pid: str, name: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/{name}").read_text()
+    except OSError:
+        return ""
+
+
+def _netns(pid: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None

@@ -43,6 +43,7 @@ from tests.deploy.kubectl import Kubectl, needs_kubectl
 from tests.integration.hub_fixtures import hub_config
 from tests.integration.hubclient import MemberFactory, endpoints_export, read_until_synced, service_export
 from tests.kubeenv.cluster import sandbox_cluster
+from tests.tcp_proxy import TcpProxy
 
 CLUSTERSET, LEADER = "test-clusterset", "test-cluster-north"
 CAUGHT_UP_WITHIN = 20.0
@@ -220,49 +221,6 @@ async def _has_events(client: KubeClient, namespace: str, name: str) -> bool:
 
 
 # ---- a leader API server that goes away and comes back ---------------------------------------
-
-
-class TcpProxy:
-    """127.0.0.1:<port> forwarding to a target port; `stop()` refuses and cuts every connection."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        for writer in list(self._writers):
-            writer.transport.abort()
-        self._writers.clear()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        except OSError:
-            writer.transport.abort()
-            return
-        self._writers.update((writer, up_writer))
-
-        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-            try:
-                while data := await source.read(65536):
-                    sink.write(data)
-                    await sink.drain()
-            except (ConnectionError, OSError):
-                pass
-            finally:
-                sink.transport.abort()
-
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-        self._writers.difference_update((writer, up_writer))
 
 
 def proxied_kubeconfig(kubeconfig: Path, port: int, path: Path) -> Path:
