@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agent.pairing import pair
+from hack.nodeset.churn import ExportChurn, imported
 from hack.nodeset.clusters import Cluster, EnvtestNodes
 from hack.nodeset.clusterset import Mode, NodeClusterSet
 from hack.nodeset.install import (
@@ -153,27 +154,42 @@ def test_rolling_restarts_of_hub_members_and_agents_fail_no_request_and_rewrite_
 
 def _roll_everything_while_requests_flow(world: World, figure: str) -> None:
     """Roll the hub, then every member, then every agent DaemonSet (the clusters at once), while an east Pod
-    on a Node that is not east's (first) Gateway sends a request every 0.1 s to west's Service;
-    assert that none failed and that no import was rewritten; record the figures as ``figure_*``."""
+    on a Node that is not east's (first) Gateway sends a request every 0.1 s to west's Service and west's
+    user exports and unexports other Services one after another (export churn); assert that no request
+    failed, that nothing imported for the steady Service was rewritten, and that east and north import
+    exactly what west exports once the roll is over; record the figures as ``figure_*``."""
     service_ip, _ = world.imported_ips(world.east)
     fetch_until(world.east, NS, "client", f"http://{service_ip}/")
     before = _import_versions(world)
     loop = f"loop-{figure.replace('_', '-')}"
     request_loop(world.east, NS, loop, node=world.east.nodes[-1].name, url=f"http://{service_ip}/")
     time.sleep(3)
-    started = time.time()
     leader = world.clusterset.leader.kubectl
     members = (world.east, world.west, world.north)
+    churn = ExportChurn(
+        world.west, NS, f"churn-{figure.replace('_', '-')}", count=6, selector={"app": "web"}, interval=0.5
+    )
     try:
-        leader("-n", LEADER_NS, "rollout", "restart", "deployment/mchub-hub")
-        wait_rollout(leader, LEADER_NS, "deployment/mchub-hub")
-        # Each cluster rolls on its own, as an operator's upgrade of several clusters may: all at once.
-        for workload in ("deployment/mchub-member", "daemonset/mchub-agent"):
-            for cluster in members:
-                cluster.kubectl("-n", MEMBER_NS, "rollout", "restart", workload)
-            for cluster in members:
-                wait_rollout(cluster.kubectl, MEMBER_NS, workload)
+        with churn:
+            started = time.time()
+            leader("-n", LEADER_NS, "rollout", "restart", "deployment/mchub-hub")
+            wait_rollout(leader, LEADER_NS, "deployment/mchub-hub")
+            # Each cluster rolls on its own, as an operator's upgrade of several clusters may: all at once.
+            for workload in ("deployment/mchub-member", "daemonset/mchub-agent"):
+                for cluster in members:
+                    cluster.kubectl("-n", MEMBER_NS, "rollout", "restart", workload)
+                for cluster in members:
+                    wait_rollout(cluster.kubectl, MEMBER_NS, workload)
+            rolled = time.time()
         until("every member Ready again", lambda: clusterset_ready(world.clusterset.installed), timeout=120)
+        exported = churn.exported()
+        for importer in (world.east, world.north):
+            until(
+                f"{importer.name} importing what west exports of the churned Services ({sorted(exported)})",
+                lambda importer=importer: imported(importer, NS, churn.names) == exported,
+                timeout=60,
+            )
+        converged = time.time()
         time.sleep(5)
         outcomes = [o for o in loop_outcomes(world.east, NS, loop) if o.at >= started]
         failed = sum(not o.ok for o in outcomes)
@@ -181,15 +197,19 @@ def _roll_everything_while_requests_flow(world: World, figure: str) -> None:
             **{
                 f"{figure}_requests": len(outcomes),
                 f"{figure}_failed": failed,
-                f"{figure}_s": round(time.time() - started),
+                f"{figure}_s": round(rolled - started),
+                f"{figure}_export_changes": churn.changes,
+                f"{figure}_churn_converged_s": round(converged - rolled, 1),
             }
         )
         assert len(outcomes) >= 100, "the request loop did not run"
+        assert churn.changes >= 40, f"the export churn made {churn.changes} changes; errors: {churn.errors[-3:]}"
         when = [round(o.at - started, 1) for o in outcomes if not o.ok]
         assert failed == 0, f"{failed} of {len(outcomes)} requests failed across the rolling restarts, at {when} s"
         assert _import_versions(world) == before
     finally:
         world.east.kubectl("-n", NS, "delete", "pod", loop, "--wait=false")
+        churn.remove()
 
 
 def _gateway(cluster: Cluster) -> str | None:
