@@ -24,7 +24,7 @@ from tests.datapath.inspect_kernel import footprint
 from tests.datapath.test_gateway_vxlan import fake_kube_proxy, service_ip
 from tests.datapath.test_overlapping_cidrs import EGRESS, SERVICE_GLOBAL, global_driver, shadow_service
 from tests.datapath.topology import NodeNs, Topology, built_topology
-from tests.datapath.traffic import peer_reporting_server, seen_source
+from tests.datapath.traffic import echoes, open_reported, peer_reporting_server, seen_source
 
 FLOWS = 24
 RETIRE_SECONDS = 3.0
@@ -141,6 +141,54 @@ async def test_an_active_gateway_masquerades_what_arrives_for_another_while_the_
         await driver.sync("east")
         direct = _paired_with(topology, receiving)
         assert await _sources(topology, quiet) == {*direct, receiving.underlay_ip}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not yet: a connection open across a Gateway move breaks (docs/operations.md, Keeping traffic up)",
+)
+async def test_a_connection_open_across_a_single_active_move_still_carries_data_while_the_old_gateway_retires(
+    topology: Topology,
+) -> None:
+    """A drain as it moves a long-lived connection: west's Gateway hands over and moves to the
+    backend's Node (a drain evicts the Pods of the Node it drains, so the backend is elsewhere);
+    west's Nodes learn first, east a moment later. The connection was translated by the old
+    Gateway; it should still carry a line there and back at each step while that one retires.
+
+    It does not (each step was looked at alone): once west has moved, the backend's Node, now the
+    Gateway, sends the replies straight back to east untranslated, since the translation is the
+    old Gateway's; and once east has moved too, the new Gateway cannot translate the connection
+    afresh, because it already tracks it as handed over by the old one (the same reply
+    direction). New connections are answered all along (the tests above)."""
+    west = topology.clusters["west"]
+    leaving, staying = west.nodes
+    driver = ClusterSetDriver(topology, active_active={"east": ("east-a", "east-b")}, retire_seconds=RETIRE_SECONDS)
+    try:
+        await fake_kube_proxy(west, staying.pod.ip)
+        await driver.sync()
+        client = topology.clusters["east"].node("east-c").pod.netns
+        async with peer_reporting_server(staying.pod.netns, echo=True):
+            flows = [await open_reported(client, service_ip(west), port=80) for _ in range(4)]
+
+            async def carried() -> list[bool]:
+                return [await echoes(reader, writer) for _, reader, writer in flows]
+
+            try:
+                assert await carried() == [True] * 4
+                driver.handing_over.add(leaving.name)
+                await driver.sync("west")
+                assert await carried() == [True] * 4, "handing over"
+                driver.handing_over.discard(leaving.name)
+                driver.move_gateway("west", staying.name)
+                await driver.sync("west")
+                assert await carried() == [True] * 4, "west moved"
+                await driver.sync("east")
+                assert await carried() == [True] * 4, "east moved"
+            finally:
+                for _, _, writer in flows:
+                    writer.close()
+    finally:
+        await driver.stop_all(cleanup=True)
 
 
 @pytest.fixture
