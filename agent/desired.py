@@ -80,13 +80,15 @@ def _takes_arrivals(
     accepted: Sequence[AcceptedRemote],
     node_ip: IPv4Address,
     masquerade_from: Callable[[IPv4Address], bool],
+    *,
+    wireguard: str | None = None,
 ) -> DesiredDatapath:
-    """``desired`` taking what remote Gateways send this Node through its tunnel: each connection's
-    replies go straight back (table RETURN), and those the cluster's Nodes would answer through
-    another local Gateway (``masquerade_from``, given the remote Gateway) are masqueraded to
-    ``node_ip`` (agent.state.ArrivalReturn)."""
+    """``desired`` taking what remote Gateways send this Node through its tunnel (the WireGuard
+    device ``wireguard`` when given): each connection's replies go straight back (table RETURN),
+    and those the cluster's Nodes would answer through another local Gateway (``masquerade_from``,
+    given the remote Gateway) are masqueraded to ``node_ip`` (agent.state.ArrivalReturn)."""
     assert desired.tunnel is not None
-    device = desired.tunnel.name
+    device = wireguard or desired.tunnel.name
     # A sender's address -> the remote Gateway it comes from: each Gateway from its gatewayIP, and
     # a globally addressed remote with one Gateway from its egress address too.
     senders = {ip: ip for r in accepted for ip in r.gateways}
@@ -99,7 +101,10 @@ def _takes_arrivals(
         node_ip,
     )
     rule = PolicyRule(RULE_PRIORITY[RouteTable.RETURN], RouteTable.RETURN, fwmark=config.tunnel.return_mark)
-    back = tuple(Route(IPv4Network(ip), RouteTable.RETURN, device, senders[ip]) for ip in sorted(senders))
+    # A WireGuard device is point to point: its peers' allowed IPs choose the peer, not a next hop.
+    back = tuple(
+        Route(IPv4Network(ip), RouteTable.RETURN, device, None if wireguard else senders[ip]) for ip in sorted(senders)
+    )
     return replace(desired, arrival_return=arrival, rules=(rule, *desired.rules), routes=(*desired.routes, *back))
 
 
@@ -135,8 +140,9 @@ def compute_desired(
     is never emptied (when none answers, all
     stay, as without verdicts), so a single Gateway stays in use.
 
-    ``retiring``: the gatewayIP this Node had as a Gateway until a moment ago (VXLAN only). It
-    sends as any other Node, and still takes what remote Gateways send it (Role.RETIRING):
+    ``retiring``: the gatewayIP this Node had as a Gateway until a moment ago. It sends as any
+    other Node, and still takes what remote Gateways send it, through its VXLAN tunnel or its
+    WireGuard device (Role.RETIRING):
     they learn of the change through the hub after this cluster's Nodes have.
     """
     if not config.enable_gateway:
@@ -221,8 +227,20 @@ def compute_desired(
         else:
             only = gateways[0].internal_ip
             member = replace(member, routes=(*_remote_routes(accepted, tunnel.name, lambda _r: only), *member.routes))
-        if retiring is None or use_wireguard or retiring in {g.gateway_ip for g in gateways}:
+        if retiring is None or retiring in {g.gateway_ip for g in gateways}:
             return member
+        if use_wireguard:
+            # Still the WireGuard peer remote Gateways know (its key is the one their ClusterInfo
+            # has until the hub brings them the new one): every arrival is masqueraded.
+            wg = config.wireguard
+            member = replace(
+                member,
+                role=Role.RETIRING,
+                wireguard=_wireguard_device(wg.interface, wg.port, accepted),
+                mss_clamp_interfaces=(tunnel.name, wg.interface),
+                global_dnat=_global_dnat(inputs, _local_block(inputs)),
+            )
+            return _takes_arrivals(member, config, accepted, node_ip, lambda _ip: True, wireguard=wg.interface)
         # Still the tunnel endpoint remote Gateways know, and its ClusterSet policy (which turns
         # their identity VNIs into ours): every arrival is masqueraded, as no Node pairs with it.
         member = replace(
@@ -259,15 +277,18 @@ def compute_desired(
     )
     if use_wireguard:
         wg = config.wireguard
-        device = WireGuardDevice(wg.interface, wg.port, tuple(_wireguard_peer(r, wg.port) for r in accepted))
         routes = _remote_routes(accepted, wg.interface, lambda _r: None)
-        return replace(
+        encrypted = replace(
             common,
-            wireguard=device,
+            wireguard=_wireguard_device(wg.interface, wg.port, accepted),
             routes=(*routes, *_reply_routes(accepted, wg.interface, lambda _ip: None)),
             snat=_snat(accepted, wg.interface, source),
             reply_marking=ReplyMarking(mark, remote_gateways, (wg.interface,)),
             mss_clamp_interfaces=(tunnel.name, wg.interface),
+        )
+        # WireGuard Gateways are single-active: only a drain's handing over masquerades arrivals.
+        return _takes_arrivals(
+            encrypted, config, accepted, node_ip, lambda _ip: me.handing_over, wireguard=wg.interface
         )
 
     def reply_via(remote_gateway: IPv4Address) -> IPv4Address:
@@ -374,6 +395,12 @@ def _snat(accepted: Iterable[AcceptedRemote], device: str, to: IPv4Address | Non
     # Collapsed because an nftables interval set refuses overlapping elements.
     destinations = tuple(collapse_addresses(c for r in accepted for c in r.cidrs))
     return SnatRule(device, destinations, to)
+
+
+def _wireguard_device(name: str, port: int, accepted: Sequence[AcceptedRemote]) -> WireGuardDevice:
+    """The WireGuard device with a peer for every remote that published a key (a Node that is not
+    the Gateway accepts remotes without one, for its own routes through the Gateway)."""
+    return WireGuardDevice(name, port, tuple(_wireguard_peer(r, port) for r in accepted if r.wireguard_public_key))
 
 
 def _wireguard_peer(remote: AcceptedRemote, port: int) -> WireGuardPeer:

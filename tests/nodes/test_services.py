@@ -41,6 +41,7 @@ from hack.nodeset.workloads import (
 )
 from mcapi.names import ANNOTATION_GATEWAY
 from tests.nodes.conftest import FIGURES, Members, in_mode, record
+from tests.nodes.drain import drain_while_requests_flow, gateway_node, gateway_off_the_member_node
 
 NS = "web"
 
@@ -212,69 +213,18 @@ def _roll_everything_while_requests_flow(world: World, figure: str) -> None:
         churn.remove()
 
 
-def _gateway(cluster: Cluster) -> str | None:
-    items = cluster.kubectl.json("get", "gateway", "-n", MEMBER_NS)["items"]
-    return items[0]["metadata"]["name"] if items else None
-
-
-def _gateway_off_the_member_node(west: Cluster) -> tuple[str, str]:
-    """(active, standby): west's Gateway Node and its other Node, with the member controller on
-    the standby, so that failing or draining the Gateway Node leaves the controller that moves
-    the Gateway running. A cordon moves the Gateway (a cordoned Node hands over); the uncordon
-    does not move it back."""
-    member = west.kubectl.json("get", "pods", "-n", MEMBER_NS, "-l", "component=mchub-member")["items"][0]
-    member_node = member["spec"]["nodeName"]
-    if until("west's Gateway", lambda: _gateway(west)) == member_node:
-        west.kubectl("cordon", member_node)
-        try:
-            until("west's Gateway off the member's Node", lambda: _gateway(west) not in (None, member_node))
-        finally:
-            west.kubectl("uncordon", member_node)
-    active = until("west's Gateway", lambda: _gateway(west))
-    (standby,) = {node.name for node in west.nodes} - {active}
-    assert standby == member_node
-    return active, standby
-
-
 def test_draining_west_gateway_node_hands_its_flows_over_losing_at_most_a_few_requests(world: World) -> None:
-    west = world.west
-    active, standby = _gateway_off_the_member_node(west)
-    web_server(west, NS, "web", node=standby)  # the drain moves the Gateway, not the backend
+    _, standby = gateway_off_the_member_node(world.west)
+    web_server(world.west, NS, "web", node=standby)  # the drain moves the Gateway, not the backend
     service_ip, _ = world.imported_ips(world.east)
-    fetch_until(world.east, NS, "client", f"http://{service_ip}/")
-    request_loop(world.east, NS, "loop-drain", node=world.east.nodes[-1].name, url=f"http://{service_ip}/")
-    time.sleep(3)
-    drained_at = time.time()
-    try:
-        west.kubectl("drain", active, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=120s")
-        until("west's Gateway on its other Node", lambda: _gateway(west) == standby, timeout=60)
-        moved_at = time.time()
-        time.sleep(10)  # requests go on through the new Gateway
-        outcomes = [o for o in loop_outcomes(world.east, NS, "loop-drain") if o.at >= drained_at]
-        failed = sum(not o.ok for o in outcomes)
-        record(
-            drain_requests=len(outcomes), drain_failed_requests=failed, drain_handover_s=round(moved_at - drained_at, 1)
-        )
-        assert len(outcomes) >= 50, "the request loop did not run"
-        # Zero in the runs since a replaced Gateway's tunnel entries go only after the routes
-        # (docs/performance.md); a few allowed, as a busy machine can still lose a packet,
-        # against about 40 in a failover that waits for NotReady.
-        failures = [(round(o.at - drained_at, 2), o.code) for o in outcomes if not o.ok]
-        assert failed <= 3, (
-            f"{failed} of {len(outcomes)} requests failed across the drain (seconds after it began, curl's code:"
-            f" {failures}; the Gateway moved after {moved_at - drained_at:.1f} s)"
-        )
-        print(f"drain: failed (seconds after it began, curl's code): {failures}")
-    finally:
-        west.kubectl("uncordon", active)
-        world.east.kubectl("-n", NS, "delete", "pod", "loop-drain", "--wait=false")
+    drain_while_requests_flow(world.east, world.west, NS, f"http://{service_ip}/", "drain")
 
 
 def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
     world: World, envtest_nodes: EnvtestNodes
 ) -> None:
     west = world.west
-    active, standby = _gateway_off_the_member_node(west)
+    active, standby = gateway_off_the_member_node(west)
     # The server runs on the standby: this test fails the Gateway, not the backend.
     web_server(west, NS, "web", node=standby)
     service_ip, _ = world.imported_ips(world.east)
@@ -284,7 +234,7 @@ def test_west_gateway_fails_over_to_its_other_node_while_requests_flow(
     failed_at = time.time()
     envtest_nodes.fail_node(active)
     try:
-        until("west's Gateway on its other node", lambda: _gateway(west) == standby, timeout=60)
+        until("west's Gateway on its other node", lambda: gateway_node(west) == standby, timeout=60)
         moved_s = time.time() - failed_at
         standby_ip = _gateway_ip(west, standby)
         until(

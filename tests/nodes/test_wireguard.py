@@ -14,6 +14,7 @@ from hack.nodeset.install import MEMBER_NS
 from hack.nodeset.kubectl import until
 from hack.nodeset.workloads import client_pod, ensure_namespace, fetch_until, web_server
 from tests.nodes.conftest import in_mode
+from tests.nodes.drain import drain_while_requests_flow, gateway_off_the_member_node
 
 NS = "wg"
 MODE = Mode(encryption="wireGuard")
@@ -81,3 +82,20 @@ def test_east_pods_reach_the_west_service_through_the_encrypted_tunnel(clusters:
     for node in east.nodes:
         assert fetch_until(east, NS, f"client-{node.name}", f"http://{service_ip}/") in pods
     assert _received_bytes(west) > before, "west's Gateway received nothing over WireGuard"
+
+
+def test_draining_the_wireguard_gateway_node_hands_over_losing_at_most_a_few_requests(
+    clusters: tuple[Cluster, Cluster],
+) -> None:
+    """The drain of test_services in WireGuard mode: the old Gateway masquerades what arrives while
+    it hands over, and retires with its WireGuard device, so what east still sends to its key before
+    the new ClusterInfo reaches it is answered."""
+    east, west = clusters
+    _, standby = gateway_off_the_member_node(west)
+    web_server(west, NS, "web", node=standby)  # the drain moves the Gateway, not the backend
+    service_ip = until(
+        "antrea-mc-web",
+        lambda: east.kubectl("get", "service", "antrea-mc-web", "-n", NS, "-o", "jsonpath={.spec.clusterIP}"),
+    )
+    client = f"client-{east.nodes[-1].name}"
+    drain_while_requests_flow(east, west, NS, f"http://{service_ip}/", "wireguard_drain", client=client)

@@ -97,11 +97,46 @@ def test_a_retiring_node_sends_as_a_member_and_takes_every_arrival_masqueraded()
     assert set(member.routes) <= set(retiring.routes)
 
 
-def test_retiring_is_not_taken_with_wireguard_or_when_its_address_is_a_gateways_again() -> None:
+WIREGUARD = replace(VXLAN, traffic_encryption_mode=TrafficEncryptionMode.WIREGUARD)
+WG = WIREGUARD.wireguard.interface
+WEST_KEYED = replace(WEST, gateway_ips=WEST.gateway_ips[:1], wireguard_public_key="d2VzdA==")
+
+
+def wireguard_inputs(node: str, gateways: tuple[ActiveGateway, ...]) -> AgentInputs:
+    return replace(
+        inputs_for(node, gateways, active_active=False), remotes=(WEST_KEYED,), wireguard_public_key="ZWFzdA=="
+    )
+
+
+def test_a_retiring_wireguard_gateway_keeps_its_peers_and_takes_every_arrival_masqueraded() -> None:
     gone = IPv4Address(NODES["east-a"])
-    wireguard = replace(VXLAN, traffic_encryption_mode=TrafficEncryptionMode.WIREGUARD)
-    plain = compute_desired(inputs_for("east-a", EAST[1:]), wireguard)
-    assert compute_desired(inputs_for("east-a", EAST[1:]), wireguard, retiring=gone) == plain
+    west_gateway = WEST_GATEWAYS[0]
+    gateway = compute_desired(wireguard_inputs("east-a", EAST), WIREGUARD)
+    member = compute_desired(wireguard_inputs("east-a", EAST[1:]), WIREGUARD)
+    retiring = compute_desired(wireguard_inputs("east-a", EAST[1:]), WIREGUARD, retiring=gone)
+    assert member.role is Role.MEMBER and member.wireguard is None
+    assert retiring.role is Role.RETIRING
+    # The peer the remote Gateways reach it by, until their ClusterInfo names the new Gateway.
+    assert retiring.wireguard == gateway.wireguard is not None
+    assert retiring.arrival_return == ArrivalReturn(RETURN_MARK, WG, (west_gateway,), (west_gateway,), gone)
+    assert return_routes(retiring) == {(f"{west_gateway}/32", "None")}
+    assert RETURN_RULE in retiring.rules
+    # What it sends goes through the new Gateway, as the member's.
+    assert set(member.routes) <= set(retiring.routes) and retiring.snat == member.snat
+
+
+def test_a_wireguard_gateway_returns_arrivals_and_masquerades_them_only_while_handing_over() -> None:
+    west_gateway = WEST_GATEWAYS[0]
+    me = IPv4Address(NODES["east-a"])
+    steady = compute_desired(wireguard_inputs("east-a", EAST[:1]), WIREGUARD)
+    assert steady.arrival_return == ArrivalReturn(RETURN_MARK, WG, (west_gateway,), (), me)
+    handing_over = (replace(EAST[0], handing_over=True),)
+    draining = compute_desired(wireguard_inputs("east-a", handing_over), WIREGUARD)
+    assert draining.arrival_return == ArrivalReturn(RETURN_MARK, WG, (west_gateway,), (west_gateway,), me)
+
+
+def test_retiring_is_not_taken_when_its_address_is_a_gateways_again() -> None:
+    gone = IPv4Address(NODES["east-a"])
     # The Gateway CR of another Node that now holds the same gatewayIP: it is that Node's.
     taken = (ActiveGateway("east-b", str(gone), NODES["east-b"]),)
     assert compute_desired(inputs_for("east-a", taken), VXLAN, retiring=gone).role is Role.MEMBER
