@@ -11,20 +11,32 @@ from dataclasses import dataclass, field
 from tests.datapath.topology import sh
 
 CANARY = "127.0.0.9/32"
+# Neighbour entries the kernel learns itself (ARP) change state with traffic and timers, agent or
+# not; an agent's own entries are PERMANENT, so only those are a change an agent made.
+_LEARNED_NEIGHBOUR_STATES = frozenset({"INCOMPLETE", "REACHABLE", "STALE", "DELAY", "PROBE", "FAILED"})
+
+
+def _learned_neighbour(line: str) -> bool:
+    words = line.split()
+    return bool(words) and words[-1] in _LEARNED_NEIGHBOUR_STATES
 
 
 @dataclass
 class KernelEvents:
     """What ``ip monitor`` (links, addresses, neighbours and FDB, routes, rules, per-device
-    sysctls) and ``nft monitor`` print about one namespace."""
+    sysctls) and ``nft monitor`` print about one namespace, but the state changes of neighbour
+    entries the kernel learned itself."""
 
     lines: list[str] = field(default_factory=list)
     _arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def collect(self, stream: asyncio.StreamReader) -> None:
         async for raw in stream:
+            line = raw.decode().rstrip()
+            if _learned_neighbour(line):
+                continue
             async with self._arrived:
-                self.lines.append(raw.decode().rstrip())
+                self.lines.append(line)
                 self._arrived.notify_all()
 
     async def saw(self, predicate: Callable[[str], bool], within: float) -> bool:

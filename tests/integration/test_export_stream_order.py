@@ -70,8 +70,17 @@ async def test_a_restarted_bracket_cannot_make_the_next_sync_end_sweep_what_was_
             answer = await session.call.read()
             assert answer is not grpc.aio.EOF
             assert not answer.HasField("sync_end"), f"the bracket was restarted and swept {answer.sync_end.deleted}"
-    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    if not _lost_the_race_to_the_refusal(info.value):
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert await _exported(hub) == {KEPT.export_name, WEB.export_name}
+
+
+def _lost_the_race_to_the_refusal(error: grpc.aio.AioRpcError) -> bool:
+    """Whether our own second write failed because the hub had ended the stream meanwhile: grpc
+    then marks the call INTERNAL on this side ("Failed execute_batch" of the send) and the hub's
+    status never reaches the test. That status is asserted by the test of a second sync_begin."""
+    debug = error.debug_error_string() or ""
+    return error.code() == grpc.StatusCode.INTERNAL and "execute_batch" in debug and "SendMessage" in debug
 
 
 async def test_a_sync_end_without_a_sync_begin_is_refused(hub: HubApp, east: Member) -> None:
