@@ -183,7 +183,9 @@ async def test_gateways_stop_using_a_west_gateway_whose_cable_is_pulled_before_a
             # Every agent of this test shares one event loop (and answers echoes on it): a step of
             # one agent's datapath can hold the others' answers past a 50 ms probe, and each such
             # miss starts the hold again (as it should). Deployed, each agent has a loop of its own.
-            await verdicts.until(lambda: not any(agent.unreachable for agent in set_aside), within=4 * hold + 5)
+            # Four holds and 5 s were not enough once in a local CI run, the suite's three processes
+            # sharing the 2 cores; what is asserted is the hold, below, not how soon it ends.
+            await verdicts.until(lambda: not any(agent.unreachable for agent in set_aside), within=8 * hold + 10)
             assert loop.time() - plugged >= hold  # answering for a whole hold first: flaps are damped
 
             def paired_again() -> bool:
