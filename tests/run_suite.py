@@ -2,10 +2,11 @@
 
 The suite spends about half its time waiting on other processes (API servers, kubelets, leases,
 Pods), so one process leaves much of the machine idle. Here:
-- tests/nodes runs in one. Its node ClusterSet and the upstream conformance suite start at once,
-  in the background, as they do in a single process (tests/nodes/early.py). Its tests then wait
-  until the other two processes have ended (OTHERS_DONE), so the failover gaps and failed requests
-  they count are measured with the machine to themselves, as before.
+- tests/datapath and tests/nodes run in one. Its node ClusterSet and the upstream conformance
+  suite start at once, in the background, as they do in a single process (tests/nodes/early.py).
+  Its tests then wait until the other two processes have ended (tests/others_done.py), so the
+  probe verdicts, failover gaps and failed requests they count are measured with the machine to
+  themselves, as before.
 - the other folders run in two, split about evenly by their time (FIRST; a folder not named there
   goes to the second).
 
@@ -25,16 +26,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.nodes.early import OTHERS_DONE
+from tests.others_done import OTHERS_DONE
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 LOGS = ROOT / "test-artifacts" / "suite"
 NODES = "nodes"
+# The folders whose tests measure time (probes of 50 ms, gaps, failed requests): the third process,
+# once the other two have ended (tests/others_done.py). tests/datapath waits in its conftest.
+AFTER_THE_OTHERS = ("datapath", NODES)
 NOTHING_SELECTED = 5  # pytest's exit status when -k or -m left a process no test
-# About half the time of the folders other than tests/nodes (seconds per folder, printed by each run).
-FIRST = {"browser", "compat", "contract", "ctl", "datapath", "deploy", "kube", "kubeenv", "member_dns"}
-FIRST |= {"member_gateway", "sandbox"}
+# About half the time of the remaining folders (seconds per folder, printed by each run).
+FIRST = {"browser", "compat", "contract", "ctl", "deploy", "kube", "kubeenv", "member_dns", "member_gateway"}
+FIRST |= {"sandbox", "member", "member_hubclient", "member_identities", "member_imports"}
 
 
 @dataclass
@@ -55,9 +59,10 @@ def folders_with_tests() -> list[str]:
 
 
 def parts() -> list[Part]:
-    others = [f for f in folders_with_tests() if f != NODES]
+    every = folders_with_tests()
+    others = [f for f in every if f not in AFTER_THE_OTHERS]
     return [
-        Part("nodes", [NODES]),
+        Part(NODES, [f for f in every if f in AFTER_THE_OTHERS]),
         Part("first", [f for f in others if f in FIRST]),
         Part("second", [f for f in others if f not in FIRST]),
     ]

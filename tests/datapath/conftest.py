@@ -26,6 +26,7 @@ from tests.datapath.driver import ClusterSetDriver
 from tests.datapath.forks import recording_forks
 from tests.datapath.topology import Topology, built_topology
 from tests.needs import needs, tool_missing
+from tests.others_done import wait_for_the_other_tests
 
 
 def _why_no_netns() -> str | None:
@@ -52,6 +53,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "tests/datapath/" in str(item.path):
             item.add_marker(pytest.mark.root)
             item.add_marker(requires_netns)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def after_the_other_tests() -> None:
+    """Agents probe every 50 ms here, and several tests assert their verdicts: under `make test`
+    they begin once the processes running the other folders have ended."""
+    wait_for_the_other_tests()
 
 
 @pytest.fixture(autouse=True)

@@ -32,7 +32,8 @@ from hack.nodeset.clusterset import Mode, NodeClusterSet, attach, install_into
 from hack.nodeset.install import MEMBER_NS
 from mcapi.global_addresses import CONFIGMAP, GlobalAddresses
 from tests.needs import unmet
-from tests.nodes.early import EARLY, wait_for_the_other_tests
+from tests.nodes.early import EARLY
+from tests.others_done import wait_for_the_other_tests
 
 FIGURES = Path(__file__).resolve().parents[2] / "test-artifacts" / "nodes-figures.json"
 

@@ -10,11 +10,9 @@ waits for the thread, so none changes the ClusterSet (a mode, a failed node) und
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 from hack.nodeset import conformance
@@ -87,15 +85,3 @@ class EarlyStart:
 
 
 EARLY = EarlyStart()
-
-# Set by tests/run_suite.py, which runs the other folders in processes of their own meanwhile:
-# a file that exists once they have ended.
-OTHERS_DONE = "MCHUB_SUITE_OTHERS_DONE"
-
-
-def wait_for_the_other_tests() -> None:
-    """Node tests count failed requests and measure gaps in seconds: when the suite runs in several
-    processes, they begin once the others have ended, with the machine to themselves."""
-    done = os.environ.get(OTHERS_DONE)
-    while done and not Path(done).exists():
-        time.sleep(1)
