@@ -49,10 +49,12 @@ requires_wireguard = needs(tool_missing("wireguard-go", "wg", package="wireguard
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/datapath/" in str(item.path):
-            item.add_marker(pytest.mark.root)
-            item.add_marker(requires_netns)
+    datapath = [item for item in items if "tests/datapath/" in str(item.path)]
+    for item in datapath:
+        item.add_marker(pytest.mark.root)
+        item.add_marker(requires_netns)
+    if datapath:  # its set-up may wait for the suite's other processes (after_the_other_tests)
+        datapath[0].add_marker(pytest.mark.timeout(50 * 60))
 
 
 @pytest.fixture(scope="session", autouse=True)
