@@ -18,6 +18,7 @@ import yaml
 
 from hack.nodeset.clusters import Cluster
 from hack.nodeset.kubectl import KubectlError
+from hack.nodeset.workloads import service_export
 
 
 class ExportChurn:
@@ -68,20 +69,13 @@ class ExportChurn:
                     self.cluster.kubectl("delete", "serviceexport", name, "-n", self.namespace, "--wait=false")
                     exported.discard(name)
                 else:
-                    self.cluster.kubectl.apply(yaml.safe_dump(self._export(name)))
+                    self.cluster.kubectl.apply(yaml.safe_dump(service_export(self.namespace, name)))
                     exported.add(name)
                 self.changes += 1
                 turn += 1
             except (KubectlError, subprocess.SubprocessError) as error:
                 self.errors.append(str(error))
                 exported = None
-
-    def _export(self, name: str) -> dict[str, object]:
-        return {
-            "apiVersion": "multicluster.x-k8s.io/v1alpha1",
-            "kind": "ServiceExport",
-            "metadata": {"name": name, "namespace": self.namespace},
-        }
 
     def exported(self) -> set[str]:
         """The churned Services that have a ServiceExport now, as the API server says."""

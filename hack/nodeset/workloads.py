@@ -28,6 +28,15 @@ def ensure_namespace(cluster: Cluster, namespace: str, labels: dict[str, str] | 
     cluster.kubectl.apply(yaml.safe_dump(body))
 
 
+def service_export(namespace: str, name: str) -> dict[str, Any]:
+    """The ServiceExport of the Service ``name``, as a user writes it."""
+    return {
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+        "kind": "ServiceExport",
+        "metadata": {"name": name, "namespace": namespace},
+    }
+
+
 def serve(
     cluster: Cluster,
     namespace: str,
@@ -64,13 +73,7 @@ def serve(
         },
     ]
     if export:
-        objects.append(
-            {
-                "apiVersion": "multicluster.x-k8s.io/v1alpha1",
-                "kind": "ServiceExport",
-                "metadata": {"name": name, "namespace": namespace},
-            }
-        )
+        objects.append(service_export(namespace, name))
     cluster.kubectl.apply(yaml.safe_dump_all(objects))
     cluster.kubectl("-n", namespace, "rollout", "status", f"deployment/{name}", "--timeout=120s", timeout=130)
 
